@@ -1,0 +1,142 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jimsmart/grobotstxt"
+)
+
+// examplesPerKind is how many disagreements of each kind are logged.
+const examplesPerKind = 5
+
+// TestAgreement asks every implementation the corpus queries and logs how
+// often they disagree, with examples. It is informational: the peers
+// follow other rules than ours in places (temoto matches user agents by
+// prefix, does not percent-normalise, and rejects some files; grobotstxt
+// cuts product tokens at digits and treats index.html specially; see
+// SPEC.md section 9), so a disagreement is not a failure. It fails only if
+// the queries cannot be asked at all.
+func TestAgreement(t *testing.T) {
+	cs := needCorpusSet(t)
+	qs := cs.qs
+	if testing.Short() {
+		// grobotstxt parses the whole file for every query; keep -short
+		// quick with one file in ten.
+		var some []query
+		for _, q := range qs {
+			if q.file%10 == 0 {
+				some = append(some, q)
+			}
+		}
+		qs = some
+	}
+	if len(qs) == 0 {
+		t.Fatal("no corpus queries")
+	}
+
+	answers := make([][]bool, len(impls))
+	for i, im := range impls {
+		answers[i] = im.answers(cs.in, qs)
+		if len(answers[i]) != len(qs) {
+			t.Fatalf("%s answered %d of %d queries", im.name, len(answers[i]), len(qs))
+		}
+	}
+
+	files := needCorpus(t)
+	rs := parseOurs(cs.in)
+	kinds := map[string]int{}
+	examples := map[string][]string{}
+	allowed := make([]int, len(impls))
+	for k, q := range qs {
+		var key []string
+		for i := range impls {
+			if answers[i][k] {
+				allowed[i]++
+			}
+			if answers[i][k] != answers[0][k] {
+				key = append(key, impls[i].name)
+			}
+		}
+		if len(key) == 0 {
+			kinds["all agree"]++
+			continue
+		}
+		// Name the kind by who sides against ours.
+		kind := strings.Join(key, "+") + " differ from ours"
+		if len(key) == len(impls)-1 {
+			kind = "ours alone"
+		}
+		kinds[kind]++
+		if len(examples[kind]) < examplesPerKind {
+			m := rs[q.file].Match(q.agent, q.url)
+			examples[kind] = append(examples[kind], fmt.Sprintf(
+				"%s agent=%s url=%s: ours=%v (rule %q, line %d)",
+				files[q.file].name, q.agent, q.url, answers[0][k], m.Rule, m.Line))
+		}
+	}
+
+	t.Logf("%d queries over %d files (%d files left out: temoto rejects them)",
+		len(qs), len(cs.in.bodies)-cs.skipped, cs.skipped)
+	for i, im := range impls {
+		t.Logf("%-10s allows %6d (%.1f%%)", im.name, allowed[i], pct(allowed[i], len(qs)))
+	}
+	for _, kind := range []string{"all agree", "ours alone"} {
+		t.Logf("%-34s %6d (%.2f%%)", kind, kinds[kind], pct(kinds[kind], len(qs)))
+	}
+	for kind, n := range kinds {
+		if kind != "all agree" && kind != "ours alone" {
+			t.Logf("%-34s %6d (%.2f%%)", kind, n, pct(n, len(qs)))
+		}
+	}
+	for kind, ex := range examples {
+		t.Logf("examples of %s:", kind)
+		for _, e := range ex {
+			t.Logf("  %s", e)
+		}
+	}
+}
+
+func pct(n, of int) float64 { return 100 * float64(n) / float64(of) }
+
+// TestQueries checks the query paths the benchmarks ask: ASCII, validly
+// percent-encoded, starting with "/", and the same on every run.
+func TestQueries(t *testing.T) {
+	body := []byte("User-agent: *\nDisallow: /caf\u00e9/*.pdf$ # docs\r\nallow:/a b%zz\nDisallow: relative\n")
+	got := filePaths(body)
+	want := append(append([]string(nil), genericPaths...),
+		"/caf%C3%A9/x7.pdf",
+		"/a%20b%25zz/item-42.html?id=7",
+	)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("filePaths:\n got %q\nwant %q", got, want)
+	}
+
+	gen := generateRobots(1000)
+	if n := len(rulePatterns(gen)); n != 1000 {
+		t.Errorf("generateRobots(1000) has %d rules", n)
+	}
+	paths := generatedPaths(gen, 64)
+	if len(paths) != 64 {
+		t.Errorf("generatedPaths: %d paths, want 64", len(paths))
+	}
+	// The first half of the generated paths come from rules; of those,
+	// the ones not extended below their rule are decided by it. The
+	// second half are named by no rule. grobotstxt, not ours, is the
+	// judge here.
+	m := grobotstxt.NewRobotsMatcher()
+	for k, p := range paths {
+		if !strings.HasPrefix(p, "/") || strings.ContainsFunc(p, func(c rune) bool { return c <= ' ' || c >= 0x7f }) {
+			t.Errorf("query path %q is not a clean ASCII path", p)
+		}
+		m.AgentAllowed(string(gen), "ExampleBot", p)
+		decided := m.MatchingLine() != 0
+		switch {
+		case k < 32 && k%2 == 0 && !decided:
+			t.Errorf("generated path %q comes from a rule but no rule matches it", p)
+		case k >= 32 && decided:
+			t.Errorf("generated path %q should match no rule, matches line %d", p, m.MatchingLine())
+		}
+	}
+}

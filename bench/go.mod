@@ -1,0 +1,11 @@
+module github.com/f9014239/robots/bench
+
+go 1.26.8
+
+require (
+	github.com/f9014239/robots v0.0.0
+	github.com/jimsmart/grobotstxt v1.0.3
+	github.com/temoto/robotstxt v1.1.2
+)
+
+replace github.com/f9014239/robots => ../
