@@ -1,25 +1,218 @@
 // Package matcher parses robots.txt files and matches URLs against them, as
 // RFC 9309 specifies, with the leniency of Google's reference parser.
 //
-// The package is pure: it does no I/O and imports no net/http. A [Robots]
-// never fails to parse and never panics, whatever the input.
+// The package is pure: it does no I/O and imports no net/http. [Parse] never
+// fails and never panics, whatever the input: lines it cannot use are
+// ignored, and [Lint] says which and why.
+//
+// # Example
+//
+//	r := matcher.Parse([]byte("User-agent: *\nDisallow: /private\n"))
+//	r.Allowed("ExampleBot", "https://example.com/private/x") // false
+//	g := r.Group("ExampleBot") // pick the group once, match many URLs
+//	g.Allowed("/public")       // true
 package matcher
 
-import "time"
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Robots is a parsed robots.txt file. It is immutable once returned by
 // [Parse] and safe for concurrent use by multiple goroutines.
 type Robots struct {
-	// implementation pending
+	agents   []agentGroup // sorted by token
+	star     *Group       // the "*" groups combined, or nil
+	sitemaps []string
+}
+
+// agentGroup is the combined group of one product token.
+type agentGroup struct {
+	token string // lower case
+	group *Group
+}
+
+// block is one group as written in the file: user-agent lines, then rules.
+type block struct {
+	rulesLo, rulesHi int // its rules, in parser.rules
+	hasRules         bool
+	delay            time.Duration
+	hasDelay         bool
 }
 
 // Parse parses a robots.txt body. It never fails: lines that are not valid
-// are ignored (RFC 9309 §2.2). Only the first 500 KiB of body are read.
-func Parse(body []byte) *Robots { return &Robots{} }
+// are ignored (RFC 9309 §2.2). Parsing is lenient in the ways Google's parser
+// is: keys are matched case-insensitively and by prefix, common misspellings
+// such as "dissallow" and "useragent" are accepted, and a line without a
+// colon that holds exactly two words is read as "key value".
+//
+// Parse reads all of body and keeps no reference to it. A crawler should
+// read at most the first 500 KiB of a robots.txt file (RFC 9309 §2.5), as the
+// robots package does when it fetches one.
+func Parse(body []byte) *Robots {
+	var (
+		s        = newScanner(body)
+		blocks   []block
+		cur      *block
+		tokens   []tokenBlock
+		rules    []rule
+		arena    []byte
+		sitemaps []string
+	)
+	for s.next() {
+		switch s.field {
+		case fieldUserAgent:
+			if cur == nil || cur.hasRules {
+				blocks = append(blocks, block{rulesLo: len(rules), rulesHi: len(rules)})
+				cur = &blocks[len(blocks)-1]
+			}
+			tok, _ := productToken(s.value)
+			tokens = append(tokens, tokenBlock{strings.ToLower(string(tok)), len(blocks) - 1})
+		case fieldAllow, fieldDisallow:
+			if cur == nil {
+				continue // a rule before any user-agent line belongs to no group
+			}
+			cur.hasRules = true
+			v := s.value
+			if len(v) == 0 || v[0] != '/' && v[0] != '*' {
+				continue // an empty rule is ignored; any other matches nothing
+			}
+			r := rule{pat: uint32(len(arena)), line: uint32(s.num), allow: s.field == fieldAllow}
+			arena = appendNormRule(arena, v)
+			r.n = uint32(len(arena)) - r.pat
+			r.raw, r.rawN = r.pat, r.n
+			if string(arena[r.pat:]) != string(v) {
+				r.raw, r.rawN = uint32(len(arena)), uint32(len(v))
+				arena = append(arena, v...)
+			}
+			rules = append(rules, r)
+			cur.rulesHi = len(rules)
+		case fieldSitemap:
+			if len(s.value) > 0 {
+				sitemaps = append(sitemaps, string(s.value))
+			}
+		case fieldCrawlDelay:
+			if cur == nil {
+				continue
+			}
+			if d, ok := parseDelay(s.value); ok && (!cur.hasDelay || d > cur.delay) {
+				cur.delay, cur.hasDelay = d, true
+			}
+		}
+	}
+	return build(string(arena), rules, blocks, tokens, sitemaps)
+}
+
+// tokenBlock records that a user-agent line of a block names token.
+type tokenBlock struct {
+	token string // lower case; "*" for the "*" group
+	block int
+}
+
+// build combines the blocks that name each token into one Group each.
+func build(arena string, rules []rule, blocks []block, tokens []tokenBlock, sitemaps []string) *Robots {
+	r := &Robots{sitemaps: sitemaps}
+	if len(tokens) == 0 {
+		return r
+	}
+	slices.SortFunc(tokens, func(a, b tokenBlock) int {
+		if c := strings.Compare(a.token, b.token); c != 0 {
+			return c
+		}
+		return a.block - b.block
+	})
+	single := make([]*Group, len(blocks)) // groups of one block, shared by the tokens that name only it
+	var multi map[string]*Group           // groups of several blocks, by their block numbers
+	var ids []int
+	for i := 0; i < len(tokens); {
+		tok := tokens[i].token
+		ids = ids[:0]
+		for ; i < len(tokens) && tokens[i].token == tok; i++ {
+			if b := tokens[i].block; len(ids) == 0 || ids[len(ids)-1] != b {
+				ids = append(ids, b)
+			}
+		}
+		var g *Group
+		if len(ids) == 1 {
+			b := &blocks[ids[0]]
+			if g = single[ids[0]]; g == nil {
+				g = newGroup(arena, rules[b.rulesLo:b.rulesHi:b.rulesHi], b.delay, b.hasDelay)
+				single[ids[0]] = g
+			}
+		} else {
+			key := make([]byte, 0, 8*len(ids))
+			for _, b := range ids {
+				key = strconv.AppendInt(key, int64(b), 10)
+				key = append(key, ',')
+			}
+			if g = multi[string(key)]; g == nil {
+				var rs []rule
+				var delay time.Duration
+				hasDelay := false
+				for _, bi := range ids {
+					b := &blocks[bi]
+					rs = append(rs, rules[b.rulesLo:b.rulesHi]...)
+					if b.hasDelay && (!hasDelay || b.delay > delay) {
+						delay, hasDelay = b.delay, true
+					}
+				}
+				g = newGroup(arena, rs, delay, hasDelay)
+				if multi == nil {
+					multi = make(map[string]*Group)
+				}
+				multi[string(key)] = g
+			}
+		}
+		if tok == "*" {
+			r.star = g
+		} else {
+			r.agents = append(r.agents, agentGroup{tok, g})
+		}
+	}
+	r.agents = slices.Clip(r.agents)
+	return r
+}
+
+// parseDelay reads a crawl-delay value: a non-negative decimal number of
+// seconds, such as "10" or "0.5". Anything else, including a value too large
+// for a time.Duration, is not a delay.
+func parseDelay(v []byte) (time.Duration, bool) {
+	const maxSeconds = int64(1<<63-1) / int64(time.Second)
+	var sec int64
+	digits := 0
+	i := 0
+	for ; i < len(v) && '0' <= v[i] && v[i] <= '9'; i++ {
+		sec = sec*10 + int64(v[i]-'0')
+		if sec > maxSeconds {
+			return 0, false
+		}
+		digits++
+	}
+	var frac time.Duration
+	if i < len(v) && v[i] == '.' {
+		i++
+		scale := time.Second
+		for ; i < len(v) && '0' <= v[i] && v[i] <= '9'; i++ {
+			scale /= 10
+			frac += time.Duration(v[i]-'0') * scale
+			digits++
+		}
+	}
+	if i != len(v) || digits == 0 {
+		return 0, false
+	}
+	d := time.Duration(sec)*time.Second + frac
+	if d < 0 {
+		return 0, false // overflow
+	}
+	return d, true
+}
 
 // Allowed reports whether the crawler with product token agent may fetch url.
 // url is an absolute URL or a path with an optional query, raw or
-// percent-encoded.
+// percent-encoded. It is short for r.Group(agent).Allowed(url).
 func (r *Robots) Allowed(agent, url string) bool { return r.Group(agent).Allowed(url) }
 
 // Match is like Allowed but also names the deciding rule.
@@ -28,25 +221,33 @@ func (r *Robots) Match(agent, url string) Match { return r.Group(agent).Match(ur
 // Group returns the rules that govern agent: the groups that name it,
 // combined, or else the "*" groups, combined, or else an empty group that
 // allows everything. It never returns nil.
-func (r *Robots) Group(agent string) *Group { return &Group{} }
-
-// Sitemaps returns the values of the sitemap lines, in file order.
-func (r *Robots) Sitemaps() []string { return nil }
-
-// Group is the set of rules one crawler obeys. It is immutable and safe for
-// concurrent use by multiple goroutines.
-type Group struct {
-	// implementation pending
+//
+// agent is a product token such as "ExampleBot", compared whole and without
+// regard to ASCII case with the token of each user-agent line. A user-agent
+// line's token is the leading run of its value's a-zA-Z0-9_- characters, so
+// "ExampleBot/1.2" in a file names ExampleBot, but a caller that passes
+// "ExampleBot/1.2" matches no group.
+func (r *Robots) Group(agent string) *Group {
+	lo, hi := 0, len(r.agents)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if compareFold(agent, r.agents[m].token) > 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(r.agents) && compareFold(agent, r.agents[lo].token) == 0 {
+		return r.agents[lo].group
+	}
+	if r.star != nil {
+		return r.star
+	}
+	return emptyGroup
 }
 
-// Allowed reports whether url may be fetched under g.
-func (g *Group) Allowed(url string) bool { return g.Match(url).Allowed }
-
-// Match returns the verdict for url under g and the rule that decided it.
-func (g *Group) Match(url string) Match { return Match{Allowed: true} }
-
-// CrawlDelay returns the group's crawl-delay and whether it has one.
-func (g *Group) CrawlDelay() (time.Duration, bool) { return 0, false }
+// Sitemaps returns the values of the sitemap lines, in file order.
+func (r *Robots) Sitemaps() []string { return slices.Clone(r.sitemaps) }
 
 // Match is a verdict and the rule that decided it.
 type Match struct {

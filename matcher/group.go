@@ -1,0 +1,355 @@
+package matcher
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+	"unsafe"
+)
+
+// Group is the set of rules one crawler obeys: one group of a robots.txt
+// file, or several combined. Get one with [Robots.Group] and use it for many
+// URLs. A Group is immutable and safe for concurrent use by multiple
+// goroutines.
+type Group struct {
+	arena string // normalised and as-written patterns, shared with the other groups of the file
+	rules []rule // in file order
+
+	// The index. entries holds the distinct literal prefixes of the rules
+	// (a pattern up to its first '*', or the whole pattern without a final
+	// '$'), sorted. Every entry that is a prefix of a path lies on the
+	// parent chain of the greatest entry <= that path.
+	entries []entry
+	wild    []int32 // indices of wildcard rules, grouped by entry, best first
+
+	delay    time.Duration
+	hasDelay bool
+}
+
+// rule is one allow or disallow line.
+type rule struct {
+	pat   uint32 // offset in arena of the normalised pattern
+	n     uint32 // its length, which is the rule's priority
+	raw   uint32 // offset in arena of the pattern as written; == pat when the same
+	rawN  uint32
+	line  uint32
+	allow bool
+}
+
+// entry is one literal prefix in a Group's index.
+type entry struct {
+	off, n  uint32 // the prefix, in arena
+	parent  int32  // the longest other entry that is a prefix of this one, or -1
+	maxPrio uint32 // the highest priority of a rule here or at an ancestor
+	plain   int32  // the best rule whose pattern is exactly the prefix, or -1
+	exact   int32  // the best rule whose pattern is the prefix followed by '$', or -1
+	wildLo  uint32 // wild[wildLo:wildHi] are the rules with a '*' after the prefix
+	wildHi  uint32
+}
+
+// emptyGroup allows everything.
+var emptyGroup = &Group{}
+
+// better reports whether rule a wins over rule b when both match: the longer
+// pattern wins, allow wins a tie, and the earlier line breaks what is left.
+func better(a, b *rule) bool {
+	if a.n != b.n {
+		return a.n > b.n
+	}
+	if a.allow != b.allow {
+		return a.allow
+	}
+	return a.line < b.line
+}
+
+func (g *Group) pattern(r *rule) string { return g.arena[r.pat : r.pat+r.n] }
+
+func (g *Group) literal(e *entry) string { return g.arena[e.off : e.off+e.n] }
+
+// literalLen returns the length of the literal prefix of a normalised
+// pattern, and whether the pattern is exact (ends in the '$' anchor) or has
+// wildcards.
+func literalLen(pat string) (n int, exact, wild bool) {
+	if i := strings.IndexByte(pat, '*'); i >= 0 {
+		return i, false, true
+	}
+	if strings.HasSuffix(pat, "$") {
+		return len(pat) - 1, true, false
+	}
+	return len(pat), false, false
+}
+
+// newGroup builds the index of a group. rules must be in file order.
+func newGroup(arena string, rules []rule, delay time.Duration, hasDelay bool) *Group {
+	g := &Group{arena: arena, rules: rules, delay: delay, hasDelay: hasDelay}
+	if len(rules) == 0 {
+		return g
+	}
+	// Sort the rules by literal prefix, best rule first within a prefix.
+	order := make([]int32, len(rules))
+	lits := make([]string, len(rules))
+	for i := range rules {
+		order[i] = int32(i)
+		n, _, _ := literalLen(g.pattern(&rules[i]))
+		lits[i] = g.pattern(&rules[i])[:n]
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := strings.Compare(lits[a], lits[b]); c != 0 {
+			return c
+		}
+		if better(&rules[a], &rules[b]) {
+			return -1
+		}
+		return 1
+	})
+	var stack []int32 // the parent chain of the last entry
+	for i := 0; i < len(order); {
+		lit := lits[order[i]]
+		j := i
+		for j < len(order) && lits[order[j]] == lit {
+			j++
+		}
+		e := entry{off: rules[order[i]].pat, n: uint32(len(lit)), parent: -1, plain: -1, exact: -1}
+		e.wildLo = uint32(len(g.wild))
+		for _, ri := range order[i:j] {
+			r := &rules[ri]
+			_, exact, wild := literalLen(g.pattern(r))
+			switch {
+			case wild:
+				g.wild = append(g.wild, ri)
+			case exact:
+				if e.exact < 0 {
+					e.exact = ri
+				}
+			default:
+				if e.plain < 0 {
+					e.plain = ri
+				}
+			}
+			e.maxPrio = max(e.maxPrio, r.n)
+		}
+		e.wildHi = uint32(len(g.wild))
+		for len(stack) > 0 && !strings.HasPrefix(lit, g.literal(&g.entries[stack[len(stack)-1]])) {
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 {
+			e.parent = stack[len(stack)-1]
+			e.maxPrio = max(e.maxPrio, g.entries[e.parent].maxPrio)
+		}
+		stack = append(stack, int32(len(g.entries)))
+		g.entries = append(g.entries, e)
+		i = j
+	}
+	g.entries = slices.Clip(g.entries)
+	g.wild = slices.Clip(g.wild)
+	return g
+}
+
+// find returns the index of the rule that decides the normalised path p, or
+// -1 when no rule matches.
+func (g *Group) find(p string) int {
+	// The greatest entry <= p.
+	lo, hi := 0, len(g.entries)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if g.literal(&g.entries[m]) <= p {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	i := int32(lo - 1)
+	if i < 0 {
+		return -1
+	}
+	// Its ancestors no longer than the common prefix with p are exactly the
+	// entries that are prefixes of p.
+	l := uint32(commonPrefix(g.literal(&g.entries[i]), p))
+	for i >= 0 && g.entries[i].n > l {
+		i = g.entries[i].parent
+	}
+	best := int32(-1)
+	var bestRule *rule
+	for i >= 0 {
+		e := &g.entries[i]
+		if bestRule != nil && e.maxPrio < bestRule.n {
+			break // nothing at or above this entry can win
+		}
+		if e.plain >= 0 && (bestRule == nil || better(&g.rules[e.plain], bestRule)) {
+			best, bestRule = e.plain, &g.rules[e.plain]
+		}
+		if e.exact >= 0 && int(e.n) == len(p) && (bestRule == nil || better(&g.rules[e.exact], bestRule)) {
+			best, bestRule = e.exact, &g.rules[e.exact]
+		}
+		for _, ri := range g.wild[e.wildLo:e.wildHi] {
+			r := &g.rules[ri]
+			if bestRule != nil && !better(r, bestRule) {
+				break // the rest are worse still
+			}
+			if matchWild(g.pattern(r)[e.n:], p[e.n:]) {
+				best, bestRule = ri, r
+				break
+			}
+		}
+		i = e.parent
+	}
+	return int(best)
+}
+
+// commonPrefix returns the length of the longest common prefix of a and b.
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
+// matchWild reports whether the pattern rest, which starts with '*', matches
+// s, the part of the path after the pattern's literal prefix. Matching each
+// '*'-separated segment at its leftmost position is correct for patterns
+// whose only wildcard is '*', and takes linear time: there is no
+// backtracking.
+func matchWild(rest, s string) bool {
+	anchored := strings.HasSuffix(rest, "$")
+	if anchored {
+		rest = rest[:len(rest)-1]
+	}
+	rest = rest[1:]
+	for {
+		i := strings.IndexByte(rest, '*')
+		if i < 0 {
+			// The last segment: a suffix of s when anchored, else anywhere.
+			if anchored {
+				return strings.HasSuffix(s, rest)
+			}
+			return strings.Contains(s, rest)
+		}
+		if seg := rest[:i]; seg != "" {
+			j := strings.Index(s, seg)
+			if j < 0 {
+				return false
+			}
+			s = s[j+len(seg):]
+		}
+		rest = rest[i+1:]
+	}
+}
+
+// decide returns the index of the rule that decides url, or -1.
+func (g *Group) decide(url string) int {
+	p := pathQuery(url)
+	if urlIsNormal(p) {
+		if p == "/robots.txt" {
+			return -1
+		}
+		return g.find(p)
+	}
+	// Normalise into a buffer on the stack; find does not retain it.
+	var buf [512]byte
+	b := appendNormURL(buf[:0], p)
+	s := unsafe.String(unsafe.SliceData(b), len(b))
+	if s == "/robots.txt" {
+		return -1
+	}
+	return g.find(s)
+}
+
+// Allowed reports whether url may be fetched under g. url is an absolute URL
+// or a path with an optional query, raw or percent-encoded; see [Group.Match].
+func (g *Group) Allowed(url string) bool {
+	i := g.decide(url)
+	return i < 0 || g.rules[i].allow
+}
+
+// Match returns the verdict for url under g and the rule that decided it.
+//
+// url is an absolute URL (scheme://authority/path?query#fragment) or a path
+// with an optional query. Only the path and query are compared; the fragment
+// is dropped and an empty path is "/". Both the URL and the rules are
+// percent-normalised before comparison (RFC 9309 §2.2.2). The most specific
+// matching rule, the one with the longest pattern, decides, and allow wins a
+// tie; when no rule matches, or url is /robots.txt, the URL is allowed.
+func (g *Group) Match(url string) Match {
+	i := g.decide(url)
+	if i < 0 {
+		return Match{Allowed: true}
+	}
+	r := &g.rules[i]
+	key := "Disallow: "
+	if r.allow {
+		key = "Allow: "
+	}
+	return Match{Allowed: r.allow, Rule: key + g.arena[r.raw:r.raw+r.rawN], Line: int(r.line)}
+}
+
+// CrawlDelay returns the group's crawl-delay and whether it has one. When
+// several groups are combined, the largest delay is returned.
+func (g *Group) CrawlDelay() (time.Duration, bool) { return g.delay, g.hasDelay }
+
+// pathQuery returns the path and query of url, which is an absolute URL, a
+// network-path reference ("//host/path") or a path.
+func pathQuery(url string) string {
+	if i := strings.IndexByte(url, '#'); i >= 0 {
+		url = url[:i]
+	}
+	if n := schemeLen(url); n > 0 {
+		url = url[n:] // after "scheme:"
+	}
+	if strings.HasPrefix(url, "//") {
+		i := strings.IndexAny(url[2:], "/?")
+		if i < 0 {
+			return "/"
+		}
+		url = url[2+i:]
+	}
+	if url == "" {
+		return "/"
+	}
+	if url[0] == '?' {
+		// An empty path with a query. This concatenation allocates, but
+		// only for this rare form.
+		return "/" + url
+	}
+	return url
+}
+
+// schemeLen returns the length of the "scheme:" at the start of url, or 0.
+func schemeLen(url string) int {
+	for i := 0; i < len(url); i++ {
+		c := url[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case '0' <= c && c <= '9', c == '+', c == '-', c == '.':
+			if i == 0 {
+				return 0
+			}
+		case c == ':':
+			if i == 0 {
+				return 0
+			}
+			return i + 1
+		default:
+			return 0
+		}
+	}
+	return 0
+}
+
+// compareFold compares the caller's agent with a lower-case token, ignoring
+// ASCII case in agent.
+func compareFold(agent, token string) int {
+	n := min(len(agent), len(token))
+	for i := 0; i < n; i++ {
+		c := agent[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != token[i] {
+			return cmp.Compare(c, token[i])
+		}
+	}
+	return cmp.Compare(len(agent), len(token))
+}

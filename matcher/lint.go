@@ -1,0 +1,130 @@
+package matcher
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// MaxSize is the number of bytes of a robots.txt file that crawlers must
+// read at least (RFC 9309 §2.5: 500 KiB). Google ignores what follows, and
+// so does the robots package when it fetches a file. [Lint] reports a body
+// that is longer.
+const MaxSize = 500 << 10
+
+// Report describes how [Parse] reads a robots.txt body: which lines it
+// ignores or reads leniently, the groups it finds, and the sitemaps.
+type Report struct {
+	Diagnostics []Diagnostic // in line order
+	Groups      []GroupInfo  // in file order
+	Sitemaps    []string
+	Size        int // bytes in the body; a body larger than MaxSize gets a Diagnostic
+}
+
+// Diagnostic is a line that Parse ignores, or reads only by being lenient.
+type Diagnostic struct {
+	Line    int    // 1-based
+	Text    string // the line as written, trimmed
+	Message string // why the line is ignored, or what leniency was applied
+}
+
+// String formats d as "line 3: message: text".
+func (d Diagnostic) String() string {
+	return fmt.Sprintf("line %d: %s: %q", d.Line, d.Message, d.Text)
+}
+
+// GroupInfo describes one group as written in the file: its user-agent lines
+// and the rules that follow them.
+type GroupInfo struct {
+	Line          int      // the line of the group's first user-agent line
+	Agents        []string // the product tokens as they count, in lower case, e.g. "googlebot", "*"
+	Rules         int      // allow and disallow rules that can match something
+	CrawlDelay    time.Duration
+	HasCrawlDelay bool
+}
+
+// Lint parses body as [Parse] does and reports what it finds. It is slower
+// than Parse and meant for people writing robots.txt files and the tools
+// that check them.
+func Lint(body []byte) *Report {
+	rep := &Report{Size: len(body)}
+	s := newScanner(body)
+	add := func(msg string) {
+		rep.Diagnostics = append(rep.Diagnostics, Diagnostic{Line: s.num, Text: string(trimSpace(s.text)), Message: msg})
+	}
+	var cur *GroupInfo
+	inRules := false // cur has had a rule line, so the next user-agent line starts a group
+	for s.next() {
+		if s.num == 1 && s.bom > 0 {
+			add("byte-order mark skipped")
+		}
+		if len(body) > MaxSize && s.start <= MaxSize && MaxSize < s.pos {
+			add(fmt.Sprintf("file is %d bytes; crawlers read only the first %d (500 KiB), so what follows may be ignored", len(body), MaxSize))
+		}
+		if !utf8.Valid(s.text) {
+			add("not valid UTF-8")
+		}
+		if s.flags&flagLenientKey != 0 {
+			add(fmt.Sprintf("key %q read as %q", s.key, s.field.canonical()))
+		}
+		if s.flags&flagNoColon != 0 {
+			add(fmt.Sprintf("missing colon; read as \"%s: %s\"", s.key, s.value))
+		}
+		v := s.value
+		switch s.field {
+		case fieldInvalid:
+			add("unparseable line ignored: not \"key: value\"")
+		case fieldUnknown:
+			add(fmt.Sprintf("unknown key %q ignored", s.key))
+		case fieldUserAgent:
+			if cur == nil || inRules {
+				rep.Groups = append(rep.Groups, GroupInfo{Line: s.num})
+				cur = &rep.Groups[len(rep.Groups)-1]
+				inRules = false
+			}
+			tok, star := productToken(v)
+			token := strings.ToLower(string(tok))
+			switch {
+			case len(tok) == 0 && len(v) > 0:
+				add("user-agent value has no product token; it names no crawler")
+			case !star && len(tok) < len(v):
+				add(fmt.Sprintf("user-agent %q counts as %q", v, tok))
+			}
+			cur.Agents = append(cur.Agents, token)
+		case fieldAllow, fieldDisallow:
+			switch {
+			case cur == nil:
+				add("rule before any user-agent line ignored")
+			case len(v) == 0:
+				add(fmt.Sprintf("empty %s value ignored", s.field.canonical()))
+			case v[0] != '/' && v[0] != '*':
+				add("path does not start with \"/\" or \"*\"; the rule matches nothing")
+			default:
+				cur.Rules++
+			}
+			inRules = true
+		case fieldSitemap:
+			if len(v) == 0 {
+				add("empty sitemap value ignored")
+				break
+			}
+			if u, err := url.Parse(string(v)); err != nil || !u.IsAbs() || u.Host == "" {
+				add("sitemap is not an absolute URL")
+			}
+			rep.Sitemaps = append(rep.Sitemaps, string(v))
+		case fieldCrawlDelay:
+			d, ok := parseDelay(v)
+			switch {
+			case !ok:
+				add(fmt.Sprintf("invalid crawl-delay %q ignored: want a non-negative number of seconds", v))
+			case cur == nil:
+				add("crawl-delay before any user-agent line ignored")
+			case !cur.HasCrawlDelay || d > cur.CrawlDelay:
+				cur.CrawlDelay, cur.HasCrawlDelay = d, true
+			}
+		}
+	}
+	return rep
+}

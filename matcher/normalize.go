@@ -1,0 +1,139 @@
+package matcher
+
+// Percent-encoding normalisation (RFC 9309 §2.2.2, RFC 3986 §6.2.2).
+//
+// Rule patterns and URL paths are normalised the same way, byte by byte, and
+// then compared as bytes:
+//
+//   - "%XX" that encodes an unreserved character (A-Z a-z 0-9 - . _ ~) is
+//     decoded; any other "%XX" is kept with upper-case hex digits;
+//   - a '%' not followed by two hex digits becomes "%25";
+//   - controls, space, '"', '<', '>', '\', '^', '`', '{', '|', '}', DEL and
+//     every byte >= 0x80 are percent-encoded;
+//   - in a URL, '*' becomes "%2A" and '$' becomes "%24", so that a rule's
+//     "%2A" and "%24" match them; in a rule, '*' is the wildcard (a run of
+//     them counts as one), a '$' at the very end is the end anchor and any
+//     other '$' is the literal "%24".
+//
+// Every other byte, reserved characters such as '/', '?', ':' and '=' among
+// them, stays as written.
+
+// Byte classes for normalisation.
+const (
+	classKeep       = iota // stays as written
+	classEscape            // percent-encoded
+	classPercent           // '%'
+	classStar              // '*'
+	classDollar            // '$'
+	classUnreserved        // unreserved: a decoded "%XX" of it becomes the byte itself
+)
+
+var byteClass = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		switch {
+		case c <= ' ' || c >= 0x7F:
+			t[c] = classEscape
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9',
+			c == '-', c == '.', c == '_', c == '~':
+			t[c] = classUnreserved
+		}
+	}
+	for _, c := range `"<>\^` + "`{|}" {
+		t[c] = classEscape
+	}
+	t['%'] = classPercent
+	t['*'] = classStar
+	t['$'] = classDollar
+	return t
+}()
+
+const upperHex = "0123456789ABCDEF"
+
+// unhex returns the value of the hex digit c, or -1.
+func unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c-'a') + 10
+	case 'A' <= c && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
+
+// urlIsNormal reports whether the path s is its own normalised form, which
+// is the common case and lets matching skip the copy.
+func urlIsNormal(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := byteClass[s[i]]
+		if c != classKeep && c != classUnreserved {
+			return false
+		}
+	}
+	return true
+}
+
+// appendNormURL appends the normalised form of the URL path and query s.
+func appendNormURL(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch byteClass[c] {
+		case classKeep, classUnreserved:
+			dst = append(dst, c)
+		case classPercent:
+			dst, i = appendPercent(dst, s, i)
+		default: // escape, '*', '$'
+			dst = append(dst, '%', upperHex[c>>4], upperHex[c&15])
+		}
+	}
+	return dst
+}
+
+// appendNormRule appends the normalised form of a rule pattern. The result
+// holds '*' only as the wildcard, never twice in a row, and '$' only as the
+// final end anchor.
+func appendNormRule(dst []byte, v []byte) []byte {
+	anchored := len(v) > 0 && v[len(v)-1] == '$'
+	if anchored {
+		v = v[:len(v)-1]
+	}
+	star := false // the last byte appended is a wildcard
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch byteClass[c] {
+		case classKeep, classUnreserved:
+			dst = append(dst, c)
+		case classStar:
+			if !star {
+				dst = append(dst, '*')
+			}
+		case classPercent:
+			dst, i = appendPercent(dst, v, i)
+		default: // escape, '$' that is not the anchor
+			dst = append(dst, '%', upperHex[c>>4], upperHex[c&15])
+		}
+		star = c == '*'
+	}
+	if anchored {
+		dst = append(dst, '$')
+	}
+	return dst
+}
+
+// appendPercent normalises the '%' at s[i] and returns the index of the last
+// byte it consumed.
+func appendPercent[S string | []byte](dst []byte, s S, i int) ([]byte, int) {
+	if i+2 >= len(s) {
+		return append(dst, '%', '2', '5'), i
+	}
+	hi, lo := unhex(s[i+1]), unhex(s[i+2])
+	if hi < 0 || lo < 0 {
+		return append(dst, '%', '2', '5'), i
+	}
+	b := byte(hi<<4 | lo)
+	if byteClass[b] == classUnreserved {
+		return append(dst, b), i + 2
+	}
+	return append(dst, '%', upperHex[b>>4], upperHex[b&15]), i + 2
+}

@@ -1,0 +1,248 @@
+package matcher
+
+import "bytes"
+
+// field is the kind of a robots.txt line, after its key has been read
+// leniently.
+type field uint8
+
+const (
+	fieldNone       field = iota // blank line or comment only
+	fieldInvalid                 // not "key: value" nor "key value"
+	fieldUnknown                 // a key this package does not use
+	fieldUserAgent               // user-agent
+	fieldAllow                   // allow
+	fieldDisallow                // disallow
+	fieldSitemap                 // sitemap
+	fieldCrawlDelay              // crawl-delay
+)
+
+// canonical returns the field's key as a lint message names it.
+func (f field) canonical() string {
+	switch f {
+	case fieldUserAgent:
+		return "user-agent"
+	case fieldAllow:
+		return "allow"
+	case fieldDisallow:
+		return "disallow"
+	case fieldSitemap:
+		return "sitemap"
+	case fieldCrawlDelay:
+		return "crawl-delay"
+	}
+	return ""
+}
+
+// lineFlag records a leniency the scanner applied to a line.
+type lineFlag uint8
+
+const (
+	flagNoColon    lineFlag = 1 << iota // "key value" read as "key: value"
+	flagLenientKey                      // key matched by prefix or as a known misspelling
+)
+
+// scanner splits a robots.txt body into lines and each line into a field and
+// a value. It is the one tokenizer behind both Parse and Lint, so the two
+// always agree on what a line means.
+//
+// Lines end at CR, LF or CR LF. A '#' starts a comment, and a NUL byte ends
+// the line's content, as it does in C-string based parsers. White space is
+// SP, HT, VT and FF.
+type scanner struct {
+	body []byte
+	bom  int // bytes of a leading byte-order mark skipped
+	pos  int // start of the next line
+	nl   int // index of the next '\n' at or after pos, or len(body); cached so CR-only files scan in linear time
+
+	// Results of the last call to next.
+	num   int    // 1-based line number
+	start int    // offset of the line in body
+	text  []byte // the whole line, without its line end
+	field field
+	key   []byte // the key as written, trimmed
+	value []byte // the value, trimmed, without comment
+	flags lineFlag
+}
+
+func newScanner(body []byte) *scanner {
+	s := &scanner{body: body, nl: -1}
+	// A UTF-8 byte-order mark, or a prefix of one, is skipped at the very
+	// start of the file only.
+	const bom = "\xEF\xBB\xBF"
+	for s.pos < len(body) && s.pos < len(bom) && body[s.pos] == bom[s.pos] {
+		s.pos++
+	}
+	s.bom = s.pos
+	return s
+}
+
+// next reads the next line and reports whether there was one.
+func (s *scanner) next() bool {
+	if s.pos >= len(s.body) {
+		return false
+	}
+	s.num++
+	s.start = s.pos
+	s.flags = 0
+	if s.nl < s.pos {
+		if i := bytes.IndexByte(s.body[s.pos:], '\n'); i >= 0 {
+			s.nl = s.pos + i
+		} else {
+			s.nl = len(s.body)
+		}
+	}
+	line := s.body[s.pos:s.nl]
+	end := s.nl + 1
+	if i := bytes.IndexByte(line, '\r'); i >= 0 {
+		line = line[:i]
+		end = s.pos + i + 1
+		if end == s.nl {
+			end++ // CR LF
+		}
+	}
+	s.pos = end
+	s.text = line
+	s.split(line)
+	return true
+}
+
+// split sets field, key and value from one line.
+func (s *scanner) split(line []byte) {
+	s.key, s.value = nil, nil
+	if i := bytes.IndexByte(line, '#'); i >= 0 {
+		line = line[:i]
+	}
+	if i := bytes.IndexByte(line, 0); i >= 0 {
+		line = line[:i]
+	}
+	line = trimSpace(line)
+	if len(line) == 0 {
+		s.field = fieldNone
+		return
+	}
+	var key, value []byte
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		key, value = trimSpace(line[:i]), trimSpace(line[i+1:])
+	} else {
+		// Without a colon, exactly two words are read as "key value".
+		i := indexSpace(line)
+		if i < 0 {
+			s.field = fieldInvalid
+			return
+		}
+		key, value = line[:i], trimSpace(line[i:])
+		if indexSpace(value) >= 0 {
+			s.field = fieldInvalid
+			return
+		}
+		s.flags |= flagNoColon
+	}
+	if len(key) == 0 {
+		s.field = fieldInvalid
+		return
+	}
+	s.key, s.value = key, value
+	var exact bool
+	s.field, exact = classify(key)
+	if !exact && s.field != fieldUnknown {
+		s.flags |= flagLenientKey
+	}
+}
+
+// classify reads a key leniently: case-insensitively, by prefix, and with the
+// misspellings Google's parser accepts. exact reports whether key is the
+// canonical spelling.
+func classify(key []byte) (f field, exact bool) {
+	var names []string
+	switch key[0] | 0x20 {
+	case 'u':
+		f, names = fieldUserAgent, userAgentKeys
+	case 'a':
+		f, names = fieldAllow, allowKeys
+	case 'd':
+		f, names = fieldDisallow, disallowKeys
+	case 's':
+		f, names = fieldSitemap, sitemapKeys
+	case 'c':
+		f, names = fieldCrawlDelay, crawlDelayKeys
+	default:
+		return fieldUnknown, false
+	}
+	for i, name := range names {
+		if hasPrefixFold(key, name) {
+			return f, i == 0 && len(key) == len(name)
+		}
+	}
+	return fieldUnknown, false
+}
+
+// Accepted spellings of each key, canonical first; each also matches as a
+// prefix ("disallowed" is a disallow key).
+var (
+	userAgentKeys  = []string{"user-agent", "useragent", "user agent"}
+	allowKeys      = []string{"allow"}
+	disallowKeys   = []string{"disallow", "dissallow", "dissalow", "disalow", "diasllow", "disallaw"}
+	sitemapKeys    = []string{"sitemap", "site-map"}
+	crawlDelayKeys = []string{"crawl-delay", "crawldelay", "crawl delay"}
+)
+
+// hasPrefixFold reports whether b begins with the lower-case ASCII prefix,
+// ignoring ASCII case.
+func hasPrefixFold(b []byte, prefix string) bool {
+	if len(b) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// isSpace reports whether c is robots.txt white space: SP, HT, VT or FF.
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\v' || c == '\f'
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func indexSpace(b []byte) int {
+	for i, c := range b {
+		if isSpace(c) {
+			return i
+		}
+	}
+	return -1
+}
+
+// productToken returns the part of a user-agent value that names a crawler:
+// "*" for the "*" group (a value that is "*" or "*" followed by white space),
+// else the leading run of a-zA-Z0-9_- characters, which may be empty.
+func productToken(value []byte) (token []byte, star bool) {
+	if len(value) > 0 && value[0] == '*' && (len(value) == 1 || isSpace(value[1])) {
+		return value[:1], true
+	}
+	i := 0
+	for i < len(value) && isTokenByte(value[i]) {
+		i++
+	}
+	return value[:i], false
+}
+
+func isTokenByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_'
+}
