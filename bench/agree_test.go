@@ -15,7 +15,7 @@ const examplesPerKind = 5
 // often they disagree, with examples. It is informational: the peers
 // follow other rules than ours in places (temoto matches user agents by
 // prefix, does not percent-normalise, and rejects some files; grobotstxt
-// cuts product tokens at digits and treats index.html specially; see
+// compares rule paths as written and treats index.html specially; see
 // SPEC.md section 9), so a disagreement is not a failure. It fails only if
 // the queries cannot be asked at all.
 func TestAgreement(t *testing.T) {

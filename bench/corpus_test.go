@@ -17,14 +17,6 @@ import (
 // module (the robots module's root is one level up).
 const corpusDir = "../../shared/corpus"
 
-// maxBody is the number of bytes of a robots.txt file that are parsed: the
-// 500 KiB of RFC 9309 §2.5, which matcher.Parse and the robots transport
-// enforce. Every implementation is given the same prefix so that all of
-// them parse the same rules (temoto and grobotstxt have no limit of their
-// own, and would otherwise parse up to 1.37 MB of a file that ours stops
-// reading at 500 KiB).
-const maxBody = 512000
-
 // agents are the product tokens the queries are asked for: one that many
 // files name (so the specific-group path is taken) and one that none does
 // (so the "*" group decides).
@@ -46,7 +38,7 @@ const rulePathsPerFile = 6
 // corpusFile is one file of the corpus.
 type corpusFile struct {
 	name string // path in the corpus, as in MANIFEST.tsv
-	body []byte // at most maxBody bytes
+	body []byte // the whole file
 }
 
 // corpus is the loaded corpus, or why it could not be loaded.
@@ -104,9 +96,6 @@ func readCorpus(dir string) ([]corpusFile, error) {
 		body, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
 		if err != nil {
 			return nil, fmt.Errorf("corpus: %w", err)
-		}
-		if len(body) > maxBody {
-			body = body[:maxBody:maxBody]
 		}
 		files = append(files, corpusFile{name: name, body: body})
 	}
