@@ -1,0 +1,368 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/f9014239/robots"
+	"github.com/f9014239/robots/matcher"
+)
+
+// defaultAgent is the product token the command uses when -agent is not
+// given. It names no group in most files, so the "*" group applies.
+const defaultAgent = "robotstxt"
+
+// maxURLLine bounds a line of standard input read by check.
+const maxURLLine = 64 << 10
+
+// verdict is one line of check's output, and its JSON form.
+type verdict struct {
+	URL     string      `json:"url"`
+	Agent   string      `json:"agent"`
+	Allowed bool        `json:"allowed"`
+	Rule    string      `json:"rule,omitempty"` // the deciding rule, as in "Disallow: /private"
+	Line    int         `json:"line,omitempty"` // its line number
+	Groups  []groupJSON `json:"groups"`         // the groups that applied; empty when none did
+	Reason  string      `json:"reason,omitempty"`
+}
+
+type groupJSON struct {
+	Line   int      `json:"line"`
+	Agents []string `json:"agents"`
+}
+
+// source is a parsed robots.txt file and what is known of how it was found.
+type source struct {
+	robots *matcher.Robots // nil when there is no file: nothing is restricted, or everything is
+	groups []matcher.GroupInfo
+	reason string // why there is no file, or ""
+}
+
+func newSource(body []byte) *source {
+	return &source{robots: matcher.Parse(body), groups: matcher.Lint(body).Groups}
+}
+
+// sourceOf describes a robots.txt fetch seen by a recorder.
+func sourceOf(f *fetched) *source {
+	switch {
+	case f.err != nil:
+		return &source{reason: "robots.txt unreachable: " + errorText(f.err)}
+	case f.status/100 == 2:
+		return newSource(f.body)
+	case f.status/100 == 4 && f.status != http.StatusTooManyRequests:
+		return &source{reason: "robots.txt is unavailable (" + f.statusMsg + "): no restrictions"}
+	}
+	return &source{reason: "robots.txt unreachable (" + f.statusMsg + ")"}
+}
+
+// applied returns the groups of s that the crawler with product token agent
+// obeys, as RFC 9309 §2.2.1 selects them.
+func (s *source) applied(agent string) []groupJSON {
+	var named, star []groupJSON
+	for _, g := range s.groups {
+		j := groupJSON{Line: g.Line, Agents: g.Agents}
+		switch {
+		case names(g.Agents, agent):
+			named = append(named, j)
+		case names(g.Agents, "*"):
+			star = append(star, j)
+		}
+	}
+	if named != nil {
+		return named
+	}
+	if star != nil {
+		return star
+	}
+	return []groupJSON{}
+}
+
+// names reports whether one of the user-agent values names token.
+func names(values []string, token string) bool {
+	for _, v := range values {
+		if strings.EqualFold(productToken(v), token) {
+			return true
+		}
+	}
+	return false
+}
+
+// productToken returns the product token that a user-agent line's value
+// names: "*", or its leading run of letters, digits, '-' and '_'.
+func productToken(v string) string {
+	v = strings.TrimSpace(v)
+	if v == "*" || strings.HasPrefix(v, "*") && strings.TrimSpace(v[1:]) != v[1:] {
+		return "*"
+	}
+	i := 0
+	for i < len(v) && (v[i] >= 'a' && v[i] <= 'z' || v[i] >= 'A' && v[i] <= 'Z' ||
+		v[i] >= '0' && v[i] <= '9' || v[i] == '-' || v[i] == '_') {
+		i++
+	}
+	return v[:i]
+}
+
+func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	agent := fs.String("agent", defaultAgent, "the crawler's product `token`")
+	asJSON := fs.Bool("json", false, "write one JSON object per URL, one a line")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: robotstxt check [-agent TOKEN] [-json] FILE|URL [URL...]\n\n"+
+			"Prints whether each URL is allowed under the robots.txt FILE, or under the\n"+
+			"robots.txt of the site at URL. Without URLs, reads them from standard input.\n"+
+			"Exit status: 0 all allowed, 1 any disallowed, 2 bad usage or unreadable input.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	if !validToken(*agent) {
+		fmt.Fprintf(stderr, "robotstxt: -agent %q is not a product token (letters, digits, '-' and '_')\n", *agent)
+		return exitUsage
+	}
+	src, targets := fs.Arg(0), fs.Args()[1:]
+
+	var c checker
+	if isURL(src) {
+		site, err := parseSite(src)
+		if err != nil {
+			fmt.Fprintf(stderr, "robotstxt: %v\n", err)
+			return exitUsage
+		}
+		c = newSiteChecker(site, *agent)
+		defer c.(*siteChecker).close()
+	} else {
+		body, truncated, err := readFile(src, parseLimit)
+		if err != nil {
+			fmt.Fprintf(stderr, "robotstxt: %v\n", err)
+			return exitUsage
+		}
+		if truncated {
+			fmt.Fprintf(stderr, "robotstxt: warning: %s is larger than 500 KiB; like crawlers, check ignores the rest\n", src)
+		}
+		c = &fileChecker{src: newSource(body), agent: *agent}
+	}
+
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	w := bufio.NewWriter(stdout)
+	defer w.Flush()
+	code := exitOK
+	one := func(target string) {
+		v, err := c.check(ctx, target)
+		if err != nil {
+			w.Flush()
+			fmt.Fprintf(stderr, "robotstxt: %s: %v\n", target, err)
+			code = exitUsage
+			return
+		}
+		if !v.Allowed && code == exitOK {
+			code = exitFlagged
+		}
+		if *asJSON {
+			w.Flush()
+			enc.Encode(v)
+		} else {
+			printVerdict(w, v)
+		}
+	}
+
+	if len(targets) > 0 {
+		for _, t := range targets {
+			one(t)
+		}
+		return code
+	}
+	sc := bufio.NewScanner(stdin)
+	sc.Buffer(make([]byte, 4096), maxURLLine)
+	for sc.Scan() {
+		t := strings.TrimSpace(sc.Text())
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		one(t)
+		if ctx.Err() != nil {
+			break
+		}
+		w.Flush() // stream: a verdict per line read
+	}
+	if err := sc.Err(); err != nil {
+		w.Flush()
+		fmt.Fprintf(stderr, "robotstxt: reading URLs: %v\n", err)
+		return exitUsage
+	}
+	return code
+}
+
+// checker gives the verdict for one URL.
+type checker interface {
+	check(ctx context.Context, target string) (*verdict, error)
+}
+
+// fileChecker checks URLs against a local robots.txt file.
+type fileChecker struct {
+	src   *source
+	agent string
+}
+
+func (c *fileChecker) check(_ context.Context, target string) (*verdict, error) {
+	m := c.src.robots.Group(c.agent).Match(target)
+	return &verdict{
+		URL:     target,
+		Agent:   c.agent,
+		Allowed: m.Allowed,
+		Rule:    m.Rule,
+		Line:    m.Line,
+		Groups:  c.src.applied(c.agent),
+	}, nil
+}
+
+// siteChecker checks URLs with a [robots.Transport], which fetches and caches
+// the robots.txt of each origin. A recorder beneath it keeps a copy of each
+// file fetched, to name the groups that applied.
+type siteChecker struct {
+	site    *url.URL
+	agent   string
+	rec     *recorder
+	tr      *robots.Transport
+	sources map[string]*source // by origin
+}
+
+func newSiteChecker(site *url.URL, agent string) *siteChecker {
+	rec := &recorder{base: &agentSetter{base: baseTransport(), agent: userAgent(agent)}, limit: parseLimit}
+	return &siteChecker{
+		site:    site,
+		agent:   agent,
+		rec:     rec,
+		tr:      robots.NewTransport(rec, agent),
+		sources: make(map[string]*source),
+	}
+}
+
+func (c *siteChecker) close() { c.rec.CloseIdleConnections() }
+
+func (c *siteChecker) check(ctx context.Context, target string) (*verdict, error) {
+	ref, err := url.Parse(target)
+	if err != nil {
+		return nil, err
+	}
+	u := c.site.ResolveReference(ref)
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("not an http or https URL")
+	}
+	err = c.tr.Check(ctx, u)
+	origin := originOf(u)
+	if f := c.rec.take(); f != nil {
+		c.sources[origin] = sourceOf(f)
+	}
+	src := c.sources[origin]
+	if src == nil {
+		src = &source{}
+	}
+	v := &verdict{URL: u.String(), Agent: c.agent, Allowed: err == nil, Groups: []groupJSON{}}
+	if src.robots != nil {
+		v.Groups = src.applied(c.agent)
+	}
+	if de, ok := errors.AsType[*robots.DisallowedError](err); ok {
+		v.Rule, v.Line = de.Rule, de.Line
+		if v.Rule == "" {
+			v.Reason = src.reason
+			if de.Err != nil {
+				v.Reason = "robots.txt unreachable: " + errorText(de.Err)
+			}
+			if v.Reason == "" {
+				v.Reason = "robots.txt unreachable"
+			}
+		}
+		return v, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if src.robots != nil {
+		if m := src.robots.Group(c.agent).Match(u.String()); m.Allowed {
+			v.Rule, v.Line = m.Rule, m.Line
+		}
+	}
+	v.Reason = src.reason
+	return v, nil
+}
+
+// printVerdict writes v as one line of text.
+func printVerdict(w io.Writer, v *verdict) {
+	word := "allowed"
+	if !v.Allowed {
+		word = "disallowed"
+	}
+	var why string
+	switch {
+	case v.Rule != "":
+		why = v.Rule + " (line " + strconv.Itoa(v.Line) + ")"
+	case v.Reason != "":
+		why = v.Reason
+	default:
+		why = "no rule matched"
+	}
+	if v.Reason == "" || v.Rule != "" {
+		why += "; " + groupText(v.Groups)
+	}
+	fmt.Fprintf(w, "%-10s  %s  %s\n", word, v.URL, why)
+}
+
+// groupText describes the groups that applied.
+func groupText(gs []groupJSON) string {
+	if len(gs) == 0 {
+		return "no group applies"
+	}
+	parts := make([]string, len(gs))
+	for i, g := range gs {
+		parts[i] = strings.Join(g.Agents, ", ") + " (line " + strconv.Itoa(g.Line) + ")"
+	}
+	if len(gs) == 1 {
+		return "group " + parts[0]
+	}
+	return "groups " + strings.Join(parts, " + ")
+}
+
+// errorText returns err's message without the "Get URL:" prefix that
+// http.Client adds.
+func errorText(err error) string {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		err = ue.Err
+	}
+	return err.Error()
+}
+
+// agentSetter sets the User-Agent header of requests that have none.
+type agentSetter struct {
+	base  http.RoundTripper
+	agent string
+}
+
+func (a *agentSetter) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header.Get("User-Agent") == "" {
+		req = req.Clone(req.Context())
+		req.Header.Set("User-Agent", a.agent)
+	}
+	return a.base.RoundTrip(req)
+}
+
+func (a *agentSetter) CloseIdleConnections() {
+	if c, ok := a.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}

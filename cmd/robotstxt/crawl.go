@@ -1,0 +1,371 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"github.com/f9014239/robots"
+)
+
+const (
+	// defaultMax is the default for crawl -max.
+	defaultMax = 50
+
+	// maxPage is how much of a page crawl reads to find links.
+	maxPage = 2 << 20
+)
+
+func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("crawl", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	agent := fs.String("agent", defaultAgent, "the crawler's product `token`")
+	max := fs.Int("max", defaultMax, "stop after `N` URLs, fetched or refused")
+	demo := fs.Bool("demo", false, "start a demo site on 127.0.0.1 and crawl it")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: robotstxt crawl [-agent TOKEN] [-max N] [-demo] [URL]\n\n"+
+			"Crawls URL and the pages it links to on the same site, obeying its robots.txt\n"+
+			"and Crawl-delay. With -demo, starts a small site on 127.0.0.1 and crawls it.\n"+
+			"Exit status: 0 the crawl ran, 1 the start URL could not be fetched, 2 bad usage.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if !validToken(*agent) {
+		fmt.Fprintf(stderr, "robotstxt: -agent %q is not a product token (letters, digits, '-' and '_')\n", *agent)
+		return exitUsage
+	}
+	if *max < 1 {
+		fmt.Fprintf(stderr, "robotstxt: -max must be at least 1\n")
+		return exitUsage
+	}
+	if *demo == (fs.NArg() == 1) || fs.NArg() > 1 {
+		fs.Usage()
+		return exitUsage
+	}
+
+	var start *url.URL
+	if *demo {
+		site, stop, err := startDemo(demoCrawlDelay)
+		if err != nil {
+			fmt.Fprintf(stderr, "robotstxt: starting the demo site: %v\n", err)
+			return exitUsage
+		}
+		defer stop()
+		start = site
+		fmt.Fprintf(stdout, "demo site at %s, serving this robots.txt:\n\n", site)
+		for line := range strings.Lines(demoRobots(site.Host, demoCrawlDelay)) {
+			fmt.Fprintf(stdout, "    %s", line)
+		}
+		fmt.Fprintln(stdout)
+	} else {
+		u, err := parseSite(fs.Arg(0))
+		if err != nil || u.Scheme != "http" && u.Scheme != "https" {
+			fmt.Fprintf(stderr, "robotstxt: %q is not an http or https URL\n", fs.Arg(0))
+			return exitUsage
+		}
+		start = u
+	}
+
+	c := newCrawler(*agent, *max, stdout, stderr)
+	defer c.client.CloseIdleConnections()
+	return c.crawl(ctx, start)
+}
+
+// validToken reports whether s is a product token: letters, digits, '-' and
+// '_' (RFC 9309 §2.2.1, with digits, as SPEC.md section 5 allows).
+func validToken(s string) bool {
+	return s != "" && productToken(s) == s
+}
+
+// crawler visits the pages of one site, breadth first, through a
+// [robots.Transport]. It is not safe for concurrent use.
+type crawler struct {
+	client *http.Client
+	agent  string
+	max    int
+	out    *bufio.Writer
+	prog   *progress // nil unless standard error is a terminal
+
+	origin string
+	queue  []*url.URL
+	seen   map[string]bool // every URL ever queued
+
+	// Totals for the summary.
+	statuses map[int]int
+	refused  int
+	errors   int
+}
+
+func newCrawler(agent string, max int, stdout, stderr io.Writer) *crawler {
+	tr := robots.NewTransport(baseTransport(), agent)
+	c := &crawler{
+		agent:    agent,
+		max:      max,
+		out:      bufio.NewWriter(stdout),
+		prog:     newProgress(stderr),
+		seen:     make(map[string]bool),
+		statuses: make(map[int]int),
+	}
+	c.client = &http.Client{
+		Transport: tr,
+		// Every hop is checked by the Transport. Stay on the site, and
+		// give up after a few hops.
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) > maxRedirects {
+				return errTooManyRedirects
+			}
+			if originOf(req.URL) != c.origin {
+				return http.ErrUseLastResponse
+			}
+			return nil
+		},
+	}
+	return c
+}
+
+// crawl visits start and the same-origin pages it leads to, up to c.max
+// URLs, and prints a line per URL and a summary.
+func (c *crawler) crawl(ctx context.Context, start *url.URL) int {
+	defer c.out.Flush()
+	begin := time.Now()
+	start = cleanURL(start)
+	c.origin = originOf(start)
+	c.enqueue(start)
+	fmt.Fprintf(c.out, "crawling %s as %s, at most %d URLs\n", start, c.agent, c.max)
+	c.out.Flush()
+
+	code := exitOK
+	done := 0
+	for ; len(c.queue) > 0 && done < c.max && ctx.Err() == nil; done++ {
+		u := c.queue[0]
+		c.queue = c.queue[1:]
+		c.prog.show(fmt.Sprintf("[%d/%d, %d queued] %s", done+1, c.max, len(c.queue), u.RequestURI()))
+		ok := c.visit(ctx, u)
+		if done == 0 && !ok {
+			code = exitFlagged
+		}
+	}
+	c.prog.clear()
+
+	var parts []string
+	fetched := 0
+	for _, status := range slices.Sorted(maps.Keys(c.statuses)) {
+		n := c.statuses[status]
+		fetched += n
+		parts = append(parts, fmt.Sprintf("%d × %d", n, status))
+	}
+	fmt.Fprintf(c.out, "\n%s in %v: %d fetched", count(done, "URL"), time.Since(begin).Round(10*time.Millisecond), fetched)
+	if len(parts) > 0 {
+		fmt.Fprintf(c.out, " (%s)", strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(c.out, ", %d refused by robots.txt, %s", c.refused, count(c.errors, "error"))
+	if n := len(c.queue); n > 0 {
+		fmt.Fprintf(c.out, "; %d more not visited (-max %d)", n, c.max)
+	}
+	if err := ctx.Err(); err != nil {
+		fmt.Fprintf(c.out, "; interrupted")
+	}
+	fmt.Fprintln(c.out)
+	return code
+}
+
+// visit fetches u, prints the outcome and queues the links of an HTML page.
+// It reports whether u was fetched.
+func (c *crawler) visit(ctx context.Context, u *url.URL) bool {
+	// The request may first wait for robots.txt and for the Crawl-delay;
+	// the time limit starts once the response has begun.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		c.errors++
+		c.line("error", u, err.Error())
+		return false
+	}
+	req.Header.Set("User-Agent", userAgent(c.agent))
+	resp, err := c.client.Do(req)
+	if de, ok := errors.AsType[*robots.DisallowedError](err); ok {
+		c.refused++
+		why := "robots.txt unreachable"
+		switch {
+		case de.Rule != "":
+			why = de.Rule + " (line " + strconv.Itoa(de.Line) + ")"
+		case de.Err != nil:
+			why += ": " + errorText(de.Err)
+		}
+		if de.URL != nil && de.URL.String() != u.String() {
+			why = "redirected to " + de.URL.RequestURI() + ": " + why
+		}
+		c.line("refused", u, why)
+		return false
+	}
+	if err != nil {
+		c.errors++
+		c.line("error", u, errorText(err))
+		return false
+	}
+	timer := time.AfterFunc(fetchTimeout, cancel)
+	defer timer.Stop()
+	defer resp.Body.Close()
+
+	c.statuses[resp.StatusCode]++
+	var note string
+	final := resp.Request.URL
+	if final.String() != u.String() {
+		note = "redirected to " + final.String()
+		if originOf(final) == c.origin {
+			note = "redirected to " + final.RequestURI()
+			c.seen[cleanURL(final).String()] = true
+		}
+	}
+	if loc := resp.Header.Get("Location"); resp.StatusCode/100 == 3 && loc != "" {
+		note = "redirect to " + loc + ", another site: not followed"
+	}
+	c.line(strconv.Itoa(resp.StatusCode), u, note)
+
+	body := io.LimitReader(resp.Body, maxPage)
+	if resp.StatusCode/100 == 2 && isHTML(resp.Header.Get("Content-Type")) {
+		for _, link := range links(body, final) {
+			if originOf(link) == c.origin {
+				c.enqueue(link)
+			}
+		}
+	}
+	io.Copy(io.Discard, io.LimitReader(body, 64<<10)) // let the connection be reused
+	return true
+}
+
+// enqueue queues u unless it was queued before. It stops queueing once there
+// are more URLs than the crawl will visit.
+func (c *crawler) enqueue(u *url.URL) {
+	u = cleanURL(u)
+	k := u.String()
+	if c.seen[k] || len(c.seen) >= c.max {
+		return
+	}
+	c.seen[k] = true
+	c.queue = append(c.queue, u)
+}
+
+// line prints one outcome, as "200      /path  note".
+func (c *crawler) line(what string, u *url.URL, note string) {
+	c.prog.clear()
+	target := u.String()
+	if originOf(u) == c.origin {
+		target = u.RequestURI()
+	}
+	if note != "" {
+		note = "  " + note
+	}
+	fmt.Fprintf(c.out, "%-8s %s%s\n", what, target, note)
+	c.out.Flush()
+}
+
+// cleanURL returns u without its fragment and with an empty path as "/".
+func cleanURL(u *url.URL) *url.URL {
+	v := *u
+	v.Fragment, v.RawFragment = "", ""
+	if v.Path == "" && v.Opaque == "" {
+		v.Path = "/"
+	}
+	return &v
+}
+
+// isHTML reports whether a Content-Type is HTML.
+func isHTML(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	mt = strings.TrimSpace(strings.ToLower(mt))
+	return mt == "text/html" || mt == "application/xhtml+xml"
+}
+
+// links returns the http and https URLs that the <a href> and <area href>
+// elements of an HTML page link to, resolved against base (or the page's
+// <base href>).
+func links(r io.Reader, base *url.URL) []*url.URL {
+	var out []*url.URL
+	z := html.NewTokenizer(r)
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return out
+		case html.StartTagToken, html.SelfClosingTagToken:
+			name, hasAttr := z.TagName()
+			tag := string(name)
+			if !hasAttr || tag != "a" && tag != "area" && tag != "base" {
+				continue
+			}
+			for {
+				key, val, more := z.TagAttr()
+				if string(key) == "href" {
+					ref, err := url.Parse(strings.TrimSpace(string(val)))
+					if err == nil {
+						u := base.ResolveReference(ref)
+						if tag == "base" {
+							base = u
+						} else if u.Scheme == "http" || u.Scheme == "https" {
+							out = append(out, u)
+						}
+					}
+					break
+				}
+				if !more {
+					break
+				}
+			}
+		}
+	}
+}
+
+// progress keeps one line of status at the bottom of a terminal. A nil
+// *progress does nothing.
+type progress struct {
+	w     io.Writer
+	shown bool
+}
+
+// newProgress returns a progress for w if w is a terminal, or nil.
+func newProgress(w io.Writer) *progress {
+	f, ok := w.(*os.File)
+	if !ok {
+		return nil
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return nil
+	}
+	return &progress{w: w}
+}
+
+func (p *progress) show(s string) {
+	if p == nil {
+		return
+	}
+	if r := []rune(s); len(r) > 78 {
+		s = string(r[:77]) + "…"
+	}
+	fmt.Fprintf(p.w, "\r\x1b[K%s", s)
+	p.shown = true
+}
+
+func (p *progress) clear() {
+	if p == nil || !p.shown {
+		return
+	}
+	fmt.Fprint(p.w, "\r\x1b[K")
+	p.shown = false
+}

@@ -1,0 +1,116 @@
+// Robotstxt checks URLs against robots.txt files, lints them, and runs a
+// small polite crawler built on package robots.
+//
+// Usage:
+//
+//	robotstxt check [-agent TOKEN] [-json] FILE|URL [URL...]
+//	robotstxt lint [-json] FILE|URL
+//	robotstxt crawl [-agent TOKEN] [-max N] [-demo] [URL]
+//
+// # check
+//
+// Check prints a verdict for each URL: allowed or disallowed, the group of
+// the robots.txt file that applied, and the rule that decided, with its line
+// number. The first argument is the robots.txt source: a local file, or an
+// http or https URL of the site, whose /robots.txt is fetched (and, for 429,
+// 5xx and network errors, treated as RFC 9309 says: everything disallowed).
+// The URLs to check follow; without them, they are read from standard input,
+// one a line (blank lines and lines starting with # are skipped). URLs may be
+// paths ("/private/a?b=c") or absolute; paths are resolved against the site
+// URL. With -json, check writes one JSON object per URL, one a line (JSON
+// Lines), so output can be streamed into jq while URLs are still being read.
+//
+// Exit status: 0 when every URL is allowed, 1 when any is disallowed, 2 on bad
+// usage or unreadable input (a missing file, an unparsable URL). A site whose
+// robots.txt cannot be fetched is not an error: its URLs are disallowed, as
+// they would be for a crawler.
+//
+// # lint
+//
+// Lint reports what a site owner wants to know about a robots.txt file: lines
+// that crawlers ignore and why (unknown fields, rules outside any group, paths
+// that do not start with "/", misspelt fields that are accepted leniently,
+// content past the first 500 KiB, which crawlers do not read), the groups with their product
+// tokens, rule counts and crawl-delays, and the sitemaps. For a URL it also
+// reports the HTTP status and what crawlers make of it.
+//
+// Exit status: 0 when there is nothing to report, 1 when there are
+// diagnostics or the robots.txt answers with a status that makes crawlers stop
+// (429, 5xx, too many redirects), 2 on bad usage or when the file cannot be
+// read at all (a missing file, a network error).
+//
+// # crawl
+//
+// Crawl fetches URL and the pages it links to on the same origin, breadth
+// first, through a [robots.Transport]: each URL is printed with its HTTP
+// status, or as refused with the rule that refused it. The Transport fetches
+// and caches robots.txt and paces requests by its Crawl-delay. With -demo, crawl
+// starts a small site on 127.0.0.1 (a robots.txt with several groups,
+// wildcards, a crawl-delay and a sitemap, and a handful of linked pages) and
+// crawls it, so that everything can be seen working without a network:
+//
+//	go run ./cmd/robotstxt crawl -demo
+//
+// Every response body is read up to a fixed size and every request has a
+// time limit. Crawl stops after -max URLs (fetched or refused). On a
+// terminal, a progress line is kept on standard error.
+//
+// Exit status: 0 when the crawl ran, 1 when the start URL could not be fetched
+// (refused, or a network error), 2 on bad usage.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := runContext(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit statuses shared by every subcommand.
+const (
+	exitOK      = 0 // all allowed, nothing to report, crawl done
+	exitFlagged = 1 // something disallowed, diagnostics, start URL refused
+	exitUsage   = 2 // bad usage or unreadable input
+)
+
+const usage = `usage:
+  robotstxt check [-agent TOKEN] [-json] FILE|URL [URL...]
+  robotstxt lint [-json] FILE|URL
+  robotstxt crawl [-agent TOKEN] [-max N] [-demo] [URL]
+
+Run "robotstxt COMMAND -h" for the flags of a command.
+`
+
+// run runs the command line args (without the program name) and returns the
+// exit status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runContext(context.Background(), args, stdin, stdout, stderr)
+}
+
+func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "check":
+		return runCheck(ctx, args[1:], stdin, stdout, stderr)
+	case "lint":
+		return runLint(ctx, args[1:], stdout, stderr)
+	case "crawl":
+		return runCrawl(ctx, args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "robotstxt: unknown command %q\n%s", args[0], usage)
+	return exitUsage
+}
