@@ -1,0 +1,437 @@
+package matcher
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// allowedUnder parses "User-agent: *" followed by rules and reports whether
+// path is allowed.
+func allowedUnder(rules, path string) bool {
+	return Parse([]byte("User-agent: *\n"+rules)).Allowed("AnyBot", path)
+}
+
+func TestPatterns(t *testing.T) {
+	// SPEC.md section 6, "Worked examples from Google's page".
+	cases := []struct {
+		pattern string
+		matches []string
+		not     []string
+	}{
+		{"/", []string{"/", "/index.html", "/a/b?c"}, nil},
+		{"/$", []string{"/"}, []string{"/index.html", "/?q", "/a"}},
+		{"/fish/", []string{"/fish/", "/fish/?id=anything", "/fish/salmon.htm"},
+			[]string{"/fish", "/fish.html", "/animals/fish/", "/Fish/Salmon.asp"}},
+		{"/fish", []string{"/fish", "/fish.html", "/fish/salmon.html", "/fishheads", "/fishheads/yummy.html", "/fish.php?id=anything"},
+			[]string{"/Fish.asp", "/catfish", "/?id=fish", "/desert/fish"}},
+		{"/fish*", []string{"/fish", "/fish.html", "/fish/salmon.html", "/fishheads", "/fish.php?id=anything"},
+			[]string{"/Fish.asp", "/catfish", "/?id=fish", "/desert/fish"}},
+		{"/*.php", []string{"/index.php", "/filename.php", "/folder/filename.php", "/folder/filename.php?parameters", "/folder/any.php.file.html", "/filename.php/"},
+			[]string{"/", "/windows.PHP"}},
+		{"/*.php$", []string{"/filename.php", "/folder/filename.php"},
+			[]string{"/filename.php?parameters", "/filename.php/", "/filename.php5", "/windows.PHP"}},
+		{"/fish*.php", []string{"/fish.php", "/fishheads/catfish.php?parameters"}, []string{"/Fish.PHP"}},
+		{"*.gif$", []string{"/a/b.gif", "/.gif"}, []string{"/a.gif?x", "/a.GIF"}},
+		{"/a**b", []string{"/ab", "/axxb", "/a/b/c"}, []string{"/a", "/ba"}},
+		{"/a$b", []string{"/a$b", "/a%24b", "/a$bc"}, []string{"/a", "/ab"}},
+		{"/a$$", []string{"/a$", "/a%24"}, []string{"/a", "/a$x"}},
+		{"fish", nil, []string{"/fish", "fish"}}, // no leading "/" or "*": matches nothing
+	}
+	for _, c := range cases {
+		for _, p := range c.matches {
+			if allowedUnder("Disallow: "+c.pattern, p) {
+				t.Errorf("pattern %q should match %q", c.pattern, p)
+			}
+		}
+		for _, p := range c.not {
+			if !allowedUnder("Disallow: "+c.pattern, p) {
+				t.Errorf("pattern %q should not match %q", c.pattern, p)
+			}
+		}
+	}
+}
+
+func TestPrecedence(t *testing.T) {
+	// SPEC.md section 6: the longest pattern wins; allow wins a tie.
+	cases := []struct {
+		url   string
+		rules string
+		want  bool
+	}{
+		{"/page", "Allow: /p\nDisallow: /\n", true},
+		{"/folder/page", "Allow: /folder\nDisallow: /folder\n", true},
+		{"/folder/page", "Disallow: /folder\nAllow: /folder\n", true},
+		{"/page.htm", "Allow: /page\nDisallow: /*.htm\n", false},
+		{"/page.php5", "Allow: /page\nDisallow: /*.ph\n", true},
+		{"/", "Allow: /$\nDisallow: /\n", true},
+		{"/page.htm", "Allow: /$\nDisallow: /\n", false},
+		{"/fish", "Disallow: /fish\nAllow: /fish*\n", true},     // "*" counts in the length
+		{"/x", "Allow: /\nDisallow: /*\n", false},               // "/*" is longer than "/"
+		{"/ab", "Disallow: /a**b\nAllow: /a*b\n", true},         // runs of "*" count as one: a tie
+		{"/%E3%83%84", "Allow: /%E3%83\nDisallow: /ツ\n", false}, // the normalised length counts
+		{"/x", "Disallow: /\nAllow:\n", false},                  // an empty rule never decides
+		{"/anything", "", true},
+	}
+	for _, c := range cases {
+		if got := allowedUnder(c.rules, c.url); got != c.want {
+			t.Errorf("Allowed(%q) under %q = %v want %v", c.url, c.rules, got, c.want)
+		}
+	}
+}
+
+func TestNormalization(t *testing.T) {
+	// SPEC.md section 6, the percent-encoding table, for URLs and rules.
+	cases := []struct {
+		in, url, rule string
+	}{
+		{"/foo/bar?baz=quz", "/foo/bar?baz=quz", "/foo/bar?baz=quz"},
+		{"/foo/bar/ツ", "/foo/bar/%E3%83%84", "/foo/bar/%E3%83%84"},
+		{"/foo/bar/%E3%83%84", "/foo/bar/%E3%83%84", "/foo/bar/%E3%83%84"},
+		{"/foo/bar/%62%61%7A", "/foo/bar/baz", "/foo/bar/baz"},
+		{"/a%2fb", "/a%2Fb", "/a%2Fb"},
+		{"/file-with-a-*.html", "/file-with-a-%2A.html", "/file-with-a-*.html"},
+		{"/a$b$", "/a%24b%24", "/a%24b$"},
+		{"/a**b***", "/a%2A%2Ab%2A%2A%2A", "/a*b*"},
+		{"/100%", "/100%25", "/100%25"},
+		{"/%zz%4", "/%25zz%254", "/%25zz%254"},
+		{"/%7e%2D%5F%2e", "/~-_.", "/~-_."},
+		{"/a b\"<>\\^`{|}\x7f\x01", "/a%20b%22%3C%3E%5C%5E%60%7B%7C%7D%7F%01", "/a%20b%22%3C%3E%5C%5E%60%7B%7C%7D%7F%01"},
+		{"/:@!&'()+,;=", "/:@!&'()+,;=", "/:@!&'()+,;="},
+		{"/%3a%3F", "/%3A%3F", "/%3A%3F"},
+	}
+	for _, c := range cases {
+		if got := string(appendNormURL(nil, c.in)); got != c.url {
+			t.Errorf("URL %q normalises to %q want %q", c.in, got, c.url)
+		}
+		if got := string(appendNormRule(nil, []byte(c.in))); got != c.rule {
+			t.Errorf("rule %q normalises to %q want %q", c.in, got, c.rule)
+		}
+		if urlIsNormal(c.in) && c.in != c.url {
+			t.Errorf("urlIsNormal(%q) = true, but it normalises to %q", c.in, c.url)
+		}
+	}
+	// And so, end to end:
+	matches := []struct{ rule, url string }{
+		{"/foo/bar/%62%61%7A", "https://example.com/foo/bar/baz"},
+		{"/foo/bar/baz", "https://example.com/foo/bar/%62%61%7a"},
+		{"/a%2fb", "https://example.com/a%2Fb"},
+		{"/ツ", "https://example.com/%E3%83%84"},
+		{"/%e3%83%84", "https://example.com/ツ"},
+		{"/file-with-a-%2A.html", "https://example.com/file-with-a-*.html"},
+		{"/price-%24", "https://example.com/price-$"},
+		{"/a b", "https://example.com/a%20b"},
+	}
+	for _, c := range matches {
+		if allowedUnder("Disallow: "+c.rule+"\n", c.url) {
+			t.Errorf("rule %q should match %q", c.rule, c.url)
+		}
+	}
+	notMatches := []struct{ rule, url string }{
+		{"/a%2fb", "https://example.com/a/b"}, // "/" is reserved: %2F stays encoded
+		{"/foo?baz=https%3A%2F%2Ffoo.bar", "https://example.com/foo?baz=https://foo.bar"},
+		{"/file-with-a-%2A.html", "https://example.com/file-with-a-x.html"},
+	}
+	for _, c := range notMatches {
+		if !allowedUnder("Disallow: "+c.rule+"\n", c.url) {
+			t.Errorf("rule %q should not match %q", c.rule, c.url)
+		}
+	}
+}
+
+func TestURLForms(t *testing.T) {
+	cases := []struct {
+		url, want string
+	}{
+		{"https://example.com/a/b?c=d#frag", "/a/b?c=d"},
+		{"https://example.com", "/"},
+		{"https://example.com#frag", "/"},
+		{"https://example.com?q=1", "/?q=1"},
+		{"http://user:pass@example.com:8080/x", "/x"},
+		{"HTTP://EXAMPLE.COM/Path", "/Path"},
+		{"//example.com/x?y", "/x?y"},
+		{"/a/../b", "/a/../b"}, // dot segments are not removed
+		{"/a;x=1", "/a;x=1"},
+		{"/p?u=http://other/", "/p?u=http://other/"},
+		{"a/b", "a/b"},
+		{"", "/"},
+		{"#top", "/"},
+		{"?q", "/?q"},
+	}
+	for _, c := range cases {
+		if got := pathQuery(c.url); got != c.want {
+			t.Errorf("pathQuery(%q) = %q want %q", c.url, got, c.want)
+		}
+	}
+}
+
+func TestRobotsTxtAlwaysAllowed(t *testing.T) {
+	r := Parse([]byte("User-agent: *\nDisallow: /\nDisallow: /robots.txt$\n"))
+	for _, u := range []string{"/robots.txt", "https://example.com/robots.txt", "/robots%2Etxt", "http://x/robots.txt#f"} {
+		if m := r.Match("AnyBot", u); m != (Match{Allowed: true}) {
+			t.Errorf("Match(%q) = %+v want allowed by no rule", u, m)
+		}
+	}
+	for _, u := range []string{"/robots.txt?x", "/robots.txt/", "/folder/robots.txt", "/ROBOTS.TXT"} {
+		if r.Allowed("AnyBot", u) {
+			t.Errorf("Allowed(%q) = true want false", u)
+		}
+	}
+}
+
+func TestGroups(t *testing.T) {
+	// SPEC.md section 5.
+	google := `user-agent: googlebot-news
+disallow: /news-only
+
+user-agent: *
+disallow: /star-only
+
+user-agent: googlebot
+disallow: /googlebot-only
+`
+	mixed := `User-agent: A
+Sitemap: https://example.com/sitemap.xml
+Crawl-delay: 1
+User-agent: B
+Disallow: /ab
+
+Disallow: /before-c
+
+User-agent: c
+User-agent: d
+Disallow: /cd
+User-agent: a
+Disallow: /a2
+
+User-agent: *
+Disallow: /star1
+User-agent: *
+Disallow: /star2
+`
+	cases := []struct {
+		body, agent, url string
+		want             bool
+	}{
+		{google, "Googlebot-News", "/news-only", false},
+		{google, "Googlebot-News", "/googlebot-only", true},
+		{google, "Googlebot-News", "/star-only", true},
+		{google, "Googlebot", "/googlebot-only", false},
+		{google, "Googlebot", "/news-only", true},
+		{google, "Storebot-Google", "/star-only", false},
+		{google, "Storebot-Google", "/googlebot-only", true},
+		{google, "OtherBot", "/star-only", false},
+		{google, "googlebot/2.1", "/star-only", false}, // the caller's token is compared whole
+		{google, "googlebot/2.1", "/googlebot-only", true},
+		{google, "Googlebot-", "/star-only", false},
+
+		{mixed, "a", "/ab", false},       // sitemap and crawl-delay lines do not end a group
+		{mixed, "b", "/ab", false},       //
+		{mixed, "a", "/a2", false},       // groups naming the crawler are combined
+		{mixed, "b", "/a2", true},        //
+		{mixed, "a", "/before-c", false}, // blank lines do not end a group either
+		{mixed, "C", "/cd", false},
+		{mixed, "D", "/ab", true},
+		{mixed, "e", "/star1", false}, // "*" groups are combined
+		{mixed, "e", "/star2", false},
+		{mixed, "a", "/star1", true}, // and never with specific ones
+
+		{"Disallow: /\nUser-agent: x\nAllow: /y\n", "x", "/z", true}, // rules before any user-agent are ignored
+		{"Disallow: /\n", "x", "/z", true},
+		{"User-agent: x\nDisallow: /\n", "y", "/z", true}, // no group and no "*": allowed
+
+		// Product tokens in the file: the leading run of a-zA-Z0-9_-.
+		{"User-agent: FooBot/1.2\nDisallow: /\n", "foobot", "/", false},
+		{"User-agent: FooBot*\nDisallow: /\n", "FooBot", "/", false},
+		{"User-agent: Foo Bar\nDisallow: /\n", "Foo", "/", false},
+		{"User-agent: Foo Bar\nDisallow: /\n", "Foo Bar", "/", true},
+		{"User-agent: MJ12bot\nDisallow: /\n", "MJ12bot", "/", false},
+		{"User-agent: MJ12bot\nDisallow: /\n", "MJ", "/", true},
+		{"User-agent: 360Spider\nDisallow: /\n", "360spider", "/", false},
+		{"User-agent: Foo_Bar-2\nDisallow: /\n", "foo_bar-2", "/", false},
+		{"User-agent: FooBot-Image\nDisallow: /\n", "FooBot", "/", true},
+		{"User-agent: * FooBot\nDisallow: /\n", "BarBot", "/", false},
+		{"User-agent: *\tFooBot\nDisallow: /\n", "BarBot", "/", false},
+		{"User-agent: *FooBot\nDisallow: /\n", "BarBot", "/", true},
+		{"User-agent: *FooBot\nDisallow: /\n", "FooBot", "/", true},
+
+		// A specific group with no rules, or only empty ones, allows everything.
+		{"User-agent: *\nDisallow: /\nUser-agent: FooBot\n", "FooBot", "/x", true},
+		{"User-agent: *\nDisallow: /\nUser-agent: FooBot\nDisallow:\n", "FooBot", "/x", true},
+	}
+	for _, c := range cases {
+		if got := Parse([]byte(c.body)).Allowed(c.agent, c.url); got != c.want {
+			t.Errorf("Allowed(%q, %q) = %v want %v, robots.txt:\n%s", c.agent, c.url, got, c.want, c.body)
+		}
+	}
+}
+
+func TestGroupNeverNil(t *testing.T) {
+	for _, body := range []string{"", "User-agent: a\nDisallow: /\n", "<html><body>Not found</body></html>"} {
+		r := Parse([]byte(body))
+		for _, agent := range []string{"", "a", "b", "*"} {
+			g := r.Group(agent)
+			if g == nil {
+				t.Fatalf("Group(%q) = nil for %q", agent, body)
+			}
+			if d, ok := g.CrawlDelay(); ok || d != 0 {
+				t.Errorf("CrawlDelay() = %v, %v want 0, false", d, ok)
+			}
+		}
+	}
+}
+
+func TestLeniency(t *testing.T) {
+	// SPEC.md section 4. Each body should disallow /x for FooBot.
+	cases := []struct {
+		name string
+		body string
+		want bool
+	}{
+		{"canonical", "user-agent: FooBot\ndisallow: /x\n", false},
+		{"case", "USER-AGENT: FooBot\nDisAllow: /x\n", false},
+		{"useragent", "useragent: FooBot\ndisallow: /x\n", false},
+		{"user agent", "user agent: FooBot\ndisallow: /x\n", false},
+		{"user-agents", "user-agents: FooBot\ndisallow: /x\n", false},
+		{"dissallow", "user-agent: FooBot\ndissallow: /x\n", false},
+		{"dissalow", "user-agent: FooBot\ndissalow: /x\n", false},
+		{"disalow", "user-agent: FooBot\ndisalow: /x\n", false},
+		{"diasllow", "user-agent: FooBot\ndiasllow: /x\n", false},
+		{"disallaw", "user-agent: FooBot\ndisallaw: /x\n", false},
+		{"disallowed", "user-agent: FooBot\ndisallowed: /x\n", false},
+		{"alow is not allow", "user-agent: FooBot\ndisallow: /\nalow: /x\n", false},
+		{"allowance is allow", "user-agent: FooBot\ndisallow: /\nallowance: /x\n", true},
+		{"no colon", "user-agent FooBot\ndisallow /x\n", false},
+		{"no colon, three words", "user-agent: FooBot\ndisallow /x y\n", true},
+		{"no colon, one word", "user-agent: FooBot\ndisallow\n", true},
+		{"first colon separates", "user-agent: FooBot\ndisallow /y:/x\n", false},
+		{"space around colon", "user-agent \t : \t FooBot\ndisallow   :   /x   \n", false},
+		{"VT FF", "user-agent:\vFooBot\f\ndisallow:\v/x\n", false},
+		{"comment", "# hello\nuser-agent: FooBot # me\ndisallow: /x#y\n", false},
+		{"comment hides rule", "user-agent: FooBot\n# disallow: /x\n", true},
+		{"CR", "user-agent: FooBot\rdisallow: /x\r", false},
+		{"CRLF", "user-agent: FooBot\r\ndisallow: /x\r\n", false},
+		{"mixed ends", "user-agent: FooBot\r\rdisallow: /y\n\r\ndisallow: /x", false},
+		{"no final newline", "user-agent: FooBot\ndisallow: /x", false},
+		{"BOM", "\xEF\xBB\xBFuser-agent: FooBot\ndisallow: /x\n", false},
+		{"BOM prefix", "\xEF\xBBuser-agent: FooBot\ndisallow: /x\n", false},
+		{"BOM prefix 1", "\xEFuser-agent: FooBot\ndisallow: /x\n", false},
+		{"two BOMs", "\xEF\xBB\xBF\xEF\xBB\xBFuser-agent: FooBot\ndisallow: /x\n", true},
+		{"BOM mid-file", "user-agent: FooBot\n\xEF\xBB\xBFdisallow: /x\n", true},
+		{"NUL ends the line", "user-agent: FooBot\ndisallow: /x\x00yz\n", false},
+		{"HTML around rules", "<html><pre>\nuser-agent: FooBot\ndisallow: /x\n</pre></html>\n", false},
+		{"unknown keys", "foo: FooBot\nbar: /x\n", true},
+		{"empty key", ": FooBot\ndisallow: /x\n", true},
+		{"value case kept", "user-agent: FooBot\ndisallow: /X\n", true},
+	}
+	for _, c := range cases {
+		if got := Parse([]byte(c.body)).Allowed("FooBot", "/x"); got != c.want {
+			t.Errorf("%s: Allowed(/x) = %v want %v, robots.txt:\n%q", c.name, got, c.want, c.body)
+		}
+	}
+}
+
+func TestMatchRule(t *testing.T) {
+	body := "User-agent: *\nDisallow: /private\ndisallow:/a%2fb**c$\nALLOW: /private/ok\nAllow: /ツ\n"
+	cases := []struct {
+		url  string
+		want Match
+	}{
+		{"/private/x", Match{false, "Disallow: /private", 2}},
+		{"/private/ok/1", Match{true, "Allow: /private/ok", 4}},
+		{"/a%2Fbxc", Match{false, "Disallow: /a%2fb**c$", 3}},
+		{"/%E3%83%84", Match{true, "Allow: /ツ", 5}},
+		{"/public", Match{Allowed: true}},
+	}
+	r := Parse([]byte(body))
+	for _, c := range cases {
+		if got := r.Match("x", c.url); got != c.want {
+			t.Errorf("Match(%q) = %+v want %+v", c.url, got, c.want)
+		}
+	}
+}
+
+func TestCrawlDelay(t *testing.T) {
+	cases := []struct {
+		body  string
+		agent string
+		want  time.Duration
+		ok    bool
+	}{
+		{"User-agent: *\nCrawl-delay: 10\n", "x", 10 * time.Second, true},
+		{"User-agent: *\nCrawl-delay: 0.5\n", "x", 500 * time.Millisecond, true},
+		{"User-agent: *\nCrawl-delay: .25\n", "x", 250 * time.Millisecond, true},
+		{"User-agent: *\nCrawl-delay: 0\n", "x", 0, true},
+		{"User-agent: *\ncrawl-delay: 2.0000000001\n", "x", 2 * time.Second, true},
+		{"User-agent: *\nCrawldelay: 3\n", "x", 3 * time.Second, true},
+		{"User-agent: *\nCrawl-delay 4\n", "x", 4 * time.Second, true},
+		{"User-agent: *\nCrawl-delay: -1\n", "x", 0, false},
+		{"User-agent: *\nCrawl-delay: NaN\n", "x", 0, false},
+		{"User-agent: *\nCrawl-delay: 1e3\n", "x", 0, false},
+		{"User-agent: *\nCrawl-delay: 10s\n", "x", 0, false},
+		{"User-agent: *\nCrawl-delay: .\n", "x", 0, false},
+		{"User-agent: *\nCrawl-delay:\n", "x", 0, false},
+		{"User-agent: *\nCrawl-delay: 99999999999999999999\n", "x", 0, false},
+		{"Crawl-delay: 5\nUser-agent: *\n", "x", 0, false}, // before any group
+		{"User-agent: *\nCrawl-delay: 2\nCrawl-delay: 7\nCrawl-delay: 1\n", "x", 7 * time.Second, true},
+		{"User-agent: a\nCrawl-delay: 2\nDisallow: /\nUser-agent: a\nCrawl-delay: 5\n", "a", 5 * time.Second, true},
+		{"User-agent: a\nCrawl-delay: 2\nDisallow: /a\nUser-agent: *\nDisallow: /\nCrawl-delay: 9\n", "a", 2 * time.Second, true},
+		{"User-agent: a\nCrawl-delay: 2\nDisallow: /a\nUser-agent: *\nDisallow: /\nCrawl-delay: 9\n", "b", 9 * time.Second, true},
+		{"User-agent: a\nCrawl-delay: 2\nUser-agent: *\nDisallow: /\nCrawl-delay: 9\n", "a", 9 * time.Second, true}, // one group
+		{"User-agent: a\nCrawl-delay: 2\n", "b", 0, false},
+	}
+	for _, c := range cases {
+		d, ok := Parse([]byte(c.body)).Group(c.agent).CrawlDelay()
+		if d != c.want || ok != c.ok {
+			t.Errorf("CrawlDelay() = %v, %v want %v, %v, robots.txt:\n%s", d, ok, c.want, c.ok, c.body)
+		}
+	}
+}
+
+func TestSitemaps(t *testing.T) {
+	body := "Sitemap: https://example.com/a.xml\nUser-agent: *\nsite-map: https://example.com/b.xml # comment\nDisallow: /\nSitemap:\nSITEMAP: /relative.xml\n"
+	r := Parse([]byte(body))
+	want := []string{"https://example.com/a.xml", "https://example.com/b.xml", "/relative.xml"}
+	got := r.Sitemaps()
+	if !slices.Equal(got, want) {
+		t.Fatalf("Sitemaps() = %q want %q", got, want)
+	}
+	got[0] = "changed"
+	if r.Sitemaps()[0] != want[0] {
+		t.Errorf("Sitemaps() returned the Robots' own slice")
+	}
+	if got := Parse(nil).Sitemaps(); len(got) != 0 {
+		t.Errorf("Sitemaps() of an empty file = %q", got)
+	}
+}
+
+func TestLongLinesAndBigFiles(t *testing.T) {
+	// No line-length cap, and no parse-size cap: the 500 KiB read limit is
+	// the fetcher's (see Parse).
+	long := "/" + strings.Repeat("a", 100_000)
+	r := Parse([]byte("User-agent: *\nDisallow: " + long + "b\n"))
+	if !r.Allowed("x", long) || r.Allowed("x", long+"b") {
+		t.Errorf("a 100 kB rule is not matched exactly")
+	}
+	filler := strings.Repeat("# "+strings.Repeat("p", 98)+"\n", 6000) // 600 kB
+	r = Parse([]byte("User-agent: *\n" + filler + "Disallow: /\n"))
+	if r.Allowed("x", "/y") {
+		t.Errorf("a rule after 600 kB of comments is ignored")
+	}
+}
+
+func TestBacktracking(t *testing.T) {
+	// Greedy segment matching needs no backtracking.
+	r := Parse([]byte("User-agent: *\nDisallow: /*a*a*a*a*a*a*a*a*a*a*b\nDisallow: /*a*a*a*a*a*a*a*a*a*a*c$\n"))
+	path := "/" + strings.Repeat("a", 2000)
+	if !r.Allowed("x", path) {
+		t.Errorf("matched without a b or c")
+	}
+	if r.Allowed("x", path+"b") || r.Allowed("x", path+"c") {
+		t.Errorf("not matched with a b or c")
+	}
+	if !r.Allowed("x", path+"cx") {
+		t.Errorf("$ ignored")
+	}
+}
