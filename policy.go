@@ -1,0 +1,160 @@
+package robots
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	// DefaultTTL is how long a fetched robots.txt is used before it is
+	// fetched again, unless its Cache-Control max-age is shorter (RFC 9309
+	// §2.4: no longer than 24 hours, unless it is unreachable).
+	DefaultTTL = 24 * time.Hour
+
+	// MinTTL is the floor of the lifetime that a Cache-Control max-age
+	// (or no-cache, or no-store) can set: robots.txt is fetched at most
+	// once a minute per origin, whatever the server asks.
+	MinTTL = time.Minute
+
+	// RetryMin is the wait before the first new fetch after an unreachable
+	// result. Each further unreachable result doubles it, up to RetryMax.
+	// A Retry-After header that asks for longer is honoured, up to
+	// DefaultTTL.
+	RetryMin = time.Minute
+
+	// RetryMax caps the back-off between fetches of an unreachable
+	// robots.txt.
+	RetryMax = time.Hour
+
+	// UnreachableAllowAfter is how long an origin whose robots.txt has
+	// never been reached stays disallowed. After that many days of
+	// uninterrupted unreachable fetches, its URLs are allowed, as Google
+	// does; fetches are still retried, and the first one that reaches
+	// the origin decides again. An origin with an earlier good copy keeps
+	// obeying that copy instead.
+	UnreachableAllowAfter = 30 * 24 * time.Hour
+)
+
+// classify maps the final status of a robots.txt fetch (after redirects) to
+// its access result, as in the table of RFC 9309 §2.3.1 and SPEC section 2.
+func classify(status int) Access {
+	switch {
+	case status >= 200 && status <= 299:
+		return AccessSuccess
+	case status == http.StatusTooManyRequests:
+		return AccessUnreachable
+	case status >= 400 && status <= 499:
+		return AccessUnavailable
+	}
+	// 5xx, 1xx, and every status outside the known classes: "undefined"
+	// in the RFC, treated as unreachable.
+	return AccessUnreachable
+}
+
+// maxAge returns the max-age of a Cache-Control header value, 0 for
+// no-cache and no-store, and ok false when the header sets no lifetime.
+func maxAge(cacheControl string) (d time.Duration, ok bool) {
+	for dir := range strings.SplitSeq(cacheControl, ",") {
+		name, val, _ := strings.Cut(strings.TrimSpace(dir), "=")
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "no-store", "no-cache":
+			return 0, true
+		case "max-age":
+			val = strings.Trim(strings.TrimSpace(val), `"`)
+			n, err := strconv.ParseInt(val, 10, 64)
+			if err != nil || n < 0 {
+				continue
+			}
+			if n > int64(1<<63-1)/int64(time.Second) {
+				n = int64(1<<63-1) / int64(time.Second)
+			}
+			d, ok = time.Duration(n)*time.Second, true
+		}
+	}
+	return d, ok
+}
+
+// retryAfter returns the wait a Retry-After header value asks for, given as
+// seconds or as an HTTP date relative to now, and ok false if it is absent or
+// malformed. A date in the past is a wait of 0.
+func retryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 {
+			return 0, false
+		}
+		if n > int64(1<<63-1)/int64(time.Second) {
+			n = int64(1<<63-1) / int64(time.Second)
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return max(t.Sub(now), 0), true
+}
+
+// lifetime is how long a reachable fetch result is used: ttl, shortened by
+// the response's Cache-Control max-age down to MinTTL.
+func lifetime(ttl time.Duration, cacheControl string) time.Duration {
+	if d, ok := maxAge(cacheControl); ok && d < ttl {
+		return max(d, MinTTL)
+	}
+	return ttl
+}
+
+// backoff is the wait before fetching again after the n-th unreachable
+// result in a row (n ≥ 1): RetryMin doubled n-1 times, at most RetryMax.
+func backoff(n int) time.Duration {
+	d := RetryMin
+	for i := 1; i < n && d < RetryMax; i++ {
+		d *= 2
+	}
+	return min(d, RetryMax)
+}
+
+// fetchResult is what one robots.txt fetch found.
+type fetchResult struct {
+	access     Access
+	body       []byte        // when access is AccessSuccess
+	status     int           // final HTTP status, or 0 on a network error
+	lifetime   time.Duration // when access is not AccessUnreachable
+	retryAfter time.Duration // asked by the server on an unreachable status; 0 if not
+	err        error         // why access is AccessUnreachable; nil otherwise
+}
+
+// next returns the entry that follows prev (nil if there is none) after a
+// fetch at now with result r. It does not modify prev.
+func next(prev *Entry, r *fetchResult, now time.Time) *Entry {
+	if r.access != AccessUnreachable {
+		return &Entry{
+			Access:    r.access,
+			Body:      r.body,
+			FetchedAt: now,
+			Expires:   now.Add(r.lifetime),
+		}
+	}
+	var e Entry
+	if prev != nil {
+		e = *prev
+	}
+	if e.UnreachableSince.IsZero() {
+		e.UnreachableSince = now
+	}
+	e.Failures++
+	wait := backoff(e.Failures)
+	if r.retryAfter > wait {
+		wait = min(r.retryAfter, DefaultTTL)
+	}
+	e.Expires = now.Add(wait)
+	e.Error = r.err.Error()
+	// Without a good copy, e.Access stays AccessUnreachable (the zero
+	// value) and e.Body nil. With one, both are kept and obeyed.
+	return &e
+}
