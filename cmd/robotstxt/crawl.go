@@ -68,8 +68,10 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		defer stop()
 		start = site
 		fmt.Fprintf(stdout, "demo site at %s, serving this robots.txt:\n\n", site)
+		n := 0
 		for line := range strings.Lines(demoRobots(site.Host, demoCrawlDelay)) {
-			fmt.Fprintf(stdout, "    %s", line)
+			n++
+			fmt.Fprintf(stdout, "%6d  %s", n, line)
 		}
 		fmt.Fprintln(stdout)
 	} else {

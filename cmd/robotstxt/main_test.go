@@ -242,12 +242,12 @@ func TestCheckSite(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newSite(t, robotsHandler(http.StatusOK, string(basic)))
-	code, stdout, stderr := runCmd(t, "/private/b\n"+s.URL+"/public\n",
-		"check", "-agent", "googlebot", s.URL+"/private/a", "/private/press/", "?q=1")
+	// The first URL names the site; the others are resolved against it.
+	code, stdout, stderr := runCmd(t, "", "check", "-agent", "googlebot", s.URL+"/private/a", "/private/press/", "?q=1", "/public")
 	want := []string{
-		"disallowed " + s.URL + "/private/a Disallow: /private/ (line 4); group googlebot, examplebot (line 2)",
 		"allowed " + s.URL + "/private/press/ Allow: /private/press/ (line 5); group googlebot, examplebot (line 2)",
-		"allowed " + s.URL + "/private/a?q=1 no rule matched; group googlebot, examplebot (line 2)",
+		"disallowed " + s.URL + "/private/a?q=1 Disallow: /private/ (line 4); group googlebot, examplebot (line 2)",
+		"allowed " + s.URL + "/public no rule matched; group googlebot, examplebot (line 2)",
 	}
 	if code != exitFlagged || !equal(lines(stdout), want) {
 		t.Errorf("check = %d\n%s\nwant %d\n%s\nstderr: %s", code, stdout, exitFlagged, strings.Join(want, "\n"), stderr)
@@ -550,7 +550,7 @@ func TestCrawlDown(t *testing.T) {
 	s.Close()
 	code, stdout, _ := runCmd(t, "", "crawl", addr)
 	// Unreachable robots.txt: everything is refused (RFC 9309 §2.3.1.4).
-	if code != exitFlagged || !strings.Contains(stdout, "refused  / robots.txt unreachable") {
+	if code != exitFlagged || !strings.Contains(stdout, "refused  /  robots.txt unreachable") {
 		t.Errorf("crawl of a site that is down = %d\n%s", code, stdout)
 	}
 }
