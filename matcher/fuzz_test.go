@@ -1,0 +1,124 @@
+package matcher
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// seedBodies returns the robots.txt files in testdata.
+func seedBodies(f *testing.F) [][]byte {
+	f.Helper()
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no seed files in testdata: %v", err)
+	}
+	var bodies [][]byte
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		bodies = append(bodies, b)
+	}
+	return bodies
+}
+
+// FuzzParse checks that any body parses without a panic, that matching is
+// deterministic, that /robots.txt is always allowed, and that the index
+// agrees with trying every rule.
+func FuzzParse(f *testing.F) {
+	urls := []string{"/", "/fish/salmon.htm", "https://example.com/page.htm?x#y", "/x", "/ツ/a", "/a%2fb/c", "?q", "//h/p"}
+	for i, body := range seedBodies(f) {
+		f.Add(body, "FooBot", urls[i%len(urls)])
+		f.Add(body, "googlebot", urls[(i+3)%len(urls)])
+	}
+	f.Add([]byte("user-agent: *\ndisallow: /*a*a*a*b\n"), "x", "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab")
+	f.Add([]byte("\xEF\xBB\xBF\xEF\xBBuser-agent:\ndisallow: /\r\r\n"), "", "")
+	f.Fuzz(func(t *testing.T, body []byte, agent, url string) {
+		r := Parse(body)
+		g := r.Group(agent)
+		m := g.Match(url)
+		if m.Allowed != g.Allowed(url) || m != r.Match(agent, url) {
+			t.Fatalf("Match and Allowed disagree on %q", url)
+		}
+		if (m.Line == 0) != (m.Rule == "") || m.Line == 0 && !m.Allowed {
+			t.Fatalf("Match(%q) = %+v: a verdict without a rule, or a rule without a line", url, m)
+		}
+		if again := Parse(body).Match(agent, url); again != m {
+			t.Fatalf("Match(%q) = %+v, then %+v", url, m, again)
+		}
+		if !r.Allowed(agent, "/robots.txt") || !r.Allowed(agent, "https://example.com/robots.txt") {
+			t.Fatalf("/robots.txt disallowed")
+		}
+		p := string(appendNormURL(nil, pathQuery(url)))
+		if got, want := g.find(p), bruteFind(g, p); got != want && p != "/robots.txt" {
+			t.Fatalf("find(%q) = %d want %d", p, got, want)
+		}
+		rep := Lint(body)
+		for i, d := range rep.Diagnostics {
+			if d.Line < 1 || i > 0 && d.Line < rep.Diagnostics[i-1].Line {
+				t.Fatalf("diagnostics out of line order: %v", rep.Diagnostics)
+			}
+		}
+		if len(rep.Sitemaps) != len(r.Sitemaps()) {
+			t.Fatalf("Lint found %d sitemaps, Parse %d", len(rep.Sitemaps), len(r.Sitemaps()))
+		}
+	})
+}
+
+// FuzzMatch checks the matcher against the reference matcher. Each line of
+// rules is a rule: 'a' then an allow pattern, or anything else then a
+// disallow pattern.
+func FuzzMatch(f *testing.F) {
+	seeds := []struct{ rules, path string }{
+		{"d/fish\na/fish*", "/fish"},
+		{"d/\na/$", "/"},
+		{"a/p\nd/", "/page"},
+		{"a/page\nd/*.htm", "/page.htm"},
+		{"a/page\nd/*.ph", "/page.php5"},
+		{"d/*.php$", "/folder/filename.php"},
+		{"d/fish*.php", "/fishheads/catfish.php?parameters"},
+		{"d/foo/bar/%62%61%7A", "/foo/bar/baz"},
+		{"d/a%2fb", "/a%2Fb"},
+		{"d/file-with-a-%2A.html", "/file-with-a-*.html"},
+		{"d/a$b$", "/a$b"},
+		{"a/%E3%83\nd/ツ", "/%E3%83%84"},
+		{"d/*a*a*a*a*a*a*a*a*a*a*b", "/" + strings.Repeat("a", 200)},
+		{"dx", "/x"},
+		{"d*x$", "/ax"},
+	}
+	for _, s := range seeds {
+		f.Add(s.rules, s.path)
+	}
+	f.Fuzz(func(t *testing.T, rules, path string) {
+		var rs []refRule
+		for line := range strings.SplitSeq(rules, "\n") {
+			if line == "" {
+				continue
+			}
+			// Keep patterns that survive a robots.txt line unchanged.
+			pat := strings.Trim(line[1:], " \t\v\f")
+			if strings.ContainsAny(pat, "#\r\x00") {
+				continue
+			}
+			rs = append(rs, refRule{allow: line[0] == 'a', pattern: pat, line: len(rs) + 2})
+		}
+		if i := strings.IndexByte(path, '#'); i >= 0 {
+			path = path[:i]
+		}
+		path = "/" + path
+		body := refBody(rs)
+		want := refMatch(rs, path)
+		g := Parse(body).Group("x")
+		if got := g.Match("https://example.com" + path); got != want {
+			t.Fatalf("robots.txt:\n%sMatch(%q) = %+v\nreference:  %+v", body, path, got, want)
+		}
+		if !strings.HasPrefix(path, "//") {
+			if got := g.Match(path); got != want {
+				t.Fatalf("robots.txt:\n%sMatch(%q) = %+v\nreference:  %+v", body, path, got, want)
+			}
+		}
+	})
+}
