@@ -243,7 +243,7 @@ type siteChecker struct {
 }
 
 func newSiteChecker(site *url.URL, agent string) *siteChecker {
-	rec := &recorder{base: &agentSetter{base: baseTransport(), agent: userAgent(agent)}, limit: parseLimit}
+	rec := &recorder{base: baseTransport(), limit: parseLimit}
 	return &siteChecker{
 		site:    site,
 		agent:   agent,
@@ -345,24 +345,4 @@ func errorText(err error) string {
 		err = ue.Err
 	}
 	return err.Error()
-}
-
-// agentSetter sets the User-Agent header of requests that have none.
-type agentSetter struct {
-	base  http.RoundTripper
-	agent string
-}
-
-func (a *agentSetter) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Header.Get("User-Agent") == "" {
-		req = req.Clone(req.Context())
-		req.Header.Set("User-Agent", a.agent)
-	}
-	return a.base.RoundTrip(req)
-}
-
-func (a *agentSetter) CloseIdleConnections() {
-	if c, ok := a.base.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
-	}
 }

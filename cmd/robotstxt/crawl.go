@@ -98,6 +98,7 @@ func validToken(s string) bool {
 // [robots.Transport]. It is not safe for concurrent use.
 type crawler struct {
 	client *http.Client
+	tr     *robots.Transport
 	agent  string
 	max    int
 	out    *bufio.Writer
@@ -116,6 +117,7 @@ type crawler struct {
 func newCrawler(agent string, max int, stdout, stderr io.Writer) *crawler {
 	tr := robots.NewTransport(baseTransport(), agent)
 	c := &crawler{
+		tr:       tr,
 		agent:    agent,
 		max:      max,
 		out:      bufio.NewWriter(stdout),
@@ -183,6 +185,23 @@ func (c *crawler) crawl(ctx context.Context, start *url.URL) int {
 		fmt.Fprintf(c.out, "; interrupted")
 	}
 	fmt.Fprintln(c.out)
+
+	st := c.tr.Stats()
+	fetches := st.FetchSuccess + st.FetchUnavailable + st.FetchUnreachable
+	parts = parts[:0]
+	for _, p := range []struct {
+		n    uint64
+		what string
+	}{{st.FetchSuccess, "ok"}, {st.FetchUnavailable, "unavailable"}, {st.FetchUnreachable, "unreachable"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+		}
+	}
+	fmt.Fprintf(c.out, "robots.txt fetched %s", count(int(fetches), "time"))
+	if len(parts) > 0 {
+		fmt.Fprintf(c.out, " (%s)", strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(c.out, "; %d of %s decided from the cache\n", st.Hits, count(int(st.Hits+st.Misses), "request"))
 	return code
 }
 

@@ -20,7 +20,7 @@ import (
 type lintJSON struct {
 	Source      string           `json:"source"`           // file name or robots.txt URL
 	Status      int              `json:"status,omitempty"` // HTTP status, for a URL
-	Verdict     string           `json:"verdict"`          // what crawlers make of it
+	Verdict     string           `json:"verdict,omitempty"` // for a URL: the status, or what crawlers make of it
 	Size        int              `json:"size"`             // bytes read
 	Truncated   bool             `json:"truncated,omitempty"`
 	Diagnostics []diagnosticJSON `json:"diagnostics"`
@@ -86,7 +86,7 @@ func runLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "robotstxt: %s: %s\n", f.url, errorText(f.err))
 			return exitUsage
 		case f.status/100 == 2:
-			out.Verdict = "ok"
+			out.Verdict = f.statusMsg
 			body, out.Truncated = f.body, f.truncated
 		case f.status/100 == 4 && f.status != http.StatusTooManyRequests:
 			out.Verdict = "no robots.txt (" + f.statusMsg + "): crawlers crawl without restrictions"
@@ -104,7 +104,6 @@ func runLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "robotstxt: %v\n", err)
 			return exitUsage
 		}
-		out.Verdict = "ok"
 	}
 
 	if body != nil {
@@ -134,21 +133,26 @@ func runLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		enc.Encode(out)
 		return code
 	}
-	printLint(stdout, &out)
+	printLint(stdout, &out, body != nil)
 	return code
 }
 
-// printLint writes the report as text.
-func printLint(stdout io.Writer, out *lintJSON) {
+// printLint writes the report as text. read says whether a file was read.
+func printLint(stdout io.Writer, out *lintJSON, read bool) {
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
-	fmt.Fprintf(w, "%s: %s\n", out.Source, out.Verdict)
-	if out.Verdict != "ok" && out.Size == 0 && len(out.Groups) == 0 {
-		return
+	fmt.Fprintf(w, "%s: ", out.Source)
+	if out.Verdict != "" {
+		fmt.Fprint(w, out.Verdict)
+		if !read {
+			fmt.Fprintln(w)
+			return
+		}
+		fmt.Fprint(w, ", ")
 	}
 	size := strconv.Itoa(out.Size) + " bytes"
 	if out.Truncated {
-		size = "more than " + size + ", stopped reading"
+		size = "more than " + size + " (stopped reading)"
 	}
 	fmt.Fprintf(w, "%s, %s, %s, %s\n", size, count(len(out.Groups), "group"),
 		count(len(out.Sitemaps), "sitemap"), count(len(out.Diagnostics), "problem"))

@@ -378,7 +378,7 @@ func TestLintSite(t *testing.T) {
 		}
 	}))
 	code, stdout, stderr := runCmd(t, "", "lint", s.URL+"/some/page")
-	if code != exitOK || !strings.HasPrefix(stdout, s.URL+"/robots.txt: ok (redirected to "+s.URL+"/moved/robots.txt)\n") ||
+	if code != exitOK || !strings.HasPrefix(stdout, s.URL+"/robots.txt: 200 OK (redirected to "+s.URL+"/moved/robots.txt), 95 bytes, 1 group, 1 sitemap, 0 problems\n") ||
 		!strings.Contains(stdout, "line 1: *: 2 rules") {
 		t.Errorf("lint of a redirected robots.txt = %d\n%s\nstderr: %s", code, stdout, stderr)
 	}
@@ -460,9 +460,12 @@ func TestCrawlDemo(t *testing.T) {
 	if strings.Contains(stdout, "elsewhere.invalid") {
 		t.Errorf("crawl -demo left the site:\n%s", stdout)
 	}
-	if last := got[len(got)-1]; !strings.HasPrefix(last, "10 URLs in ") ||
-		!strings.Contains(last, "5 fetched (4 × 200, 1 × 404), 5 refused by robots.txt, 0 errors") {
-		t.Errorf("summary = %q", last)
+	if sum := got[len(got)-2]; !strings.HasPrefix(sum, "10 URLs in ") ||
+		!strings.HasSuffix(sum, ": 5 fetched (4 × 200, 1 × 404), 5 refused by robots.txt, 0 errors") {
+		t.Errorf("summary = %q", sum)
+	}
+	if want := "robots.txt fetched 1 time (1 ok); 9 of 10 requests decided from the cache"; got[len(got)-1] != want {
+		t.Errorf("last line = %q, want %q", got[len(got)-1], want)
 	}
 }
 
@@ -526,11 +529,11 @@ func TestCrawlMax(t *testing.T) {
 	s := newSite(t, demoHandler(10*time.Millisecond))
 	code, stdout, _ := runCmd(t, "", "crawl", "-max", "3", s.URL+"/")
 	got := lines(stdout)
-	if code != exitOK || len(got) != 1+3+2 {
+	if code != exitOK || len(got) != 1+3+3 {
 		t.Fatalf("crawl -max 3 = %d\n%s\nwant 0, a header, 3 URLs, a blank line and a summary", code, stdout)
 	}
-	if last := got[len(got)-1]; !strings.HasPrefix(last, "3 URLs in ") {
-		t.Errorf("summary = %q", last)
+	if sum := got[len(got)-2]; !strings.HasPrefix(sum, "3 URLs in ") {
+		t.Errorf("summary = %q", sum)
 	}
 	total := 0
 	paths := s.paths()
