@@ -18,10 +18,10 @@ import (
 
 // lintJSON is lint's -json output.
 type lintJSON struct {
-	Source      string           `json:"source"`           // file name or robots.txt URL
-	Status      int              `json:"status,omitempty"` // HTTP status, for a URL
+	Source      string           `json:"source"`            // file name or robots.txt URL
+	Status      int              `json:"status,omitempty"`  // HTTP status, for a URL
 	Verdict     string           `json:"verdict,omitempty"` // for a URL: the status, or what crawlers make of it
-	Size        int              `json:"size"`             // bytes read
+	Size        int              `json:"size"`              // bytes read
 	Truncated   bool             `json:"truncated,omitempty"`
 	Diagnostics []diagnosticJSON `json:"diagnostics"`
 	Groups      []lintGroupJSON  `json:"groups"`
