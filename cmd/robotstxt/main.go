@@ -11,14 +11,21 @@
 //
 // Check prints a verdict for each URL: allowed or disallowed, the group of
 // the robots.txt file that applied, and the rule that decided, with its line
-// number. The first argument is the robots.txt source: a local file, or an
-// http or https URL of the site, whose /robots.txt is fetched (and, for 429,
-// 5xx and network errors, treated as RFC 9309 says: everything disallowed).
-// The URLs to check follow; without them, they are read from standard input,
-// one a line (blank lines and lines starting with # are skipped). URLs may be
-// paths ("/private/a?b=c") or absolute; paths are resolved against the site
-// URL. With -json, check writes one JSON object per URL, one a line (JSON
-// Lines), so output can be streamed into jq while URLs are still being read.
+// number. The first argument is the robots.txt source: a local file, or any
+// http or https URL of the site, which only names the site (it is not itself
+// checked). The site's /robots.txt is then fetched through a robots.Transport,
+// which decides as a crawler would: for a 4xx everything is allowed, for a 429,
+// a 5xx or a network error everything is disallowed (RFC 9309 §2.3.1). The URLs
+// to check follow; without them, they are read from standard input, one a line
+// (blank lines and lines starting with # are skipped). URLs may be paths
+// ("/private/a?b=c") or absolute; in site mode paths are resolved against the
+// site URL, and an absolute URL of another site is checked against that site's
+// robots.txt. With -json, check writes one JSON object per URL, one a line
+// (JSON Lines), so output can be piped into jq while URLs are still being read.
+// Each object has the fields url, agent, allowed, rule and line (the deciding
+// rule, when one decided), groups (the line and product tokens of each group
+// that applied) and reason (why no rule decided, when the site's robots.txt
+// was missing or unreachable).
 //
 // Exit status: 0 when every URL is allowed, 1 when any is disallowed, 2 on bad
 // usage or unreadable input (a missing file, an unparsable URL). A site whose
@@ -30,14 +37,16 @@
 // Lint reports what a site owner wants to know about a robots.txt file: lines
 // that crawlers ignore and why (unknown fields, rules outside any group, paths
 // that do not start with "/", misspelt fields that are accepted leniently,
-// content past the first 500 KiB, which crawlers do not read), the groups with their product
-// tokens, rule counts and crawl-delays, and the sitemaps. For a URL it also
-// reports the HTTP status and what crawlers make of it.
+// content past the first 500 KiB, which crawlers do not read), the groups with
+// their product tokens, rule counts and crawl-delays, and the sitemaps. For a
+// URL it fetches the site's /robots.txt (up to 4 MiB, following up to 5
+// redirects) and also reports the HTTP status and what crawlers make of it.
+// With -json, lint writes the report as one JSON object.
 //
 // Exit status: 0 when there is nothing to report, 1 when there are
-// diagnostics or the robots.txt answers with a status that makes crawlers stop
-// (429, 5xx, too many redirects), 2 on bad usage or when the file cannot be
-// read at all (a missing file, a network error).
+// diagnostics or robots.txt answers in a way crawlers cannot use (429, 5xx,
+// more than 5 redirects), 2 on bad usage or when the file cannot be read at
+// all (a missing file, a network error).
 //
 // # crawl
 //

@@ -557,3 +557,54 @@ func TestCrawlDown(t *testing.T) {
 		t.Errorf("crawl of a site that is down = %d\n%s", code, stdout)
 	}
 }
+
+// TestCheckSiteMixed checks URLs of two sites and a URL that does not parse.
+func TestCheckSiteMixed(t *testing.T) {
+	a := newSite(t, robotsHandler(http.StatusOK, "User-agent: *\nDisallow: /a\n"))
+	b := newSite(t, robotsHandler(http.StatusOK, "User-agent: *\nDisallow: /b\n"))
+	stdin := "/a\n" + b.URL + "/a\n/%zz\n" + b.URL + "/b\n/b\n"
+	code, stdout, stderr := runCmd(t, stdin, "check", a.URL)
+	want := []string{
+		"disallowed " + a.URL + "/a Disallow: /a (line 2); group * (line 1)",
+		"allowed " + b.URL + "/a no rule matched; group * (line 1)",
+		"disallowed " + b.URL + "/b Disallow: /b (line 2); group * (line 1)",
+		"allowed " + a.URL + "/b no rule matched; group * (line 1)",
+	}
+	if code != exitUsage || !equal(lines(stdout), want) {
+		t.Errorf("check = %d\n%s\nwant %d\n%s", code, stdout, exitUsage, strings.Join(want, "\n"))
+	}
+	if !strings.Contains(stderr, "/%zz") {
+		t.Errorf("stderr = %q, want the URL that does not parse", stderr)
+	}
+	if a.count("/robots.txt") != 1 || b.count("/robots.txt") != 1 {
+		t.Errorf("robots.txt fetched %d and %d times, want once each", a.count("/robots.txt"), b.count("/robots.txt"))
+	}
+}
+
+func TestProgress(t *testing.T) {
+	if p := newProgress(&bytes.Buffer{}); p != nil {
+		t.Errorf("newProgress(a buffer) = %v, want nil", p)
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if p := newProgress(f); p != nil {
+		t.Errorf("newProgress(a regular file) = %v, want nil", p)
+	}
+	var nilp *progress
+	nilp.show("x") // does nothing
+	nilp.clear()
+
+	var buf bytes.Buffer
+	p := &progress{w: &buf}
+	p.clear() // nothing shown yet: nothing to clear
+	p.show("[1/50] /" + strings.Repeat("x", 100))
+	p.clear()
+	p.clear()
+	want := "\r\x1b[K[1/50] /" + strings.Repeat("x", 77-8) + "…" + "\r\x1b[K"
+	if buf.String() != want {
+		t.Errorf("progress wrote %q, want %q", buf.String(), want)
+	}
+}
