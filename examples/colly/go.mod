@@ -7,6 +7,7 @@ replace github.com/f9014239/robots => ../..
 require (
 	github.com/f9014239/robots v0.0.0-00010101000000-000000000000
 	github.com/gocolly/colly/v2 v2.3.0
+	github.com/jarcoal/httpmock v1.4.2
 )
 
 require (
