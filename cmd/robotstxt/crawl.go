@@ -107,6 +107,7 @@ type crawler struct {
 	origin string
 	queue  []*url.URL
 	seen   map[string]bool // every URL ever queued
+	capped bool            // a link was not queued because of max
 
 	// Totals for the summary.
 	statuses map[int]int
@@ -178,8 +179,8 @@ func (c *crawler) crawl(ctx context.Context, start *url.URL) int {
 		fmt.Fprintf(c.out, " (%s)", strings.Join(parts, ", "))
 	}
 	fmt.Fprintf(c.out, ", %d refused by robots.txt, %s", c.refused, count(c.errors, "error"))
-	if n := len(c.queue); n > 0 {
-		fmt.Fprintf(c.out, "; %d more not visited (-max %d)", n, c.max)
+	if len(c.queue) > 0 || c.capped {
+		fmt.Fprintf(c.out, "; stopped at -max %d", c.max)
 	}
 	if err := ctx.Err(); err != nil {
 		fmt.Fprintf(c.out, "; interrupted")
@@ -276,7 +277,11 @@ func (c *crawler) visit(ctx context.Context, u *url.URL) bool {
 func (c *crawler) enqueue(u *url.URL) {
 	u = cleanURL(u)
 	k := u.String()
-	if c.seen[k] || len(c.seen) >= c.max {
+	if c.seen[k] {
+		return
+	}
+	if len(c.seen) >= c.max {
+		c.capped = true
 		return
 	}
 	c.seen[k] = true

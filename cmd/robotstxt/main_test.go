@@ -532,7 +532,7 @@ func TestCrawlMax(t *testing.T) {
 	if code != exitOK || len(got) != 1+3+3 {
 		t.Fatalf("crawl -max 3 = %d\n%s\nwant 0, a header, 3 URLs, a blank line and a summary", code, stdout)
 	}
-	if sum := got[len(got)-2]; !strings.HasPrefix(sum, "3 URLs in ") {
+	if sum := got[len(got)-2]; !strings.HasPrefix(sum, "3 URLs in ") || !strings.HasSuffix(sum, "; stopped at -max 3") {
 		t.Errorf("summary = %q", sum)
 	}
 	total := 0
