@@ -219,14 +219,15 @@ type state struct {
 	robots  *matcher.Robots // parsed Body when entry.Access is AccessSuccess; else nil
 	group   *matcher.Group  // robots.Group of the Transport's Agent; nil if robots or Agent is
 	err     error           // why the origin is refused whole; nil unless entry.Access is AccessUnreachable
-	allowAt time.Time       // when an AccessUnreachable origin becomes allowed (30-day rule)
+	expires time.Duration   // entry.Expires, on the Transport's clock (see Transport.now)
+	allowAt time.Duration   // when an AccessUnreachable origin becomes allowed (30-day rule), on the same clock
 }
 
 // fresh reports whether st may be used at now without a new fetch.
-func (st *state) fresh(now time.Time) bool { return now.Before(st.entry.Expires) }
+func (st *state) fresh(now time.Duration) bool { return now < st.expires }
 
 func (t *Transport) compile(e *Entry) *state {
-	st := &state{entry: e}
+	st := &state{entry: e, expires: e.Expires.Sub(t.epoch)}
 	switch e.Access {
 	case AccessSuccess:
 		st.robots = matcher.Parse(e.Body)
@@ -240,7 +241,7 @@ func (t *Transport) compile(e *Entry) *state {
 			msg = "robots: robots.txt unreachable"
 		}
 		st.err = errors.New(msg)
-		st.allowAt = e.UnreachableSince.Add(UnreachableAllowAfter)
+		st.allowAt = e.UnreachableSince.Add(UnreachableAllowAfter).Sub(t.epoch)
 	}
 	return st
 }
@@ -266,7 +267,7 @@ type decision struct {
 
 // decide returns the verdict of st at now for the URL path and query target,
 // as seen by the crawler agent ("" for the Transport's own Agent).
-func (st *state) decide(now time.Time, agent, target string) decision {
+func (st *state) decide(now time.Duration, agent, target string) decision {
 	switch st.entry.Access {
 	case AccessSuccess:
 		g := st.group
@@ -284,7 +285,7 @@ func (st *state) decide(now time.Time, agent, target string) decision {
 	case AccessUnavailable:
 		return decision{allowed: true}
 	}
-	if !now.Before(st.allowAt) {
+	if now >= st.allowAt {
 		return decision{allowed: true}
 	}
 	return decision{err: st.err}
@@ -292,7 +293,7 @@ func (st *state) decide(now time.Time, agent, target string) decision {
 
 // lookup returns the state that decides for origin k at now: the cached one
 // if it is fresh, or else the result of a load that the caller waits for.
-func (t *Transport) lookup(ctx context.Context, k originKey, now time.Time, userAgent func() string) (*site, *state, error) {
+func (t *Transport) lookup(ctx context.Context, k originKey, now time.Duration, userAgent func() string) (*site, *state, error) {
 	sh := t.cache.shard(k)
 	s := sh.get(k)
 	if s != nil {
@@ -323,7 +324,7 @@ func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string) 
 		return nil, fmt.Errorf("robots: waiting for %s/robots.txt: %w", s.origin, err)
 	}
 	s.mu.Lock()
-	if st := s.cur.Load(); st != nil && st.fresh(time.Now()) {
+	if st := s.cur.Load(); st != nil && st.fresh(t.now()) {
 		s.mu.Unlock()
 		return st, nil
 	}

@@ -104,7 +104,7 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 // the response's Cache-Control max-age down to MinTTL.
 func lifetime(ttl time.Duration, cacheControl string) time.Duration {
 	if d, ok := maxAge(cacheControl); ok && d < ttl {
-		return max(d, MinTTL)
+		return min(max(d, MinTTL), ttl)
 	}
 	return ttl
 }

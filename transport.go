@@ -157,8 +157,9 @@ type Transport struct {
 	Logger *slog.Logger
 
 	once  sync.Once
-	cfg   config // set once, from the fields above
-	cache *cache // set once
+	cfg   config    // set once, from the fields above
+	epoch time.Time // set once: the origin of the clock of t.now
+	cache *cache    // set once
 	stats stats
 	ua    atomic.Pointer[uaToken] // the last User-Agent header → token derivation
 }
@@ -211,7 +212,12 @@ func (t *Transport) init() {
 	}
 	t.cfg = c
 	t.cache = newCache(c.maxOrigins)
+	t.epoch = time.Now()
 }
+
+// now returns the time since t.epoch. On the hot path it is cheaper than
+// time.Now, as it reads only the monotonic clock.
+func (t *Transport) now() time.Duration { return time.Since(t.epoch) }
 
 // RoundTrip implements [http.RoundTripper]. It sends req through Base if the
 // robots.txt of its origin allows it, and otherwise returns a nil response
@@ -267,7 +273,7 @@ func (t *Transport) check(ctx context.Context, u *url.URL, agent string, hdr htt
 	if err != nil {
 		return err
 	}
-	now := time.Now()
+	now := t.now()
 	_, st, err := t.lookup(ctx, k, now, func() string {
 		if ua := hdr.Get("User-Agent"); ua != "" {
 			return ua

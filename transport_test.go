@@ -1162,3 +1162,56 @@ func TestZeroTransport(t *testing.T) {
 	}
 	tr.CloseIdleConnections()
 }
+
+// benchBase is a base transport that answers robots.txt with rules and
+// every other request with one shared response, doing no other work.
+type benchBase struct{ page *http.Response }
+
+const benchRobots = "User-agent: *\nDisallow: /private/\nDisallow: /*.php$\nAllow: /private/ok\n\n" +
+	"User-agent: ExampleBot\nDisallow: /search\nDisallow: /cart/\nAllow: /search/about\nCrawl-delay: 0\n"
+
+func (b benchBase) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Path == "/robots.txt" {
+		return httpmock.NewStringResponse(200, benchRobots), nil
+	}
+	return b.page, nil
+}
+
+// BenchmarkRoundTrip compares an allowed request to a cached origin with
+// the same request sent on the bare base transport.
+func BenchmarkRoundTrip(b *testing.B) {
+	base := benchBase{page: &http.Response{StatusCode: 200, Body: http.NoBody}}
+	req, _ := http.NewRequest("GET", "https://example.com/articles/2024/robots-and-you.html", nil)
+	req.Header.Set("User-Agent", "Mozilla/5.0 (compatible; ExampleBot/1.0; +https://example.com/bot)")
+	for _, c := range []struct {
+		name string
+		rt   http.RoundTripper
+	}{
+		{"base", base},
+		{"robots", NewTransport(base, "ExampleBot")},
+		{"robots-derived-agent", &Transport{Base: base}},
+	} {
+		if _, err := c.rt.RoundTrip(req); err != nil { // warm the cache
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.rt.RoundTrip(req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(c.name+"/parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := c.rt.RoundTrip(req); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

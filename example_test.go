@@ -1,0 +1,128 @@
+package robots_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+
+	"github.com/jarcoal/httpmock"
+
+	"github.com/f9014239/robots"
+)
+
+// newSite starts a web site whose robots.txt is rules and whose every other
+// page says hello.
+func newSite(rules string) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			io.WriteString(w, rules)
+			return
+		}
+		io.WriteString(w, "hello from "+r.URL.Path)
+	}))
+}
+
+// A Transport makes an http.Client obey robots.txt: allowed requests are
+// sent as usual, the others fail with ErrDisallowed.
+func ExampleTransport() {
+	site := newSite("User-agent: *\nDisallow: /private\n")
+	defer site.Close()
+
+	client := &http.Client{Transport: robots.NewTransport(nil, "ExampleBot")}
+
+	resp, err := client.Get(site.URL + "/public")
+	if err != nil {
+		panic(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, string(body))
+
+	_, err = client.Get(site.URL + "/private")
+	fmt.Println(errors.Is(err, robots.ErrDisallowed))
+	// Output:
+	// 200 hello from /public
+	// true
+}
+
+// A refused request's error says which line of robots.txt refused it.
+func ExampleDisallowedError() {
+	site := newSite("User-agent: ExampleBot\nAllow: /private/press\nDisallow: /private\n")
+	defer site.Close()
+
+	client := &http.Client{Transport: robots.NewTransport(nil, "ExampleBot")}
+	_, err := client.Get(site.URL + "/private/payroll")
+	if de, ok := errors.AsType[*robots.DisallowedError](err); ok {
+		fmt.Println(de.URL.Path)
+		fmt.Println(de.Agent)
+		fmt.Printf("%s (line %d)\n", de.Rule, de.Line)
+	}
+	// Output:
+	// /private/payroll
+	// ExampleBot
+	// Disallow: /private (line 3)
+}
+
+// Check gives the verdict on a URL without requesting it, for example to
+// prune a crawler's frontier. Only robots.txt is fetched.
+func ExampleTransport_Check() {
+	site := newSite("User-agent: *\nDisallow: /search\n")
+	defer site.Close()
+
+	tr := robots.NewTransport(nil, "ExampleBot")
+	for _, path := range []string{"/", "/search?q=robots", "/searching"} {
+		u, _ := url.Parse(site.URL + path)
+		err := tr.Check(context.Background(), u)
+		fmt.Printf("%-18s allowed=%v\n", path, err == nil)
+	}
+	// Output:
+	// /                  allowed=true
+	// /search?q=robots   allowed=false
+	// /searching         allowed=false
+}
+
+// To test a crawler without a network, give the Transport an httpmock
+// transport as its base: robots.txt is fetched from the mock like any page.
+func ExampleTransport_httpmock() {
+	mock := httpmock.NewMockTransport()
+	mock.RegisterResponder("GET", "https://example.com/robots.txt",
+		httpmock.NewStringResponder(200, "User-agent: ExampleBot\nDisallow: /admin\n"))
+	mock.RegisterResponder("GET", "https://example.com/",
+		httpmock.NewStringResponder(200, "home page"))
+
+	client := &http.Client{Transport: robots.NewTransport(mock, "ExampleBot")}
+	for _, u := range []string{"https://example.com/", "https://example.com/admin"} {
+		resp, err := client.Get(u)
+		if err != nil {
+			fmt.Println(errors.Is(err, robots.ErrDisallowed), err)
+			continue
+		}
+		resp.Body.Close()
+		fmt.Println(resp.StatusCode, u)
+	}
+	fmt.Println("robots.txt fetches:", mock.GetCallCountInfo()["GET https://example.com/robots.txt"])
+	// Output:
+	// 200 https://example.com/
+	// true Get "https://example.com/admin": robots: disallowed by robots.txt: "Disallow: /admin" (line 2)
+	// robots.txt fetches: 1
+}
+
+// A robots.txt that the server cannot serve (here, a 503) refuses the whole
+// site until a later fetch succeeds; the error says why.
+func ExampleTransport_unreachable() {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+	}))
+	defer site.Close()
+
+	client := &http.Client{Transport: robots.NewTransport(nil, "ExampleBot")}
+	_, err := client.Get(site.URL + "/")
+	de, _ := errors.AsType[*robots.DisallowedError](err)
+	fmt.Println(de.Rule == "", de.Err != nil)
+	// Output:
+	// true true
+}
