@@ -1,6 +1,7 @@
 package matcher
 
 import (
+	"bytes"
 	"cmp"
 	"slices"
 	"strings"
@@ -14,18 +15,27 @@ import (
 // goroutines.
 type Group struct {
 	arena string // normalised and as-written patterns, shared with the other groups of the file
-	rules []rule // in file order
 
-	// The index. entries holds the distinct literal prefixes of the rules
-	// (a pattern up to its first '*', or the whole pattern without a final
-	// '$'), sorted. Every entry that is a prefix of a path lies on the
-	// parent chain of the greatest entry <= that path.
+	// rules are sorted best first (see better) when the group is small
+	// enough to be scanned, and in no particular order otherwise.
+	rules []rule
+
+	// The index, for groups of more than linearMax rules. entries holds the
+	// distinct literal prefixes of the rules (a pattern up to its first
+	// '*', or the whole pattern without a final '$'), sorted; keys holds
+	// their first 8 bytes. Every entry that is a prefix of a path lies on
+	// the parent chain of the greatest entry <= that path.
+	keys    []uint64
 	entries []entry
-	wild    []int32 // indices of wildcard rules, grouped by entry, best first
+	wild    []wildRule // grouped by entry, best first
 
 	delay    time.Duration
 	hasDelay bool
 }
+
+// linearMax is the largest group that is scanned rule by rule instead of
+// being indexed.
+const linearMax = 16
 
 // rule is one allow or disallow line.
 type rule struct {
@@ -34,7 +44,28 @@ type rule struct {
 	raw   uint32 // offset in arena of the pattern as written; == pat when the same
 	rawN  uint32
 	line  uint32
+	lit   uint32 // length of the literal prefix: the pattern up to the first '*', or without a final '$'
 	allow bool
+	kind  uint8 // kindPlain, kindExact or kindWild
+}
+
+// Kinds of pattern.
+const (
+	kindPlain = iota // a literal prefix
+	kindExact        // a literal followed by the '$' anchor
+	kindWild         // has a '*' after the literal prefix
+)
+
+// setKind sets r.lit and r.kind from the normalised pattern pat.
+func (r *rule) setKind(pat []byte) {
+	switch i := bytes.IndexByte(pat, '*'); {
+	case i >= 0:
+		r.lit, r.kind = uint32(i), kindWild
+	case len(pat) > 0 && pat[len(pat)-1] == '$':
+		r.lit, r.kind = uint32(len(pat)-1), kindExact
+	default:
+		r.lit, r.kind = uint32(len(pat)), kindPlain
+	}
 }
 
 // entry is one literal prefix in a Group's index.
@@ -46,6 +77,28 @@ type entry struct {
 	exact   int32  // the best rule whose pattern is the prefix followed by '$', or -1
 	wildLo  uint32 // wild[wildLo:wildHi] are the rules with a '*' after the prefix
 	wildHi  uint32
+}
+
+// wildRule is a rule with a wildcard, with what a path needs to match it.
+type wildRule struct {
+	bytes byteSet // every byte of the pattern's literal segments
+	rule  int32
+	tail  int16 // the byte the path must end with (anchored patterns), or -1
+}
+
+// byteSet is a set of ASCII bytes. Normalised patterns and paths are ASCII.
+type byteSet [2]uint64
+
+func (s *byteSet) add(str string) {
+	for i := 0; i < len(str); i++ {
+		c := str[i] & 127
+		s[c>>6] |= 1 << (c & 63)
+	}
+}
+
+// subsetOf reports whether every byte of s is in t.
+func (s *byteSet) subsetOf(t *byteSet) bool {
+	return s[0]&^t[0] == 0 && s[1]&^t[1] == 0
 }
 
 // emptyGroup allows everything.
@@ -63,68 +116,75 @@ func better(a, b *rule) bool {
 	return a.line < b.line
 }
 
+func compareRules(a, b *rule) int {
+	if better(a, b) {
+		return -1
+	}
+	if better(b, a) {
+		return 1
+	}
+	return 0
+}
+
 func (g *Group) pattern(r *rule) string { return g.arena[r.pat : r.pat+r.n] }
 
 func (g *Group) literal(e *entry) string { return g.arena[e.off : e.off+e.n] }
 
-// literalLen returns the length of the literal prefix of a normalised
-// pattern, and whether the pattern is exact (ends in the '$' anchor) or has
-// wildcards.
-func literalLen(pat string) (n int, exact, wild bool) {
-	if i := strings.IndexByte(pat, '*'); i >= 0 {
-		return i, false, true
+// key8 returns the first 8 bytes of s as a big-endian number, zero-padded,
+// so that comparing keys compares the strings' first 8 bytes. Normalised
+// strings hold no zero byte, so padding never reorders them.
+func key8(s string) uint64 {
+	var k uint64
+	for i := range 8 {
+		k <<= 8
+		if i < len(s) {
+			k |= uint64(s[i])
+		}
 	}
-	if strings.HasSuffix(pat, "$") {
-		return len(pat) - 1, true, false
-	}
-	return len(pat), false, false
+	return k
 }
 
-// newGroup builds the index of a group. rules must be in file order.
+// newGroup makes a group of rules, which it may reorder.
 func newGroup(arena string, rules []rule, delay time.Duration, hasDelay bool) *Group {
 	g := &Group{arena: arena, rules: rules, delay: delay, hasDelay: hasDelay}
-	if len(rules) == 0 {
+	if len(rules) <= linearMax {
+		slices.SortFunc(rules, func(a, b rule) int { return compareRules(&a, &b) })
 		return g
 	}
 	// Sort the rules by literal prefix, best rule first within a prefix.
-	order := make([]int32, len(rules))
-	lits := make([]string, len(rules))
-	for i := range rules {
-		order[i] = int32(i)
-		n, _, _ := literalLen(g.pattern(&rules[i]))
-		lits[i] = g.pattern(&rules[i])[:n]
-	}
-	slices.SortFunc(order, func(a, b int32) int {
-		if c := strings.Compare(lits[a], lits[b]); c != 0 {
+	slices.SortFunc(rules, func(a, b rule) int {
+		if c := strings.Compare(arena[a.pat:a.pat+a.lit], arena[b.pat:b.pat+b.lit]); c != 0 {
 			return c
 		}
-		if better(&rules[a], &rules[b]) {
-			return -1
-		}
-		return 1
+		return compareRules(&a, &b)
 	})
 	var stack []int32 // the parent chain of the last entry
-	for i := 0; i < len(order); {
-		lit := lits[order[i]]
-		j := i
-		for j < len(order) && lits[order[j]] == lit {
-			j++
-		}
-		e := entry{off: rules[order[i]].pat, n: uint32(len(lit)), parent: -1, plain: -1, exact: -1}
+	for i := 0; i < len(rules); {
+		lit := arena[rules[i].pat : rules[i].pat+rules[i].lit]
+		e := entry{off: rules[i].pat, n: uint32(len(lit)), parent: -1, plain: -1, exact: -1}
 		e.wildLo = uint32(len(g.wild))
-		for _, ri := range order[i:j] {
-			r := &rules[ri]
-			_, exact, wild := literalLen(g.pattern(r))
-			switch {
-			case wild:
-				g.wild = append(g.wild, ri)
-			case exact:
+		j := i
+		for ; j < len(rules) && arena[rules[j].pat:rules[j].pat+rules[j].lit] == lit; j++ {
+			r := &rules[j]
+			switch r.kind {
+			case kindWild:
+				w := wildRule{rule: int32(j), tail: -1}
+				rest := g.pattern(r)[r.lit:]
+				if strings.HasSuffix(rest, "$") {
+					rest = rest[:len(rest)-1]
+					if c := rest[len(rest)-1]; c != '*' {
+						w.tail = int16(c)
+					}
+				}
+				w.bytes.add(strings.ReplaceAll(rest, "*", ""))
+				g.wild = append(g.wild, w)
+			case kindExact:
 				if e.exact < 0 {
-					e.exact = ri
+					e.exact = int32(j)
 				}
 			default:
 				if e.plain < 0 {
-					e.plain = ri
+					e.plain = int32(j)
 				}
 			}
 			e.maxPrio = max(e.maxPrio, r.n)
@@ -139,9 +199,11 @@ func newGroup(arena string, rules []rule, delay time.Duration, hasDelay bool) *G
 		}
 		stack = append(stack, int32(len(g.entries)))
 		g.entries = append(g.entries, e)
+		g.keys = append(g.keys, key8(lit))
 		i = j
 	}
 	g.entries = slices.Clip(g.entries)
+	g.keys = slices.Clip(g.keys)
 	g.wild = slices.Clip(g.wild)
 	return g
 }
@@ -149,11 +211,15 @@ func newGroup(arena string, rules []rule, delay time.Duration, hasDelay bool) *G
 // find returns the index of the rule that decides the normalised path p, or
 // -1 when no rule matches.
 func (g *Group) find(p string) int {
+	if g.entries == nil {
+		return g.scan(p)
+	}
 	// The greatest entry <= p.
-	lo, hi := 0, len(g.entries)
+	pk := key8(p)
+	lo, hi := 0, len(g.keys)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if g.literal(&g.entries[m]) <= p {
+		if k := g.keys[m]; k < pk || k == pk && g.literal(&g.entries[m]) <= p {
 			lo = m + 1
 		} else {
 			hi = m
@@ -171,6 +237,8 @@ func (g *Group) find(p string) int {
 	}
 	best := int32(-1)
 	var bestRule *rule
+	var pathBytes byteSet
+	haveBytes := false
 	for i >= 0 {
 		e := &g.entries[i]
 		if bestRule != nil && e.maxPrio < bestRule.n {
@@ -182,19 +250,51 @@ func (g *Group) find(p string) int {
 		if e.exact >= 0 && int(e.n) == len(p) && (bestRule == nil || better(&g.rules[e.exact], bestRule)) {
 			best, bestRule = e.exact, &g.rules[e.exact]
 		}
-		for _, ri := range g.wild[e.wildLo:e.wildHi] {
-			r := &g.rules[ri]
+		for k := e.wildLo; k < e.wildHi; k++ {
+			w := &g.wild[k]
+			r := &g.rules[w.rule]
 			if bestRule != nil && !better(r, bestRule) {
 				break // the rest are worse still
 			}
-			if matchWild(g.pattern(r)[e.n:], p[e.n:]) {
-				best, bestRule = ri, r
+			if w.tail >= 0 && (len(p) == 0 || int16(p[len(p)-1]) != w.tail) {
+				continue
+			}
+			if !haveBytes {
+				pathBytes.add(p)
+				haveBytes = true
+			}
+			if w.bytes.subsetOf(&pathBytes) && matchWild(g.pattern(r)[e.n:], p[e.n:]) {
+				best, bestRule = w.rule, r
 				break
 			}
 		}
 		i = e.parent
 	}
 	return int(best)
+}
+
+// scan returns the index of the first rule, best first, that matches the
+// normalised path p, or -1.
+func (g *Group) scan(p string) int {
+	for i := range g.rules {
+		r := &g.rules[i]
+		if len(p) < int(r.lit) || p[:r.lit] != g.arena[r.pat:r.pat+r.lit] {
+			continue
+		}
+		switch r.kind {
+		case kindPlain:
+			return i
+		case kindExact:
+			if len(p) == int(r.lit) {
+				return i
+			}
+		default:
+			if matchWild(g.pattern(r)[r.lit:], p[r.lit:]) {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // commonPrefix returns the length of the longest common prefix of a and b.

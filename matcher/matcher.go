@@ -82,6 +82,7 @@ func Parse(body []byte) *Robots {
 			r := rule{pat: uint32(len(arena)), line: uint32(s.num), allow: s.field == fieldAllow}
 			arena = appendNormRule(arena, v)
 			r.n = uint32(len(arena)) - r.pat
+			r.setKind(arena[r.pat:])
 			r.raw, r.rawN = r.pat, r.n
 			if string(arena[r.pat:]) != string(v) {
 				r.raw, r.rawN = uint32(len(arena)), uint32(len(v))
