@@ -158,6 +158,18 @@ func newGroup(arena string, rules []rule, delay time.Duration, hasDelay bool) *G
 		}
 		return compareRules(&a, &b)
 	})
+	nEntries, nWild := 0, 0
+	for i := range rules {
+		if i == 0 || arena[rules[i].pat:rules[i].pat+rules[i].lit] != arena[rules[i-1].pat:rules[i-1].pat+rules[i-1].lit] {
+			nEntries++
+		}
+		if rules[i].kind == kindWild {
+			nWild++
+		}
+	}
+	g.entries = make([]entry, 0, nEntries)
+	g.keys = make([]uint64, 0, nEntries)
+	g.wild = make([]wildRule, 0, nWild)
 	var stack []int32 // the parent chain of the last entry
 	for i := 0; i < len(rules); {
 		lit := arena[rules[i].pat : rules[i].pat+rules[i].lit]
@@ -202,9 +214,6 @@ func newGroup(arena string, rules []rule, delay time.Duration, hasDelay bool) *G
 		g.keys = append(g.keys, key8(lit))
 		i = j
 	}
-	g.entries = slices.Clip(g.entries)
-	g.keys = slices.Clip(g.keys)
-	g.wild = slices.Clip(g.wild)
 	return g
 }
 

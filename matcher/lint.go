@@ -50,7 +50,8 @@ type GroupInfo struct {
 // that check them.
 func Lint(body []byte) *Report {
 	rep := &Report{Size: len(body)}
-	s := newScanner(body)
+	var s scanner
+	s.init(body)
 	add := func(msg string) {
 		rep.Diagnostics = append(rep.Diagnostics, Diagnostic{Line: s.num, Text: string(trimSpace(s.text)), Message: msg})
 	}

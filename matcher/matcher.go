@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -52,15 +53,17 @@ type block struct {
 // read at most the first 500 KiB of a robots.txt file (RFC 9309 §2.5), as the
 // robots package does when it fetches one.
 func Parse(body []byte) *Robots {
+	sc := scratchPool.Get().(*scratch)
 	var (
-		s        = newScanner(body)
-		blocks   []block
+		s        scanner
+		blocks   = sc.blocks[:0]
 		cur      *block
-		tokens   []tokenBlock
-		rules    []rule
-		arena    []byte
+		tokens   = sc.tokens[:0]
+		rules    = sc.rules[:0]
+		arena    = sc.arena[:0]
 		sitemaps []string
 	)
+	s.init(body)
 	for s.next() {
 		switch s.field {
 		case fieldUserAgent:
@@ -103,8 +106,27 @@ func Parse(body []byte) *Robots {
 			}
 		}
 	}
-	return build(string(arena), rules, blocks, tokens, sitemaps)
+	r := build(string(arena), slices.Clone(rules), blocks, tokens, sitemaps)
+	if cap(arena) <= maxScratch && cap(rules) <= maxScratch/16 {
+		sc.blocks, sc.tokens, sc.rules, sc.arena = blocks, tokens, rules, arena
+		scratchPool.Put(sc)
+	}
+	return r
 }
+
+// scratch holds the working buffers of Parse, reused across calls so that
+// parsing allocates little more than what the result keeps.
+type scratch struct {
+	blocks []block
+	tokens []tokenBlock
+	rules  []rule
+	arena  []byte
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// maxScratch bounds, in bytes, the buffers kept in scratchPool.
+const maxScratch = 1 << 20
 
 // tokenBlock records that a user-agent line of a block names token.
 type tokenBlock struct {

@@ -65,8 +65,9 @@ type scanner struct {
 	flags lineFlag
 }
 
-func newScanner(body []byte) *scanner {
-	s := &scanner{body: body, nl: -1}
+// init prepares s to scan body.
+func (s *scanner) init(body []byte) {
+	*s = scanner{body: body, nl: -1}
 	// A UTF-8 byte-order mark, or a prefix of one, is skipped at the very
 	// start of the file only.
 	const bom = "\xEF\xBB\xBF"
@@ -74,7 +75,6 @@ func newScanner(body []byte) *scanner {
 		s.pos++
 	}
 	s.bom = s.pos
-	return s
 }
 
 // next reads the next line and reports whether there was one.
