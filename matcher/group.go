@@ -148,16 +148,43 @@ func key8(s string) uint64 {
 func newGroup(arena string, rules []rule, delay time.Duration, hasDelay bool) *Group {
 	g := &Group{arena: arena, rules: rules, delay: delay, hasDelay: hasDelay}
 	if len(rules) <= linearMax {
-		slices.SortFunc(rules, func(a, b rule) int { return compareRules(&a, &b) })
+		// Insertion sort, best first.
+		for i := 1; i < len(rules); i++ {
+			r := rules[i]
+			j := i
+			for ; j > 0 && better(&r, &rules[j-1]); j-- {
+				rules[j] = rules[j-1]
+			}
+			rules[j] = r
+		}
 		return g
 	}
 	// Sort the rules by literal prefix, best rule first within a prefix.
-	slices.SortFunc(rules, func(a, b rule) int {
-		if c := strings.Compare(arena[a.pat:a.pat+a.lit], arena[b.pat:b.pat+b.lit]); c != 0 {
+	// Comparing the prefixes' first 8 bytes as numbers settles most pairs.
+	type sortKey struct {
+		key uint64
+		i   int32
+	}
+	order := make([]sortKey, len(rules))
+	for i := range rules {
+		r := &rules[i]
+		order[i] = sortKey{key8(arena[r.pat : r.pat+r.lit]), int32(i)}
+	}
+	slices.SortFunc(order, func(a, b sortKey) int {
+		if a.key != b.key {
+			return cmp.Compare(a.key, b.key)
+		}
+		ra, rb := &rules[a.i], &rules[b.i]
+		if c := strings.Compare(arena[ra.pat:ra.pat+ra.lit], arena[rb.pat:rb.pat+rb.lit]); c != 0 {
 			return c
 		}
-		return compareRules(&a, &b)
+		return compareRules(ra, rb)
 	})
+	sorted := make([]rule, len(rules))
+	for i, o := range order {
+		sorted[i] = rules[o.i]
+	}
+	copy(rules, sorted)
 	nEntries, nWild := 0, 0
 	for i := range rules {
 		if i == 0 || arena[rules[i].pat:rules[i].pat+rules[i].lit] != arena[rules[i-1].pat:rules[i-1].pat+rules[i-1].lit] {
@@ -287,7 +314,8 @@ func (g *Group) find(p string) int {
 func (g *Group) scan(p string) int {
 	for i := range g.rules {
 		r := &g.rules[i]
-		if len(p) < int(r.lit) || p[:r.lit] != g.arena[r.pat:r.pat+r.lit] {
+		// Most rules that fail, fail on the literal's last byte: test it first.
+		if len(p) < int(r.lit) || r.lit > 0 && p[r.lit-1] != g.arena[r.pat+r.lit-1] || p[:r.lit] != g.arena[r.pat:r.pat+r.lit] {
 			continue
 		}
 		switch r.kind {
@@ -408,11 +436,11 @@ func pathQuery(url string) string {
 		url = url[n:] // after "scheme:"
 	}
 	if strings.HasPrefix(url, "//") {
-		i := strings.IndexAny(url[2:], "/?")
-		if i < 0 {
-			return "/"
+		i := 2
+		for i < len(url) && url[i] != '/' && url[i] != '?' {
+			i++
 		}
-		url = url[2+i:]
+		url = url[i:] // the authority ends at the path or query
 	}
 	if url == "" {
 		return "/"
