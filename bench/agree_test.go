@@ -1,7 +1,11 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -138,5 +142,43 @@ func TestQueries(t *testing.T) {
 		case k >= 32 && decided:
 			t.Errorf("generated path %q should match no rule, matches line %d", p, m.MatchingLine())
 		}
+	}
+}
+
+// TestReadCorpus checks that a corpus is read as its manifest lists it,
+// and that an absent corpus is told apart from a broken one: the first
+// makes the benchmarks and tests that need it skip, the second fail.
+func TestReadCorpus(t *testing.T) {
+	dir := t.TempDir()
+	_, err := readCorpus(filepath.Join(dir, "absent"))
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("readCorpus of a missing folder: %v, want an fs.ErrNotExist error", err)
+	}
+
+	write := func(name, body string) {
+		t.Helper()
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("MANIFEST.tsv", "filename\tsize_bytes\nsrc/a.example\t5\nsrc/b.example\t0\n")
+	write("src/a.example", "hello")
+	write("src/b.example", "")
+	files, err := readCorpus(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 2 || files[0].name != "src/a.example" || string(files[0].body) != "hello" || files[1].name != "src/b.example" {
+		t.Errorf("readCorpus = %+v", files)
+	}
+
+	write("MANIFEST.tsv", "filename\tsize_bytes\nsrc/a.example\t5\nsrc/gone.example\t9\n")
+	_, err = readCorpus(dir)
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("readCorpus with a listed file missing: %v, want an error that is not fs.ErrNotExist", err)
 	}
 }

@@ -95,7 +95,9 @@ func readCorpus(dir string) ([]corpusFile, error) {
 		}
 		body, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
 		if err != nil {
-			return nil, fmt.Errorf("corpus: %w", err)
+			// Not %w: a file the manifest names but that is missing is a
+			// broken corpus, not an absent one.
+			return nil, fmt.Errorf("corpus: MANIFEST.tsv names %s: %v", name, err)
 		}
 		files = append(files, corpusFile{name: name, body: body})
 	}

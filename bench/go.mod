@@ -1,6 +1,6 @@
 module github.com/f9014239/robots/bench
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/f9014239/robots v0.0.0
