@@ -1,0 +1,25 @@
+package redisstore_test
+
+import (
+	"net/http"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/f9014239/robots"
+	"github.com/f9014239/robots/redisstore"
+)
+
+// Each process of a fleet gives its Transport a Store on the same Redis:
+// between them, they fetch each robots.txt once per lifetime.
+func Example() {
+	rdb := redis.NewClient(&redis.Options{
+		Addr:                  "127.0.0.1:6379",
+		ContextTimeoutEnabled: true, // so that Store.Timeout bounds each command
+	})
+	defer rdb.Close()
+
+	t := robots.NewTransport(nil, "ExampleBot")
+	t.Store = redisstore.New(rdb)
+	client := &http.Client{Transport: t}
+	_ = client // crawl with client
+}

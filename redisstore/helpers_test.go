@@ -1,0 +1,253 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/f9014239/robots"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// redisAddr returns the address of the redis-server the tests run against,
+// or skips t.
+func redisAddr(t testing.TB) string {
+	addr := os.Getenv("REDIS_ADDR")
+	if addr == "" {
+		t.Skip("redisstore: set REDIS_ADDR=host:port to run tests against a real redis-server")
+	}
+	return addr
+}
+
+// newClient returns a client of addr that the test closes at its end.
+func newClient(t testing.TB, addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// testPrefix returns a key prefix of its own for t, and deletes the keys
+// under it (including the pace keys, which redis_rate prefixes with "rate:")
+// when t ends.
+func testPrefix(t testing.TB, addr string) string {
+	prefix := "robots-test:" + strings.ReplaceAll(t.Name(), " ", "_") + ":" + rand.Text()[:8] + ":"
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	admin := newClient(t, addr)
+	if err := admin.Ping(ctx).Err(); err != nil {
+		t.Fatalf("REDIS_ADDR=%s: %v", addr, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, pattern := range []string{prefix + "*", "rate:" + prefix + "*"} {
+			iter := admin.Scan(ctx, 0, pattern, 100).Iterator()
+			for iter.Next(ctx) {
+				admin.Del(ctx, iter.Val())
+			}
+			if err := iter.Err(); err != nil {
+				t.Errorf("deleting test keys: %v", err)
+			}
+		}
+	})
+	return prefix
+}
+
+// process is one member of a fleet: a Transport with its own Redis client,
+// Store and connections, as a separate crawler process would have.
+type process struct {
+	store  *Store
+	tr     *robots.Transport
+	client *http.Client
+}
+
+// newProcess returns a process whose Store uses addr and prefix.
+func newProcess(t testing.TB, addr, prefix string, logger *slog.Logger) *process {
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(base.CloseIdleConnections)
+	store := New(newClient(t, addr))
+	store.Prefix = prefix
+	store.Logger = logger
+	tr := &robots.Transport{Base: base, Agent: "FleetBot", Store: store, Logger: logger}
+	return &process{store: store, tr: tr, client: &http.Client{Transport: tr}}
+}
+
+// site is a loopback web site that counts its robots.txt fetches and
+// records when its other pages were requested.
+type site struct {
+	*httptest.Server
+	robots  atomic.Pointer[string]
+	fetches atomic.Int32
+	onFetch func() // if non-nil, called in each robots.txt fetch
+
+	mu       sync.Mutex
+	arrivals []time.Time // guarded by mu
+}
+
+func newSite(t testing.TB, robotsTxt string) *site {
+	s := &site{}
+	s.robots.Store(&robotsTxt)
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			s.fetches.Add(1)
+			if s.onFetch != nil {
+				s.onFetch()
+			}
+			io.WriteString(w, *s.robots.Load())
+			return
+		}
+		s.mu.Lock()
+		s.arrivals = append(s.arrivals, time.Now())
+		s.mu.Unlock()
+		io.WriteString(w, "page")
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// origin returns the site's origin as a Store names it.
+func (s *site) origin() string { return s.URL }
+
+func (s *site) arrived() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.arrivals...)
+}
+
+// get sends GET u through c and returns the error, reading and closing the
+// body of a response.
+func get(ctx context.Context, c *http.Client, u string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, resp.Body)
+	return resp.Body.Close()
+}
+
+// checkVerdicts fails t unless u+"/private" is refused and u+"/page" is
+// allowed through c, as the robots.txt of the tests' sites say.
+func checkVerdicts(t testing.TB, c *http.Client, u string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := get(ctx, c, u+"/private"); !errors.Is(err, robots.ErrDisallowed) {
+		t.Errorf("GET %s/private: %v, want ErrDisallowed", u, err)
+	}
+	if err := get(ctx, c, u+"/page"); err != nil {
+		t.Errorf("GET %s/page: %v, want allowed", u, err)
+	}
+}
+
+const disallowPrivate = "User-agent: *\nDisallow: /private\n"
+
+// logRecorder is a slog.Handler that keeps every record.
+type logRecorder struct {
+	mu   sync.Mutex
+	recs []slog.Record // guarded by mu
+}
+
+func (h *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.recs = append(h.recs, r.Clone())
+	return nil
+}
+
+func (h *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *logRecorder) WithGroup(string) slog.Handler      { return h }
+
+// count returns the number of records at level or above whose message
+// begins with prefix.
+func (h *logRecorder) count(level slog.Level, prefix string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, r := range h.recs {
+		if r.Level >= level && strings.HasPrefix(r.Message, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// blackHole is a loopback TCP server that accepts connections and reads
+// them, but never answers: a Redis that has stopped responding.
+type blackHole struct {
+	ln net.Listener
+	wg sync.WaitGroup
+
+	mu     sync.Mutex
+	conns  []net.Conn // guarded by mu
+	closed bool       // guarded by mu
+}
+
+func newBlackHole(t testing.TB) *blackHole {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &blackHole{ln: ln}
+	b.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b.mu.Lock()
+			if b.closed {
+				c.Close()
+			}
+			b.conns = append(b.conns, c)
+			b.mu.Unlock()
+			b.wg.Go(func() { io.Copy(io.Discard, c) })
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		b.mu.Lock()
+		b.closed = true
+		for _, c := range b.conns {
+			c.Close()
+		}
+		b.mu.Unlock()
+		b.wg.Wait()
+	})
+	return b
+}
+
+func (b *blackHole) addr() string { return b.ln.Addr().String() }
+
+// closedAddr returns a loopback address on which nothing listens.
+func closedAddr(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}

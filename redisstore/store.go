@@ -1,0 +1,305 @@
+// Package redisstore shares the robots.txt cache of a fleet of crawlers
+// through Redis, so that the processes of one crawl fetch each robots.txt
+// once between them.
+//
+// A [Store] is a [robots.Store] and a [robots.Locker]. Give each process's
+// [robots.Transport] a Store on the same Redis:
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
+//	t := robots.NewTransport(nil, "ExampleBot")
+//	t.Store = redisstore.New(rdb)
+//
+// Each Transport keeps its own in-memory cache in front of the Store, so a
+// request reaches Redis only when its origin is not cached in the process,
+// or its copy has expired. When several processes need the same origin at
+// once, the first takes a lock in Redis (SET NX PX) and fetches; the others
+// poll Redis for the entry it puts. A lock whose holder dies expires after
+// the Transport's FetchTimeout, and another process takes it.
+//
+// When Redis is down or slow, a Store fails fast: each command is bounded by
+// Timeout, and after a failure the Store does not try Redis again for
+// Cooldown. The Transports log the errors and go on as if the Store were
+// empty: each fetches robots.txt for itself, and every verdict is still
+// right. A value in Redis that the Store cannot read is logged, ignored and
+// overwritten by the next fetch.
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/f9014239/robots"
+)
+
+const (
+	// DefaultPrefix begins every key of a Store whose Prefix is empty.
+	DefaultPrefix = "robots:"
+
+	// DefaultTimeout bounds each Redis command of a Store whose Timeout
+	// is zero.
+	DefaultTimeout = 500 * time.Millisecond
+
+	// DefaultCooldown is how long a Store whose Cooldown is zero leaves
+	// Redis alone after a command failed.
+	DefaultCooldown = 5 * time.Second
+
+	// DefaultRetain is how long a Store whose Retain is zero keeps an
+	// entry in Redis after it expires: as long as a Transport obeys an
+	// origin's last good robots.txt while the origin is unreachable, and
+	// as long as it counts an origin as unreachable before it allows
+	// every URL (robots.UnreachableAllowAfter).
+	DefaultRetain = robots.UnreachableAllowAfter
+
+	// DefaultMaxEntrySize bounds the encoded size of an entry of a Store
+	// whose MaxEntrySize is zero: enough for robots.DefaultMaxBodySize.
+	DefaultMaxEntrySize = 1 << 20
+)
+
+// ErrUnavailable is matched (with [errors.Is]) by the errors a Store returns
+// without trying Redis, during the Cooldown that follows a failed command.
+var ErrUnavailable = errors.New("redisstore: redis unavailable")
+
+// Store is a [robots.Store] and [robots.Locker] on Redis. Entries are kept
+// under Prefix+"entry:"+origin, fetch locks under Prefix+"lock:"+origin.
+//
+// A Store's fields must not be modified after its first use. Store is safe
+// for concurrent use by multiple goroutines.
+type Store struct {
+	// Prefix begins every key the Store reads or writes, so that several
+	// crawls can share one Redis. If empty, DefaultPrefix is used.
+	Prefix string
+
+	// Timeout bounds each Redis command. If zero, DefaultTimeout is used.
+	// The client must be created with ContextTimeoutEnabled for a Timeout
+	// shorter than its ReadTimeout and WriteTimeout to take effect.
+	Timeout time.Duration
+
+	// Cooldown is how long the Store leaves Redis alone after a command
+	// failed (other than by its caller's context): until it ends, every
+	// method returns an error that matches ErrUnavailable at once. If
+	// zero, DefaultCooldown is used.
+	Cooldown time.Duration
+
+	// Retain is how long an entry stays in Redis after it expires. The
+	// Transports fetch it again when it expires, but keep obeying its
+	// rules while the origin is unreachable, and carry on its count of
+	// unreachable fetches. If zero, DefaultRetain is used.
+	Retain time.Duration
+
+	// MaxEntrySize bounds the size of an encoded entry: larger entries
+	// are not written, and larger values are not read. It must exceed
+	// the MaxBodySize of the Transports by a few KiB. If zero,
+	// DefaultMaxEntrySize is used.
+	MaxEntrySize int
+
+	// Logger, if non-nil, receives a warning when Redis fails and the
+	// Store starts its Cooldown, and when a value in Redis cannot be
+	// read. If nil, nothing is logged.
+	Logger *slog.Logger
+
+	client redis.UniversalClient
+
+	once sync.Once
+	cfg  config
+
+	outage atomic.Pointer[outage] // the last failure, or nil after a success
+}
+
+var (
+	_ robots.Store  = (*Store)(nil)
+	_ robots.Locker = (*Store)(nil)
+)
+
+// config is a Store's fields, with defaults applied, frozen at first use.
+type config struct {
+	prefix   string
+	timeout  time.Duration
+	cooldown time.Duration
+	retain   time.Duration
+	maxEntry int
+	logger   *slog.Logger
+}
+
+// outage is a failed Redis command.
+type outage struct {
+	at    time.Time
+	until time.Time // when the Store tries Redis again
+	err   error
+}
+
+// New returns a Store on client, with the default settings.
+func New(client redis.UniversalClient) *Store {
+	return &Store{client: client}
+}
+
+func (s *Store) init() {
+	c := config{
+		prefix:   s.Prefix,
+		timeout:  s.Timeout,
+		cooldown: s.Cooldown,
+		retain:   s.Retain,
+		maxEntry: s.MaxEntrySize,
+		logger:   s.Logger,
+	}
+	if c.prefix == "" {
+		c.prefix = DefaultPrefix
+	}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.cooldown <= 0 {
+		c.cooldown = DefaultCooldown
+	}
+	if c.retain <= 0 {
+		c.retain = DefaultRetain
+	}
+	if c.maxEntry <= 0 {
+		c.maxEntry = DefaultMaxEntrySize
+	}
+	s.cfg = c
+}
+
+var errNoClient = errors.New("redisstore: Store has no client; use New")
+
+// do runs the Redis command cmd with a context bounded by Timeout, unless
+// the Store is in its Cooldown. A failure that is not the caller's (ctx is
+// not done) starts the Cooldown.
+func (s *Store) do(ctx context.Context, op string, cmd func(ctx context.Context) error) error {
+	s.once.Do(s.init)
+	if s.client == nil {
+		return errNoClient
+	}
+	if o := s.outage.Load(); o != nil && time.Now().Before(o.until) {
+		return fmt.Errorf("%w: %s: %v", ErrUnavailable, op, o.err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
+	err := cmd(cctx)
+	cancel()
+	switch {
+	case err == nil || errors.Is(err, redis.Nil):
+		if o := s.outage.Load(); o != nil && s.outage.CompareAndSwap(o, nil) {
+			s.log(ctx, slog.LevelInfo, "redisstore: redis is back", "down_since", o.at)
+		}
+		return err
+	case ctx.Err() != nil:
+		return fmt.Errorf("redisstore: %s: %w", op, err)
+	}
+	now := time.Now()
+	o := &outage{at: now, until: now.Add(s.cfg.cooldown), err: err}
+	if prev := s.outage.Swap(o); prev != nil {
+		o.at = prev.at
+	} else {
+		s.log(ctx, slog.LevelWarn, "redisstore: redis failed; going on without it", "op", op, "err", err, "retry_in", s.cfg.cooldown)
+	}
+	return fmt.Errorf("redisstore: %s: %w", op, err)
+}
+
+func (s *Store) log(ctx context.Context, level slog.Level, msg string, args ...any) {
+	if l := s.cfg.logger; l != nil {
+		l.Log(ctx, level, msg, args...)
+	}
+}
+
+func (s *Store) entryKey(origin string) string { return s.cfg.prefix + "entry:" + origin }
+func (s *Store) lockKey(origin string) string  { return s.cfg.prefix + "lock:" + origin }
+
+// Get implements [robots.Store]. A value it cannot read as an entry (of
+// another format, another type, or larger than MaxEntrySize) is logged and
+// reported as no entry.
+func (s *Store) Get(ctx context.Context, origin string) (*robots.Entry, error) {
+	s.once.Do(s.init)
+	var val string
+	var foreign error
+	err := s.do(ctx, "get", func(ctx context.Context) error {
+		key := s.entryKey(origin)
+		// GETRANGE bounds the read; it returns "" for a missing key.
+		v, err := s.client.GetRange(ctx, key, 0, int64(s.cfg.maxEntry)).Result()
+		if redis.HasErrorPrefix(err, "WRONGTYPE") {
+			foreign, err = err, nil
+		}
+		val = v
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if foreign == nil {
+		if val == "" {
+			return nil, nil
+		}
+		if len(val) > s.cfg.maxEntry {
+			foreign = fmt.Errorf("value exceeds MaxEntrySize (%d bytes)", s.cfg.maxEntry)
+		}
+	}
+	var e *robots.Entry
+	if foreign == nil {
+		e, foreign = decode([]byte(val))
+	}
+	if foreign != nil {
+		s.log(ctx, slog.LevelWarn, "redisstore: ignoring unreadable entry", "key", s.entryKey(origin), "err", foreign)
+		return nil, nil
+	}
+	return e, nil
+}
+
+// Put implements [robots.Store]. The entry stays in Redis until Retain
+// after e.Expires.
+func (s *Store) Put(ctx context.Context, origin string, e *robots.Entry) error {
+	s.once.Do(s.init)
+	val := encode(e)
+	if len(val) > s.cfg.maxEntry {
+		return fmt.Errorf("redisstore: entry of %s is %d bytes, more than MaxEntrySize (%d)", origin, len(val), s.cfg.maxEntry)
+	}
+	ttl := max(time.Until(e.Expires), 0) + s.cfg.retain
+	return s.do(ctx, "put", func(ctx context.Context) error {
+		return s.client.Set(ctx, s.entryKey(origin), val, ttl).Err()
+	})
+}
+
+// unlockScript deletes a lock only if it still holds the token of the
+// holder that releases it, and not a later holder's.
+var unlockScript = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+	return redis.call("DEL", KEYS[1])
+end
+return 0
+`)
+
+// TryLock implements [robots.Locker] with SET NX PX and a random token.
+// The returned unlock deletes the lock if it is still the caller's.
+func (s *Store) TryLock(ctx context.Context, origin string, ttl time.Duration) (unlock func(), ok bool, err error) {
+	s.once.Do(s.init)
+	token := rand.Text()
+	key := s.lockKey(origin)
+	err = s.do(ctx, "lock", func(ctx context.Context) error {
+		var err error
+		ok, err = s.client.SetNX(ctx, key, token, max(ttl, time.Millisecond)).Result()
+		return err
+	})
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	var once sync.Once
+	unlock = func() {
+		once.Do(func() {
+			// The lock expires anyway: an error only makes the
+			// others wait until then.
+			ctx := context.WithoutCancel(ctx)
+			err := s.do(ctx, "unlock", func(ctx context.Context) error {
+				return unlockScript.Run(ctx, s.client, []string{key}, token).Err()
+			})
+			if err != nil && !errors.Is(err, ErrUnavailable) {
+				s.log(ctx, slog.LevelWarn, "redisstore: unlock failed", "key", key, "err", err)
+			}
+		})
+	}
+	return unlock, true, nil
+}
