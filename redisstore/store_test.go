@@ -395,4 +395,3 @@ func entriesEqual(a, b *robots.Entry) bool {
 		a.FetchedAt.Equal(b.FetchedAt) && a.Expires.Equal(b.Expires) &&
 		a.UnreachableSince.Equal(b.UnreachableSince) && a.Failures == b.Failures && a.Error == b.Error
 }
-
