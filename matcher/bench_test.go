@@ -1,6 +1,7 @@
 package matcher
 
 import (
+	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,6 +95,52 @@ func TestAllowedDoesNotAllocate(t *testing.T) {
 		}
 		if n := testing.AllocsPerRun(100, func() { rBig.Allowed("x", u) }); n != 0 {
 			t.Errorf("Allowed(%q) on an indexed group allocates %v times", u, n)
+		}
+	}
+}
+
+// BenchmarkQueryCorpus asks each corpus file, parsed beforehand, a few
+// generic paths and paths derived from its own rules, cycling through the
+// files so that, as in a crawler, each query finds its file's data cold.
+func BenchmarkQueryCorpus(b *testing.B) {
+	bodies, _ := readCorpus(b)
+	type query struct {
+		r          *Robots
+		agent, url string
+	}
+	var qs []query
+	generic := []string{"/", "/index.html", "/search?q=running+shoes&page=2", "/about/contact", "/wp-admin/admin-ajax.php"}
+	for _, body := range bodies {
+		r := Parse(body)
+		paths := append([]string(nil), generic...)
+		var derived []string
+		for line := range strings.SplitSeq(string(body), "\n") {
+			k, v, ok := strings.Cut(line, ":")
+			if k = strings.ToLower(strings.TrimSpace(k)); !ok || k != "allow" && k != "disallow" {
+				continue
+			}
+			if v, _, _ = strings.Cut(v, "#"); strings.HasPrefix(strings.TrimSpace(v), "/") {
+				v = strings.TrimSuffix(strings.ReplaceAll(strings.TrimSpace(v), "*", "x7"), "$")
+				derived = append(derived, string(appendNormURL(nil, v)))
+			}
+		}
+		for i := 0; i < 6 && len(derived) > 0; i++ {
+			paths = append(paths, derived[i*len(derived)/6])
+		}
+		for _, p := range paths {
+			qs = append(qs, query{r, "Googlebot", p}, query{r, "ExampleBot", p})
+		}
+	}
+	// Interleave the files.
+	rng := rand.New(rand.NewSource(1))
+	rng.Shuffle(len(qs), func(i, j int) { qs[i], qs[j] = qs[j], qs[i] })
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		q := &qs[i]
+		q.r.Allowed(q.agent, q.url)
+		if i++; i == len(qs) {
+			i = 0
 		}
 	}
 }

@@ -3,6 +3,7 @@ package matcher
 import (
 	"bytes"
 	"cmp"
+	"math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -25,7 +26,7 @@ type Group struct {
 	// '*', or the whole pattern without a final '$'), sorted; keys holds
 	// their first 8 bytes. Every entry that is a prefix of a path lies on
 	// the parent chain of the greatest entry <= that path.
-	keys    []uint64
+	keys    []key16
 	entries []entry
 	wild    []wildRule // grouped by entry, best first
 
@@ -134,6 +135,11 @@ func (g *Group) literal(e *entry) string { return g.arena[e.off : e.off+e.n] }
 // so that comparing keys compares the strings' first 8 bytes. Normalised
 // strings hold no zero byte, so padding never reorders them.
 func key8(s string) uint64 {
+	if len(s) >= 8 {
+		_ = s[7]
+		return uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 | uint64(s[3])<<32 |
+			uint64(s[4])<<24 | uint64(s[5])<<16 | uint64(s[6])<<8 | uint64(s[7])
+	}
 	var k uint64
 	for i := range 8 {
 		k <<= 8
@@ -142,6 +148,34 @@ func key8(s string) uint64 {
 		}
 	}
 	return k
+}
+
+// key16 holds the first 16 bytes of a string, zero-padded, as two
+// big-endian numbers: comparing keys compares those bytes, so that the
+// index search rarely reads a literal itself.
+type key16 struct{ hi, lo uint64 }
+
+func makeKey16(s string) key16 {
+	if len(s) <= 8 {
+		return key16{key8(s), 0}
+	}
+	return key16{key8(s), key8(s[8:])}
+}
+
+func (k key16) compare(o key16) int {
+	if k.hi != o.hi {
+		return cmp.Compare(k.hi, o.hi)
+	}
+	return cmp.Compare(k.lo, o.lo)
+}
+
+// commonPrefix returns how many of the 16 bytes k and o share, counting
+// padding as bytes.
+func (k key16) commonPrefix(o key16) uint32 {
+	if x := k.hi ^ o.hi; x != 0 {
+		return uint32(bits.LeadingZeros64(x) / 8)
+	}
+	return 8 + uint32(bits.LeadingZeros64(k.lo^o.lo)/8)
 }
 
 // newGroup makes a group of rules, which it may reorder.
@@ -195,7 +229,7 @@ func newGroup(arena string, rules []rule, delay time.Duration, hasDelay bool) *G
 		}
 	}
 	g.entries = make([]entry, 0, nEntries)
-	g.keys = make([]uint64, 0, nEntries)
+	g.keys = make([]key16, 0, nEntries)
 	g.wild = make([]wildRule, 0, nWild)
 	var stack []int32 // the parent chain of the last entry
 	for i := 0; i < len(rules); {
@@ -238,7 +272,7 @@ func newGroup(arena string, rules []rule, delay time.Duration, hasDelay bool) *G
 		}
 		stack = append(stack, int32(len(g.entries)))
 		g.entries = append(g.entries, e)
-		g.keys = append(g.keys, key8(lit))
+		g.keys = append(g.keys, makeKey16(lit))
 		i = j
 	}
 	return g
@@ -251,11 +285,11 @@ func (g *Group) find(p string) int {
 		return g.scan(p)
 	}
 	// The greatest entry <= p.
-	pk := key8(p)
+	pk := makeKey16(p)
 	lo, hi := 0, len(g.keys)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if k := g.keys[m]; k < pk || k == pk && g.literal(&g.entries[m]) <= p {
+		if c := g.keys[m].compare(pk); c < 0 || c == 0 && (g.entries[m].n <= 16 || g.literal(&g.entries[m]) <= p) {
 			lo = m + 1
 		} else {
 			hi = m
@@ -267,7 +301,12 @@ func (g *Group) find(p string) int {
 	}
 	// Its ancestors no longer than the common prefix with p are exactly the
 	// entries that are prefixes of p.
-	l := uint32(commonPrefix(g.literal(&g.entries[i]), p))
+	var l uint32
+	if e := &g.entries[i]; e.n <= 16 {
+		l = min(g.keys[i].commonPrefix(pk), e.n)
+	} else {
+		l = uint32(commonPrefix(g.literal(e), p))
+	}
 	for i >= 0 && g.entries[i].n > l {
 		i = g.entries[i].parent
 	}
@@ -473,6 +512,22 @@ func schemeLen(url string) int {
 		}
 	}
 	return 0
+}
+
+// keyFold8 is key8 of s with ASCII letters in lower case.
+func keyFold8(s string) uint64 {
+	var k uint64
+	for i := range 8 {
+		k <<= 8
+		if i < len(s) {
+			c := s[i]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			k |= uint64(c)
+		}
+	}
+	return k
 }
 
 // compareFold compares the caller's agent with a lower-case token, ignoring

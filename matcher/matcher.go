@@ -31,6 +31,7 @@ type Robots struct {
 
 // agentGroup is the combined group of one product token.
 type agentGroup struct {
+	key   uint64 // keyFold8(token)
 	token string // lower case
 	group *Group
 }
@@ -191,8 +192,23 @@ func build(arena string, rules []rule, blocks []block, tokens []tokenBlock, site
 		if tok == "*" {
 			r.star = g
 		} else {
-			r.agents = append(r.agents, agentGroup{tok, g})
+			r.agents = append(r.agents, agentGroup{token: tok, group: g})
 		}
+	}
+	// Keep the tokens side by side in memory, for the binary search.
+	n := 0
+	for _, a := range r.agents {
+		n += len(a.token)
+	}
+	all := make([]byte, 0, n)
+	for _, a := range r.agents {
+		all = append(all, a.token...)
+	}
+	s := string(all)
+	for i := range r.agents {
+		a := &r.agents[i]
+		a.token, s = s[:len(a.token)], s[len(a.token):]
+		a.key = keyFold8(a.token)
 	}
 	r.agents = slices.Clip(r.agents)
 	return r
@@ -251,10 +267,11 @@ func (r *Robots) Match(agent, url string) Match { return r.Group(agent).Match(ur
 // "ExampleBot/1.2" in a file names ExampleBot, but a caller that passes
 // "ExampleBot/1.2" matches no group.
 func (r *Robots) Group(agent string) *Group {
+	key := keyFold8(agent)
 	lo, hi := 0, len(r.agents)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if compareFold(agent, r.agents[m].token) > 0 {
+		if a := &r.agents[m]; a.key < key || a.key == key && compareFold(agent, a.token) > 0 {
 			lo = m + 1
 		} else {
 			hi = m

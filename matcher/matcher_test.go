@@ -1,6 +1,7 @@
 package matcher
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -433,5 +434,38 @@ func TestBacktracking(t *testing.T) {
 	}
 	if !r.Allowed("x", path+"cx") {
 		t.Errorf("$ ignored")
+	}
+}
+
+func TestManyAgents(t *testing.T) {
+	// Tokens that share long prefixes, in a file naming many crawlers, each
+	// with a rule of its own.
+	var b strings.Builder
+	var agents []string
+	for i := range 300 {
+		agent := fmt.Sprintf("Bot%03d", i)
+		switch i % 4 {
+		case 1:
+			agent = "googlebot-" + agent
+		case 2:
+			agent = "Googlebot-" + agent + "-Extra"
+		}
+		agents = append(agents, agent)
+		fmt.Fprintf(&b, "User-agent: %s\nDisallow: /%s\n\n", agent, strings.ToLower(agent))
+	}
+	b.WriteString("User-agent: googlebot\nDisallow: /g\nUser-agent: *\nDisallow: /star\n")
+	r := Parse([]byte(b.String()))
+	for _, agent := range agents {
+		for _, a := range []string{agent, strings.ToUpper(agent), strings.ToLower(agent)} {
+			if r.Allowed(a, "/"+strings.ToLower(agent)) || !r.Allowed(a, "/star") {
+				t.Errorf("agent %q does not get its own group", a)
+			}
+		}
+		if !r.Allowed(agent+"x", "/"+strings.ToLower(agent)) || r.Allowed(agent+"x", "/star") {
+			t.Errorf("agent %q gets the group of %q", agent+"x", agent)
+		}
+	}
+	if r.Allowed("GoogleBot", "/g") || !r.Allowed("googlebo", "/g") || !r.Allowed("googlebot-", "/g") {
+		t.Errorf("googlebot's group is not exactly googlebot's")
 	}
 }
