@@ -175,17 +175,26 @@ func stall(b string) faultHandler {
 	}
 }
 
-// trickle returns a handler that writes b one byte every gap.
+// trickle returns a handler that writes b one byte at a time, every gap.
+// With gap 0, it writes the bytes one by one without waiting: each goes in
+// its own TCP segment.
 func trickle(b string, gap time.Duration) faultHandler {
 	return func(c net.Conn, _ *http.Request, stop <-chan struct{}) {
-		tick := time.NewTicker(gap)
-		defer tick.Stop()
+		var tick <-chan time.Time
+		if gap > 0 {
+			t := time.NewTicker(gap)
+			defer t.Stop()
+			tick = t.C
+		}
 		for i := 0; i < len(b); i++ {
 			if _, err := c.Write([]byte{b[i]}); err != nil {
 				return
 			}
+			if tick == nil {
+				continue
+			}
 			select {
-			case <-tick.C:
+			case <-tick:
 			case <-stop:
 				return
 			}
