@@ -1,6 +1,7 @@
 package matcher
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,15 +110,26 @@ func FuzzMatch(f *testing.F) {
 			path = path[:i]
 		}
 		path = "/" + path
-		body := refBody(rs)
-		want := refMatch(rs, path)
-		g := Parse(body).Group("x")
-		if got := g.Match("https://example.com" + path); got != want {
-			t.Fatalf("robots.txt:\n%sMatch(%q) = %+v\nreference:  %+v", body, path, got, want)
-		}
-		if !strings.HasPrefix(path, "//") {
-			if got := g.Match(path); got != want {
+		// Once as written, scanned rule by rule, and once with enough
+		// extra rules that the group is indexed.
+		for _, extra := range []int{0, linearMax + 1} {
+			rs := rs
+			for i := range extra {
+				rs = append(rs, refRule{allow: i%2 == 0, pattern: fmt.Sprintf("/%c%d*z$", 'a'+i%3, i), line: len(rs) + 2})
+			}
+			body := refBody(rs)
+			want := refMatch(rs, path)
+			g := Parse(body).Group("x")
+			if extra > 0 && g.entries == nil {
+				t.Fatalf("%d rules, not indexed", len(rs))
+			}
+			if got := g.Match("https://example.com" + path); got != want {
 				t.Fatalf("robots.txt:\n%sMatch(%q) = %+v\nreference:  %+v", body, path, got, want)
+			}
+			if !strings.HasPrefix(path, "//") {
+				if got := g.Match(path); got != want {
+					t.Fatalf("robots.txt:\n%sMatch(%q) = %+v\nreference:  %+v", body, path, got, want)
+				}
 			}
 		}
 	})

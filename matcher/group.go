@@ -443,8 +443,11 @@ func (g *Group) Allowed(url string) bool {
 // Match returns the verdict for url under g and the rule that decided it.
 //
 // url is an absolute URL (scheme://authority/path?query#fragment) or a path
-// with an optional query. Only the path and query are compared; the fragment
-// is dropped and an empty path is "/". Both the URL and the rules are
+// with an optional query, as sent in a request line or as written. Only the
+// path and query are compared; the fragment is dropped, an empty path is "/",
+// and dot segments are not removed. A url that starts with "//" is a
+// network-path reference: what follows up to the next '/' or '?' is its
+// authority. Both the URL and the rules are
 // percent-normalised before comparison (RFC 9309 §2.2.2). The most specific
 // matching rule, the one with the longest pattern, decides, and allow wins a
 // tie; when no rule matches, or url is /robots.txt, the URL is allowed.

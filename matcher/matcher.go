@@ -5,12 +5,46 @@
 // fails and never panics, whatever the input: lines it cannot use are
 // ignored, and [Lint] says which and why.
 //
+// # Groups
+//
+// A crawler obeys the groups whose user-agent lines name its product token,
+// combined; if none does, the "*" groups, combined; if there is none either,
+// nothing is restricted (RFC 9309 §2.2.1). A user-agent line names the
+// leading run of a-zA-Z0-9_- characters of its value, so "Googlebot/2.1"
+// names Googlebot. The caller's token is compared whole and without regard
+// to ASCII case.
+//
+// # Matching
+//
+// The rule with the longest pattern that matches the URL's path and query
+// decides, and allow wins a tie (RFC 9309 §2.2.2). '*' matches any run of
+// characters and a final '$' anchors a pattern at the end of the URL. Rules
+// and URLs are compared after percent-encoding normalisation: "%62" is "b",
+// "%2f" is "%2F", a raw "ツ" is "%E3%83%84", and a '*' or '$' in a URL
+// matches "%2A" or "%24" in a rule. /robots.txt itself is always allowed.
+//
+// # Crawl-delay
+//
+// Crawl-delay is not part of RFC 9309; [Group.CrawlDelay] reports it for
+// crawlers that honour it. Its value is a non-negative decimal number of
+// seconds, fractions allowed ("0.5"); anything else is ignored. A group with
+// several crawl-delay lines, or several groups combined, takes the largest.
+//
 // # Example
 //
-//	r := matcher.Parse([]byte("User-agent: *\nDisallow: /private\n"))
-//	r.Allowed("ExampleBot", "https://example.com/private/x") // false
+//	r := matcher.Parse(body)
+//	r.Allowed("ExampleBot", "https://example.com/private/x")
+//
 //	g := r.Group("ExampleBot") // pick the group once, match many URLs
-//	g.Allowed("/public")       // true
+//	for _, u := range urls {
+//		if g.Allowed(u) {
+//			// fetch u
+//		}
+//	}
+//
+// Matching does not allocate for an ASCII URL, and its cost follows the
+// length of the path, not the size of the file: each group's rules are
+// indexed by their literal prefixes.
 package matcher
 
 import (
@@ -45,14 +79,15 @@ type block struct {
 }
 
 // Parse parses a robots.txt body. It never fails: lines that are not valid
-// are ignored (RFC 9309 §2.2). Parsing is lenient in the ways Google's parser
+// are ignored (RFC 9309 §2.3.1.5). Parsing is lenient in the ways Google's parser
 // is: keys are matched case-insensitively and by prefix, common misspellings
 // such as "dissallow" and "useragent" are accepted, and a line without a
 // colon that holds exactly two words is read as "key value".
 //
-// Parse reads all of body and keeps no reference to it. A crawler should
-// read at most the first 500 KiB of a robots.txt file (RFC 9309 §2.5), as the
-// robots package does when it fetches one.
+// Parse reads all of body and keeps no reference to it. It sets no size
+// limit of its own: RFC 9309 §2.5 lets a crawler stop after 500 KiB
+// ([MaxSize]), and the robots package reads no more than that when it
+// fetches a file; a caller with a body of its own may cut it there first.
 func Parse(body []byte) *Robots {
 	sc := scratchPool.Get().(*scratch)
 	var (

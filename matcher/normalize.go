@@ -1,6 +1,6 @@
 package matcher
 
-// Percent-encoding normalisation (RFC 9309 §2.2.2, RFC 3986 §6.2.2).
+// Percent-encoding normalisation (RFC 9309 §2.2.2 and §2.2.3, RFC 3986 §6.2.2).
 //
 // Rule patterns and URL paths are normalised the same way, byte by byte, and
 // then compared as bytes:
