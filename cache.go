@@ -63,6 +63,11 @@ func keyOf(u *url.URL) (originKey, error) {
 		if host == "" || host == "[]" {
 			return originKey{}, errNoHost
 		}
+		if strings.IndexByte(host, '%') >= 0 {
+			// An IPv6 zone, "[fe80::1%en0]": escaped as in a URL, so
+			// that the origin parses back to the same key.
+			host = strings.ReplaceAll(host, "%", "%25")
+		}
 		return originKey{scheme, host}, nil
 	}
 	// An internationalised name: map it to its ASCII form (UTS 46, as
@@ -204,6 +209,8 @@ type site struct {
 
 	mu     sync.Mutex
 	flight *flight // guarded by mu: the load in progress, or nil
+
+	pace pace // the origin's pace, when Transport.Pacer is nil
 }
 
 // flight is one load of a site's robots.txt. st is written once before done
@@ -219,6 +226,7 @@ type state struct {
 	robots  *matcher.Robots // parsed Body when entry.Access is AccessSuccess; else nil
 	group   *matcher.Group  // robots.Group of the Transport's Agent; nil if robots or Agent is
 	err     error           // why the origin is refused whole; nil unless entry.Access is AccessUnreachable
+	every   time.Duration   // the interval between requests for the Transport's own Agent
 	expires time.Duration   // entry.Expires, on the Transport's clock (see Transport.now)
 	allowAt time.Duration   // when an AccessUnreachable origin becomes allowed (30-day rule), on the same clock
 }
@@ -233,9 +241,14 @@ func (t *Transport) compile(e *Entry) *state {
 		st.robots = matcher.Parse(e.Body)
 		if t.cfg.agent != "" {
 			st.group = st.robots.Group(t.cfg.agent)
+			st.every = t.delayOf(st.group.CrawlDelay())
+		} else {
+			st.every = t.delayOf(st.robots.Group("*").CrawlDelay())
 		}
 	case AccessUnavailable:
+		st.every = t.delayOf(0, false)
 	default:
+		st.every = t.delayOf(0, false)
 		msg := e.Error
 		if msg == "" {
 			msg = "robots: robots.txt unreachable"
@@ -349,7 +362,12 @@ func (t *Transport) load(ctx context.Context, s *site, f *flight, userAgent stri
 	if st := s.cur.Load(); st != nil {
 		prev = st.entry
 	}
-	st := t.obtain(ctx, s, prev, userAgent)
+	st, fetched := t.obtain(ctx, s, prev, userAgent)
+	if fetched {
+		// The fetch was a request to the origin: the next one waits
+		// its turn after it.
+		t.tookTurn(ctx, s, st.every)
+	}
 	s.cur.Store(st)
 	s.mu.Lock()
 	s.flight = nil
@@ -359,8 +377,8 @@ func (t *Transport) load(ctx context.Context, s *site, f *flight, userAgent stri
 }
 
 // obtain returns the state of s that follows prev: an entry another user of
-// the Store has fetched, or else the result of a fetch.
-func (t *Transport) obtain(ctx context.Context, s *site, prev *Entry, userAgent string) *state {
+// the Store has fetched, or else the result of a fetch (and then fetched).
+func (t *Transport) obtain(ctx context.Context, s *site, prev *Entry, userAgent string) (st *state, fetched bool) {
 	store := t.cfg.store
 	if store != nil {
 		sctx, cancel := context.WithTimeout(ctx, t.cfg.fetchTimeout)
@@ -368,7 +386,7 @@ func (t *Transport) obtain(ctx context.Context, s *site, prev *Entry, userAgent 
 		if e := t.storeGet(sctx, s.origin); e != nil {
 			if time.Now().Before(e.Expires) {
 				t.stats.storeHits.Add(1)
-				return t.compile(e)
+				return t.compile(e), false
 			}
 			if prev == nil || e.Expires.After(prev.Expires) {
 				prev = e
@@ -378,7 +396,7 @@ func (t *Transport) obtain(ctx context.Context, s *site, prev *Entry, userAgent 
 			unlock, e := t.lockOrWait(sctx, l, s.origin)
 			if e != nil {
 				t.stats.storeHits.Add(1)
-				return t.compile(e)
+				return t.compile(e), false
 			}
 			if unlock != nil {
 				defer unlock()
@@ -400,7 +418,7 @@ func (t *Transport) obtain(ctx context.Context, s *site, prev *Entry, userAgent 
 		}
 		cancel()
 	}
-	return t.compileFetched(e, r)
+	return t.compileFetched(e, r), true
 }
 
 func (t *Transport) storeGet(ctx context.Context, origin string) *Entry {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"time"
 
 	"github.com/jarcoal/httpmock"
 
@@ -125,4 +126,28 @@ func ExampleTransport_unreachable() {
 	fmt.Println(de.Rule == "", de.Err != nil)
 	// Output:
 	// true true
+}
+
+// By default a Transport spaces the requests to each origin by the
+// crawl-delay of the robots.txt group it obeys, here half a second, and counts the
+// fetch of robots.txt as a request. Origins do not slow each other down.
+func ExampleTransport_crawlDelay() {
+	site := newSite("User-agent: *\nCrawl-delay: 0.5\n")
+	defer site.Close()
+
+	tr := robots.NewTransport(nil, "ExampleBot")
+	client := &http.Client{Transport: tr}
+	start := time.Now()
+	for _, path := range []string{"/a", "/b", "/c"} {
+		resp, err := client.Get(site.URL + path)
+		if err != nil {
+			panic(err)
+		}
+		resp.Body.Close()
+	}
+	fmt.Println("at least 1.5s:", time.Since(start) >= 1500*time.Millisecond)
+	fmt.Println("requests that waited:", tr.Stats().PaceWaits)
+	// Output:
+	// at least 1.5s: true
+	// requests that waited: 3
 }

@@ -33,6 +33,10 @@ const (
 // AccessUnavailable, which has no error. It exists for the log.
 var errTooManyRedirects = errors.New("robots: stopped after 5 redirects")
 
+// errNoResponse is the fetch error when Base returns neither a response nor
+// an error.
+var errNoResponse = errors.New("robots: Base returned no response and no error")
+
 // fetch sends GET origin/robots.txt through t's base transport as userAgent
 // (none if ""), follows redirects and reads the body, all within ctx. The
 // result is for origin, whatever hosts the redirects lead to.
@@ -51,8 +55,17 @@ func (t *Transport) fetch(ctx context.Context, origin, userAgent string) *fetchR
 			req.Header.Set("User-Agent", userAgent)
 		}
 		resp, err := t.cfg.base.RoundTrip(req)
+		if err == nil && resp == nil {
+			err = errNoResponse
+		}
 		if err != nil {
+			if resp != nil && resp.Body != nil {
+				resp.Body.Close()
+			}
 			return &fetchResult{err: fmt.Errorf("robots: fetching %s: %w", redact(target), err)}
+		}
+		if resp.Body == nil {
+			resp.Body = http.NoBody // a base that breaks the RoundTripper contract
 		}
 		if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
 			loc := resp.Header.Get("Location")
@@ -101,31 +114,40 @@ func (t *Transport) read(resp *http.Response, target *url.URL, now time.Time) *f
 }
 
 // readBody reads at most limit bytes of resp.Body and closes it. Reaching the
-// limit is not an error: the rest is not read at all.
+// limit is not an error: the rest is not read at all. The result is no larger
+// than the body, so that a cache of many small files holds little memory.
 func readBody(resp *http.Response, limit int64) ([]byte, error) {
 	defer resp.Body.Close()
 	size := int64(512)
-	if resp.ContentLength > 0 {
+	if resp.ContentLength >= 0 {
 		size = min(resp.ContentLength, limit)
 	}
 	buf := make([]byte, 0, size)
 	lr := io.LimitReader(resp.Body, limit)
+	var probe [1]byte
 	for {
+		var n int
+		var err error
 		if len(buf) == cap(buf) {
-			grown := make([]byte, len(buf), min(max(2*int64(cap(buf)), 512), limit))
-			copy(grown, buf)
-			buf = grown
+			// Full: before growing, find out whether anything is left.
+			n, err = lr.Read(probe[:])
+			if n > 0 {
+				grown := make([]byte, len(buf), min(max(2*int64(cap(buf)), 512), limit))
+				copy(grown, buf)
+				buf = append(grown, probe[0])
+			}
+		} else {
+			n, err = lr.Read(buf[len(buf):cap(buf)])
+			buf = buf[:len(buf)+n]
 		}
-		n, err := lr.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
+		if err == io.EOF || int64(len(buf)) >= limit {
+			if cap(buf)-len(buf) > 64 {
+				buf = append([]byte(nil), buf...)
+			}
 			return buf, nil
 		}
 		if err != nil {
 			return nil, err
-		}
-		if int64(len(buf)) >= limit {
-			return buf, nil
 		}
 	}
 }

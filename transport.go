@@ -153,8 +153,40 @@ type Transport struct {
 	Store Store
 
 	// Logger, if non-nil, receives a record of each robots.txt fetch and
-	// of each Store error. If nil, nothing is logged.
+	// of each Store or Pacer error. If nil, nothing is logged.
 	Logger *slog.Logger
+
+	// IgnoreCrawlDelay, if true, turns off pacing by crawl-delay. By
+	// default, the requests to each origin are spaced by the crawl-delay
+	// of the robots.txt group the crawler obeys: one request per delay,
+	// per origin; origins do not slow each other down. The fetch of
+	// robots.txt counts as a request to its origin.
+	IgnoreCrawlDelay bool
+
+	// MaxCrawlDelay, if non-zero, caps the crawl-delay honoured. If zero,
+	// DefaultMaxCrawlDelay (30 s) is used.
+	MaxCrawlDelay time.Duration
+
+	// MinDelay, if non-zero, is the least time between two requests to
+	// one origin, for origins whose robots.txt states a shorter
+	// crawl-delay or none (and with IgnoreCrawlDelay, for all). If zero,
+	// origins that state no crawl-delay are not paced.
+	MinDelay time.Duration
+
+	// IgnoreRetryAfter, if true, turns off pausing on Retry-After. By
+	// default, a 429 or 503 response whose Retry-After header asks for a
+	// wait pauses its origin for that long (at most MaxRetryAfter): the
+	// requests that follow wait, and then leave one per crawl-delay.
+	IgnoreRetryAfter bool
+
+	// MaxRetryAfter, if non-zero, caps the pause that Retry-After sets.
+	// If zero, DefaultMaxRetryAfter (5 minutes) is used.
+	MaxRetryAfter time.Duration
+
+	// Pacer, if non-nil, spaces the requests to each origin instead of
+	// the Transport's own limiters; see Pacer. It is called for every
+	// request, whether the origin has a crawl-delay or not.
+	Pacer Pacer
 
 	once  sync.Once
 	cfg   config    // set once, from the fields above
@@ -176,6 +208,13 @@ type config struct {
 	maxOrigins   int
 	store        Store
 	logger       *slog.Logger
+
+	ignoreCrawlDelay bool
+	maxCrawlDelay    time.Duration
+	minDelay         time.Duration
+	ignoreRetryAfter bool
+	maxRetryAfter    time.Duration
+	pacer            Pacer
 }
 
 // NewTransport returns a Transport that sends through base (nil means
@@ -194,6 +233,13 @@ func (t *Transport) init() {
 		maxOrigins:   t.MaxOrigins,
 		store:        t.Store,
 		logger:       t.Logger,
+
+		ignoreCrawlDelay: t.IgnoreCrawlDelay,
+		maxCrawlDelay:    t.MaxCrawlDelay,
+		minDelay:         max(t.MinDelay, 0),
+		ignoreRetryAfter: t.IgnoreRetryAfter,
+		maxRetryAfter:    t.MaxRetryAfter,
+		pacer:            t.Pacer,
 	}
 	if c.base == nil {
 		c.base = http.DefaultTransport
@@ -210,6 +256,12 @@ func (t *Transport) init() {
 	if c.maxOrigins <= 0 {
 		c.maxOrigins = DefaultMaxOrigins
 	}
+	if c.maxCrawlDelay <= 0 {
+		c.maxCrawlDelay = DefaultMaxCrawlDelay
+	}
+	if c.maxRetryAfter <= 0 {
+		c.maxRetryAfter = DefaultMaxRetryAfter
+	}
 	t.cfg = c
 	t.cache = newCache(c.maxOrigins)
 	t.epoch = time.Now()
@@ -222,9 +274,12 @@ func (t *Transport) now() time.Duration { return time.Since(t.epoch) }
 // RoundTrip implements [http.RoundTripper]. It sends req through Base if the
 // robots.txt of its origin allows it, and otherwise returns a nil response
 // and a [*DisallowedError]. It waits for the fetch of robots.txt when the
-// origin is not cached or its copy has expired, and gives up when req's
-// context is done, with an error that wraps the context's error. Requests
-// for /robots.txt are sent without a check.
+// origin is not cached or its copy has expired, and then for the origin's
+// turn (see IgnoreCrawlDelay). It gives up when req's context is done, with
+// an error that wraps the context's error, and at once if the origin's turn
+// comes after the context's deadline, with an error that wraps
+// [context.DeadlineExceeded]. Requests for /robots.txt are sent without a
+// check or a wait.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.once.Do(t.init)
 	if req.URL == nil {
@@ -238,11 +293,20 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if agent == "" {
 		agent = t.agentOf(req.Header.Get("User-Agent"))
 	}
-	if err := t.check(req.Context(), req.URL, agent, req.Header); err != nil {
+	ctx := req.Context()
+	s, every, err := t.check(ctx, req.URL, agent, req.Header)
+	if err == nil {
+		err = t.waitTurn(ctx, s, every)
+	}
+	if err != nil {
 		closeBody(req)
 		return nil, err
 	}
-	return t.cfg.base.RoundTrip(req)
+	resp, err := t.cfg.base.RoundTrip(req)
+	if err == nil && resp != nil && !t.cfg.ignoreRetryAfter {
+		t.pauseFor(ctx, s, resp)
+	}
+	return resp, err
 }
 
 // Check returns the verdict of the Transport's robots.txt cache for u,
@@ -263,18 +327,20 @@ func (t *Transport) Check(ctx context.Context, u *url.URL) error {
 	if agent == "" {
 		agent = "*"
 	}
-	return t.check(ctx, u, agent, nil)
+	_, _, err := t.check(ctx, u, agent, nil)
+	return err
 }
 
 // check decides for u as agent; hdr, which may be nil, is the request's
-// header, whose User-Agent a fetch of robots.txt sends.
-func (t *Transport) check(ctx context.Context, u *url.URL, agent string, hdr http.Header) error {
+// header, whose User-Agent a fetch of robots.txt sends. If u is allowed, it
+// returns its origin's site and the interval between requests to it.
+func (t *Transport) check(ctx context.Context, u *url.URL, agent string, hdr http.Header) (*site, time.Duration, error) {
 	k, err := keyOf(u)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	now := t.now()
-	_, st, err := t.lookup(ctx, k, now, func() string {
+	s, st, err := t.lookup(ctx, k, now, func() string {
 		if ua := hdr.Get("User-Agent"); ua != "" {
 			return ua
 		}
@@ -284,7 +350,7 @@ func (t *Transport) check(ctx context.Context, u *url.URL, agent string, hdr htt
 		return ""
 	})
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	group := agent
 	if agent == t.cfg.agent {
@@ -292,11 +358,11 @@ func (t *Transport) check(ctx context.Context, u *url.URL, agent string, hdr htt
 	}
 	d := st.decide(now, group, target(u))
 	if d.allowed {
-		return nil
+		return s, t.interval(st, group), nil
 	}
 	t.stats.refused.Add(1)
 	uc := *u
-	return &DisallowedError{URL: &uc, Agent: agent, Rule: d.rule, Line: d.line, Err: d.err}
+	return nil, 0, &DisallowedError{URL: &uc, Agent: agent, Rule: d.rule, Line: d.line, Err: d.err}
 }
 
 // target returns the path and query of u, as robots.txt rules are matched
@@ -350,6 +416,10 @@ type Stats struct {
 	FetchUnavailable uint64 // robots.txt fetches with a 4xx result, or too many redirects
 	FetchUnreachable uint64 // robots.txt fetches with a 429, 5xx, network error or unreadable body
 	StoreHits        uint64 // fresh entries taken from Store instead of fetching
+
+	PaceWaits uint64        // requests that waited for their origin's turn
+	PaceWait  time.Duration // total time requests waited for their origin's turn
+	Pauses    uint64        // origins paused by a Retry-After header
 }
 
 // Stats returns the Transport's counters. Each is read atomically; together
@@ -365,6 +435,9 @@ func (t *Transport) Stats() Stats {
 		FetchUnavailable: s.fetches[AccessUnavailable].Load(),
 		FetchUnreachable: s.fetches[AccessUnreachable].Load(),
 		StoreHits:        s.storeHits.Load(),
+		PaceWaits:        s.paceWaits.Load(),
+		PaceWait:         time.Duration(s.paceWait.Load()),
+		Pauses:           s.pauses.Load(),
 	}
 }
 
@@ -378,6 +451,8 @@ type stats struct {
 	}
 	misses, refused, evictions, storeHits atomic.Uint64
 	fetches                               [3]atomic.Uint64 // by Access
+	paceWaits, pauses                     atomic.Uint64
+	paceWait                              atomic.Int64 // nanoseconds
 }
 
 func (s *stats) hit() {

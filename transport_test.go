@@ -451,6 +451,7 @@ func TestOriginKey(t *testing.T) {
 		{"http://[::1]:80/", "http://[::1]"},
 		{"http://[2001:DB8::1]:8080/", "http://[2001:db8::1]:8080"},
 		{"http://user:pass@example.com/", "http://example.com"},
+		{"http://[fe80::1%25en0]:8080/", "http://[fe80::1%25en0]:8080"},
 	} {
 		u, err := url.Parse(c.in)
 		if err != nil {
@@ -1178,7 +1179,8 @@ func (b benchBase) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // BenchmarkRoundTrip compares an allowed request to a cached origin with
-// the same request sent on the bare base transport.
+// the same request sent on the bare base transport, and pacing (on by
+// default) with pacing off, for an origin with no crawl-delay.
 func BenchmarkRoundTrip(b *testing.B) {
 	base := benchBase{page: &http.Response{StatusCode: 200, Body: http.NoBody}}
 	req, _ := http.NewRequest("GET", "https://example.com/articles/2024/robots-and-you.html", nil)
@@ -1189,6 +1191,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}{
 		{"base", base},
 		{"robots", NewTransport(base, "ExampleBot")},
+		{"robots-no-pacing", &Transport{Base: base, Agent: "ExampleBot", IgnoreCrawlDelay: true, IgnoreRetryAfter: true}},
 		{"robots-derived-agent", &Transport{Base: base}},
 	} {
 		if _, err := c.rt.RoundTrip(req); err != nil { // warm the cache
@@ -1213,5 +1216,26 @@ func BenchmarkRoundTrip(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// brokenBase breaks the RoundTripper contract: no body, or no response.
+type brokenBase struct{ noResponse bool }
+
+func (b brokenBase) RoundTrip(req *http.Request) (*http.Response, error) {
+	if b.noResponse {
+		return nil, nil
+	}
+	return &http.Response{StatusCode: 200, Header: http.Header{}, Request: req}, nil
+}
+
+func TestBrokenBase(t *testing.T) {
+	u := mustURL("https://example.com/page")
+	if err := NewTransport(brokenBase{}, "ExampleBot").Check(context.Background(), u); err != nil {
+		t.Errorf("robots.txt with a nil Body: %v, want an empty file (allowed)", err)
+	}
+	err := NewTransport(brokenBase{noResponse: true}, "ExampleBot").Check(context.Background(), u)
+	if de, ok := errors.AsType[*DisallowedError](err); !ok || !errors.Is(de.Err, errNoResponse) {
+		t.Errorf("robots.txt with no response: %v, want unreachable", err)
 	}
 }

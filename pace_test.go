@@ -1,0 +1,388 @@
+package robots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/jarcoal/httpmock"
+)
+
+// arrivals records when each request reached a mock origin.
+type arrivals struct {
+	mu    sync.Mutex
+	times []time.Time
+}
+
+func (a *arrivals) record(r httpmock.Responder) httpmock.Responder {
+	return func(req *http.Request) (*http.Response, error) {
+		a.mu.Lock()
+		a.times = append(a.times, time.Now())
+		a.mu.Unlock()
+		return r(req)
+	}
+}
+
+// minGap returns the shortest time between two recorded arrivals.
+func (a *arrivals) minGap() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	gap := time.Duration(1<<63 - 1)
+	for i := 1; i < len(a.times); i++ {
+		gap = min(gap, a.times[i].Sub(a.times[i-1]))
+	}
+	return gap
+}
+
+func (a *arrivals) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.times)
+}
+
+// pacedOrigin registers robots.txt and pages of https://example.com on mock,
+// recording the arrival of every request, robots.txt included.
+func pacedOrigin(mock *httpmock.MockTransport, robots string) *arrivals {
+	a := &arrivals{}
+	mock.RegisterResponder("GET", exampleRobots, a.record(httpmock.NewStringResponder(200, robots)))
+	mock.RegisterRegexpResponder("GET", mustRegexp(`^https://example\.com/page`), a.record(httpmock.NewStringResponder(200, "page")))
+	return a
+}
+
+func TestCrawlDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 5\n")
+		tr := NewTransport(mock, "ExampleBot")
+		client := &http.Client{Transport: tr}
+		start := time.Now()
+		for i := range 10 {
+			wantAllowed(t, client, fmt.Sprintf("https://example.com/page%d", i))
+		}
+		if d := time.Since(start); d < 45*time.Second {
+			t.Errorf("10 requests under Crawl-delay: 5 took %v, want at least 45s", d)
+		}
+		if g := a.minGap(); g < 5*time.Second {
+			t.Errorf("requests %v apart, want at least 5s (robots.txt included)", g)
+		}
+		if n := a.count(); n != 11 {
+			t.Errorf("%d arrivals, want 11", n)
+		}
+		// The fetch counted as a request: the first page waited too.
+		s := tr.Stats()
+		if s.PaceWaits != 10 || s.PaceWait != 50*time.Second {
+			t.Errorf("PaceWaits=%d PaceWait=%v, want 10 and 50s", s.PaceWaits, s.PaceWait)
+		}
+	})
+}
+
+func TestCrawlDelayConcurrent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 2\n")
+		mock.RegisterResponder("GET", "https://other.example/robots.txt", httpmock.NewStringResponder(404, ""))
+		client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i := range 20 {
+			wg.Go(func() { wantAllowed(t, client, fmt.Sprintf("https://example.com/page%d", i)) })
+		}
+		// Another origin is not slowed down meanwhile.
+		time.Sleep(time.Second)
+		other := time.Now()
+		for range 5 {
+			wantAllowed(t, client, "https://other.example/")
+		}
+		if d := time.Since(other); d != 0 {
+			t.Errorf("another origin waited %v, want 0", d)
+		}
+		wg.Wait()
+		if g := a.minGap(); g < 2*time.Second {
+			t.Errorf("concurrent requests %v apart, want at least 2s", g)
+		}
+		if d := time.Since(start); d != 40*time.Second {
+			t.Errorf("20 concurrent requests took %v, want 40s", d)
+		}
+	})
+}
+
+func TestCrawlDelayPerAgent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		pacedOrigin(mock, "User-agent: ExampleBot\nDisallow: /x\nCrawl-delay: 1\n\nUser-agent: *\nDisallow: /y\nCrawl-delay: 7\n")
+		client := &http.Client{Transport: &Transport{Base: mock}}
+		send := func(ua string) time.Duration {
+			req, _ := http.NewRequest("GET", "https://example.com/page", nil)
+			req.Header.Set("User-Agent", ua)
+			start := time.Now()
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return time.Since(start)
+		}
+		send("ExampleBot/1.0")
+		time.Sleep(time.Minute)
+		send("ExampleBot/1.0")
+		if d := send("ExampleBot/1.0"); d != time.Second {
+			t.Errorf("ExampleBot waited %v, want 1s", d)
+		}
+		if d := send("OtherBot/1.0"); d != 7*time.Second {
+			t.Errorf("OtherBot waited %v, want 7s", d)
+		}
+	})
+}
+
+func TestCrawlDelaySettings(t *testing.T) {
+	cases := []struct {
+		name   string
+		robots string
+		tr     *Transport
+		want   time.Duration // between two requests
+	}{
+		{"no delay", "User-agent: *\nDisallow: /private\n", &Transport{}, 0},
+		{"zero delay", "User-agent: *\nCrawl-delay: 0\n", &Transport{}, 0},
+		{"fractional", "User-agent: *\nCrawl-delay: 0.5\n", &Transport{}, 500 * time.Millisecond},
+		{"capped by default", "User-agent: *\nCrawl-delay: 3600\n", &Transport{}, DefaultMaxCrawlDelay},
+		{"capped", "User-agent: *\nCrawl-delay: 60\n", &Transport{MaxCrawlDelay: 10 * time.Second}, 10 * time.Second},
+		{"ignored", "User-agent: *\nCrawl-delay: 5\n", &Transport{IgnoreCrawlDelay: true}, 0},
+		{"min delay, none stated", "User-agent: *\nDisallow: /private\n", &Transport{MinDelay: 2 * time.Second}, 2 * time.Second},
+		{"min delay, shorter stated", "User-agent: *\nCrawl-delay: 1\n", &Transport{MinDelay: 2 * time.Second}, 2 * time.Second},
+		{"min delay, longer stated", "User-agent: *\nCrawl-delay: 3\n", &Transport{MinDelay: 2 * time.Second}, 3 * time.Second},
+		{"min delay, ignored", "User-agent: *\nCrawl-delay: 3\n", &Transport{MinDelay: 2 * time.Second, IgnoreCrawlDelay: true}, 2 * time.Second},
+		{"min delay, unavailable", "", &Transport{MinDelay: 2 * time.Second}, 2 * time.Second},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mock := newMock()
+				if c.robots == "" {
+					mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(404, ""))
+				} else {
+					pacedOrigin(mock, c.robots)
+				}
+				tr := &Transport{Base: mock, Agent: "ExampleBot", IgnoreCrawlDelay: c.tr.IgnoreCrawlDelay,
+					MaxCrawlDelay: c.tr.MaxCrawlDelay, MinDelay: c.tr.MinDelay}
+				client := &http.Client{Transport: tr}
+				wantAllowed(t, client, "https://example.com/page1")
+				start := time.Now()
+				wantAllowed(t, client, "https://example.com/page2")
+				if d := time.Since(start); d != c.want {
+					t.Errorf("second request waited %v, want %v", d, c.want)
+				}
+			})
+		})
+	}
+}
+
+func TestPaceDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 10\n")
+		tr := NewTransport(mock, "ExampleBot")
+		client := &http.Client{Transport: tr}
+		if err := tr.Check(context.Background(), mustURL("https://example.com/")); err != nil {
+			t.Fatal(err)
+		}
+		// The next turn is 10 s after the fetch of robots.txt.
+
+		// A deadline before the turn fails at once, and takes no turn.
+		ctx, cancel := context.WithTimeout(context.Background(), 9*time.Second)
+		defer cancel()
+		start := time.Now()
+		err := getCtx(ctx, client, "https://example.com/page1")
+		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrDisallowed) {
+			t.Errorf("err = %v, want context.DeadlineExceeded", err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("returned after %v, want at once", d)
+		}
+
+		// A deadline after the turn waits for it.
+		ctx2, cancel2 := context.WithTimeout(context.Background(), 11*time.Second)
+		defer cancel2()
+		if err := getCtx(ctx2, client, "https://example.com/page2"); err != nil {
+			t.Errorf("err = %v, want the request sent at its turn", err)
+		}
+		if d := time.Since(start); d != 10*time.Second {
+			t.Errorf("sent after %v, want 10s", d)
+		}
+
+		// Canceling while waiting gives up with context.Canceled.
+		ctx3, cancel3 := context.WithCancel(context.Background())
+		go func() {
+			time.Sleep(3 * time.Second)
+			cancel3()
+		}()
+		start = time.Now()
+		if err := getCtx(ctx3, client, "https://example.com/page3"); !errors.Is(err, context.Canceled) {
+			t.Errorf("err = %v, want context.Canceled", err)
+		}
+		if d := time.Since(start); d != 3*time.Second {
+			t.Errorf("gave up after %v, want 3s", d)
+		}
+		if n := a.count(); n != 2 {
+			t.Errorf("%d arrivals, want robots.txt and page2 only", n)
+		}
+	})
+}
+
+func TestRetryAfterPauses(t *testing.T) {
+	cases := []struct {
+		name       string
+		status     int
+		retryAfter string
+		tr         *Transport
+		want       time.Duration // wait of the next request
+	}{
+		{"503 seconds", 503, "60", &Transport{}, time.Minute},
+		{"429 seconds", 429, "30", &Transport{}, 30 * time.Second},
+		{"429 date", 429, "Sat, 01 Jan 2000 00:02:00 GMT", &Transport{}, 2 * time.Minute},
+		{"capped by default", 503, "86400", &Transport{}, DefaultMaxRetryAfter},
+		{"capped", 503, "86400", &Transport{MaxRetryAfter: time.Minute}, time.Minute},
+		{"ignored", 503, "60", &Transport{IgnoreRetryAfter: true}, 0},
+		{"500 is not a request to wait", 500, "60", &Transport{}, 0},
+		{"no header", 503, "", &Transport{}, 0},
+		{"malformed", 503, "soon", &Transport{}, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mock := newMock()
+				mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, ""))
+				mock.RegisterResponder("GET", "https://example.com/busy", httpmock.NewStringResponder(c.status, "").
+					HeaderSet(http.Header{"Retry-After": {c.retryAfter}}))
+				tr := &Transport{Base: mock, Agent: "ExampleBot", IgnoreRetryAfter: c.tr.IgnoreRetryAfter, MaxRetryAfter: c.tr.MaxRetryAfter}
+				client := &http.Client{Transport: tr}
+				wantAllowed(t, client, "https://example.com/busy") // the clock starts at 2000-01-01 00:00:00 UTC
+				start := time.Now()
+				wantAllowed(t, client, "https://example.com/next")
+				if d := time.Since(start); d != c.want {
+					t.Errorf("next request waited %v, want %v", d, c.want)
+				}
+				if want := uint64(btoi(c.want > 0)); tr.Stats().Pauses != want {
+					t.Errorf("Pauses = %d, want %d", tr.Stats().Pauses, want)
+				}
+			})
+		})
+	}
+}
+
+func TestRetryAfterThenCrawlDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 2\n")
+		mock.RegisterResponder("GET", "https://example.com/busy", httpmock.NewStringResponder(503, "").
+			HeaderSet(http.Header{"Retry-After": {"60"}}))
+		client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+		wantAllowed(t, client, "https://example.com/busy")
+		paused := time.Now()
+		var wg sync.WaitGroup
+		for i := range 5 {
+			wg.Go(func() { wantAllowed(t, client, fmt.Sprintf("https://example.com/page%d", i)) })
+		}
+		wg.Wait()
+		// The requests held back leave one per crawl-delay after the pause.
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		pages := a.times[1:] // after robots.txt
+		if len(pages) != 5 || pages[0].Sub(paused) != time.Minute {
+			t.Fatalf("pages at %v, want the first 60s after the 503", pages)
+		}
+		for i := 1; i < len(pages); i++ {
+			if g := pages[i].Sub(pages[i-1]); g != 2*time.Second {
+				t.Errorf("pages %d and %d %v apart, want 2s", i-1, i, g)
+			}
+		}
+	})
+}
+
+// fakePacer is a Pacer that records its calls and asks for fixed waits.
+type fakePacer struct {
+	mu       sync.Mutex
+	reserves []string
+	pauses   []string
+	wait     time.Duration
+	err      error
+}
+
+func (p *fakePacer) Reserve(ctx context.Context, origin string, every, maxWait time.Duration) (time.Duration, bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reserves = append(p.reserves, fmt.Sprintf("%s every=%v", origin, every))
+	if p.err != nil {
+		return 0, false, p.err
+	}
+	return p.wait, p.wait < maxWait, nil
+}
+
+func (p *fakePacer) Pause(ctx context.Context, origin string, until time.Time) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pauses = append(p.pauses, fmt.Sprintf("%s until=%s", origin, until.Format(time.TimeOnly)))
+	return p.err
+}
+
+func TestPacer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		pacedOrigin(mock, "User-agent: *\nCrawl-delay: 3\n")
+		mock.RegisterResponder("GET", "https://example.com/busy", httpmock.NewStringResponder(429, "").
+			HeaderSet(http.Header{"Retry-After": {"90"}}))
+		mock.RegisterResponder("GET", "https://fast.example/robots.txt", httpmock.NewStringResponder(404, ""))
+		p := &fakePacer{wait: 4 * time.Second}
+		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Pacer: p}}
+		start := time.Now()
+		wantAllowed(t, client, "https://example.com/page")
+		if d := time.Since(start); d != 4*time.Second {
+			t.Errorf("waited %v, want the pacer's 4s", d)
+		}
+		wantAllowed(t, client, "https://fast.example/")
+		wantAllowed(t, client, "https://example.com/busy") // at 12 s: 4 s per request
+
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := getCtx(ctx, client, "https://example.com/page"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err = %v, want context.DeadlineExceeded", err)
+		}
+		want := []string{
+			"https://example.com every=3s", // the fetch of robots.txt takes a turn
+			"https://example.com every=3s",
+			"https://fast.example every=0s", // a Pacer is asked for every request
+			"https://example.com every=3s",
+			"https://example.com every=3s",
+		}
+		if fmt.Sprint(p.reserves) != fmt.Sprint(want) {
+			t.Errorf("Reserve calls\n%q\nwant\n%q", p.reserves, want)
+		}
+		if want := []string{"https://example.com until=00:01:42"}; fmt.Sprint(p.pauses) != fmt.Sprint(want) {
+			t.Errorf("Pause calls %q, want %q", p.pauses, want)
+		}
+
+		// A failing Pacer does not stop the crawl.
+		p.err = errors.New("pacer down")
+		start = time.Now()
+		wantAllowed(t, client, "https://example.com/page")
+		if d := time.Since(start); d != 0 {
+			t.Errorf("waited %v with a failing Pacer, want 0", d)
+		}
+	})
+}
+
+func mustRegexp(s string) *regexp.Regexp { return regexp.MustCompile(s) }
+
+func mustURL(s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}
