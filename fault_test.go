@@ -654,3 +654,58 @@ func TestFaultRobotsChanges(t *testing.T) {
 
 // quietLog returns a logger for servers whose errors are expected.
 func quietLog() *log.Logger { return log.New(io.Discard, "", 0) }
+
+// rtFunc is a base transport made of a func.
+type rtFunc func(*http.Request) (*http.Response, error)
+
+func (f rtFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// TestFaultBaseBreaksContract gives the Transport a base that breaks the
+// RoundTripper contract as hand-written test doubles often do: a response
+// with a nil Body (which http.Client accepts as empty), or neither a
+// response nor an error (which http.Client reports as an error). The fetch
+// of robots.txt runs in a goroutine of its own, where a panic would take the
+// whole process down.
+func TestFaultBaseBreaksContract(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		resp func(*http.Request) *http.Response
+		want verdict // for /private
+	}{
+		{"200 nil Body", func(r *http.Request) *http.Response { return &http.Response{StatusCode: 200, Request: r} }, allowed},
+		{"404 nil Body", func(r *http.Request) *http.Response { return &http.Response{StatusCode: 404, Request: r} }, allowed},
+		{"503 nil Body", func(r *http.Request) *http.Response { return &http.Response{StatusCode: 503, Request: r} }, refusedWhole},
+		{"301 nil Body", func(r *http.Request) *http.Response {
+			return &http.Response{StatusCode: 301, Header: http.Header{"Location": {"/elsewhere"}}, Request: r}
+		}, allowed},
+		{"nil response, nil error", func(*http.Request) *http.Response { return nil }, refusedWhole},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base := rtFunc(func(req *http.Request) (*http.Response, error) {
+				if req.URL.Path == "/robots.txt" || req.URL.Path == "/elsewhere" {
+					return c.resp(req), nil
+				}
+				return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
+			})
+			tr := &Transport{Base: base, Agent: "FaultBot"}
+			req, _ := http.NewRequest(http.MethodGet, "http://example.com/private", nil)
+			resp, err := tr.RoundTrip(req)
+			got := allowed
+			if err != nil {
+				de, ok := errors.AsType[*DisallowedError](err)
+				if !ok {
+					t.Fatalf("GET /private: %v, want a verdict", err)
+				}
+				got = refusedWhole
+				if de.Err == nil {
+					got = refusedRule
+				}
+			} else {
+				resp.Body.Close()
+			}
+			if got != c.want {
+				t.Errorf("GET /private = %v (%v), want %v", got, err, c.want)
+			}
+		})
+	}
+}
