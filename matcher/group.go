@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 )
@@ -16,6 +17,8 @@ import (
 // goroutines.
 type Group struct {
 	arena string // normalised and as-written patterns, shared with the other groups of the file
+
+	once sync.Once // guards prepare, which writes rules' order, keys, entries and wild
 
 	// rules are sorted best first (see better) when the group is small
 	// enough to be scanned, and in no particular order otherwise.
@@ -180,7 +183,14 @@ func (k key16) commonPrefix(o key16) uint32 {
 
 // newGroup makes a group of rules, which it may reorder.
 func newGroup(arena string, rules []rule, delay time.Duration, hasDelay bool) *Group {
-	g := &Group{arena: arena, rules: rules, delay: delay, hasDelay: hasDelay}
+	return &Group{arena: arena, rules: rules, delay: delay, hasDelay: hasDelay}
+}
+
+// prepare sorts a small group's rules, or indexes a large group's. It runs
+// once, on the group's first use, so that the groups of a file that a
+// crawler never asks about cost nothing more than their rules.
+func (g *Group) prepare() {
+	arena, rules := g.arena, g.rules
 	if len(rules) <= linearMax {
 		// Insertion sort, best first.
 		for i := 1; i < len(rules); i++ {
@@ -191,7 +201,7 @@ func newGroup(arena string, rules []rule, delay time.Duration, hasDelay bool) *G
 			}
 			rules[j] = r
 		}
-		return g
+		return
 	}
 	// Sort the rules by literal prefix, best rule first within a prefix.
 	// Comparing the prefixes' first 8 bytes as numbers settles most pairs.
@@ -275,12 +285,12 @@ func newGroup(arena string, rules []rule, delay time.Duration, hasDelay bool) *G
 		g.keys = append(g.keys, makeKey16(lit))
 		i = j
 	}
-	return g
 }
 
 // find returns the index of the rule that decides the normalised path p, or
 // -1 when no rule matches.
 func (g *Group) find(p string) int {
+	g.once.Do(g.prepare)
 	if g.entries == nil {
 		return g.scan(p)
 	}

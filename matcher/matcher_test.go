@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -468,4 +469,37 @@ func TestManyAgents(t *testing.T) {
 	if r.Allowed("GoogleBot", "/g") || !r.Allowed("googlebo", "/g") || !r.Allowed("googlebot-", "/g") {
 		t.Errorf("googlebot's group is not exactly googlebot's")
 	}
+}
+
+func TestConcurrentUse(t *testing.T) {
+	// Groups are prepared on first use; many goroutines may get there at
+	// once. Run with -race.
+	var b strings.Builder
+	b.WriteString("User-agent: a\nUser-agent: b\n")
+	for i := range 100 {
+		fmt.Fprintf(&b, "Disallow: /%d/\nAllow: /%d/*.html$\n", i, i)
+	}
+	b.WriteString("User-agent: *\nDisallow: /private\n")
+	body := []byte(b.String())
+	urls := []string{"/1/x", "/1/x.html", "/99/", "/private", "/public"}
+	want := make(map[string]bool)
+	for _, agent := range []string{"a", "b", "c"} {
+		for _, u := range urls {
+			want[agent+u] = Parse(body).Allowed(agent, u)
+		}
+	}
+	r := Parse(body)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for _, agent := range []string{"a", "b", "c"} {
+				for _, u := range urls {
+					if got := r.Allowed(agent, u); got != want[agent+u] {
+						t.Errorf("Allowed(%q, %q) = %v want %v", agent, u, got, want[agent+u])
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -219,7 +219,7 @@ func randPath(rng *rand.Rand, rules []refRule) string {
 func TestMatchAgreesWithReference(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	sets := 5000
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		sets = 500
 	}
 	decided, total := 0, 0
