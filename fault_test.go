@@ -31,7 +31,7 @@ import (
 
 const (
 	faultRules   = "User-agent: *\nDisallow: /private\n"
-	faultTimeout = 300 * time.Millisecond // Transport.FetchTimeout in the suite
+	faultTimeout = 500 * time.Millisecond // Transport.FetchTimeout in the suite
 )
 
 // faultTransport returns a Transport with a short fetch timeout over a
@@ -635,7 +635,7 @@ func TestFaultRobotsChanges(t *testing.T) {
 		}
 		reply(200, "", body)(c, req, stop)
 	})
-	const ttl = 500 * time.Millisecond
+	const ttl = time.Second
 	tr := faultTransport(t, loopbackBase(nil, nil))
 	tr.TTL = ttl
 	origin := "http://" + srv.Addr()
