@@ -136,9 +136,11 @@ type shard struct {
 	hand int     // guarded by mu
 }
 
+// newCache returns a cache of at most max origins. Its shards hold 64 to 128
+// origins each, so that copying one on a miss stays cheap.
 func newCache(max int) *cache {
 	n := 1
-	for n < 64 && n*2*64 <= max {
+	for n < 1<<14 && n*2*64 <= max {
 		n *= 2
 	}
 	c := &cache{seed: maphash.MakeSeed(), shards: make([]shard, n), per: max / n}
@@ -345,9 +347,16 @@ func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string) 
 	if f == nil {
 		f = &flight{done: make(chan struct{})}
 		s.flight = f
+		s.mu.Unlock()
+		if ctx.Done() == nil {
+			// This caller cannot give up: load on its goroutine.
+			t.load(ctx, s, f, userAgent())
+			return f.st, nil
+		}
 		go t.load(context.WithoutCancel(ctx), s, f, userAgent())
+	} else {
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
 	select {
 	case <-f.done:
 		return f.st, nil

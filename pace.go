@@ -74,8 +74,10 @@ func (t *Transport) delayOf(d time.Duration, ok bool) time.Duration {
 // context.DeadlineExceeded, if the turn would come after ctx's deadline, and
 // with an error that wraps ctx's error if ctx is done while it waits.
 func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration) error {
-	if t.cfg.pacer == nil && every <= 0 && s.pace.pausedUntil.Load() <= int64(t.now()) {
-		return nil // the hot path: nothing to wait for
+	if t.cfg.pacer == nil && every <= 0 {
+		if p := s.pace.pausedUntil.Load(); p == 0 || p <= int64(t.now()) {
+			return nil // the hot path: nothing to wait for
+		}
 	}
 	maxWait := time.Duration(math.MaxInt64)
 	if dl, ok := ctx.Deadline(); ok {
