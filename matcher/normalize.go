@@ -98,8 +98,23 @@ func appendNormRule(dst []byte, v []byte) []byte {
 	if anchored {
 		v = v[:len(v)-1]
 	}
-	star := false // the last byte appended is a wildcard
-	for i := 0; i < len(v); i++ {
+	// Copy the leading run that needs no change in one go: most patterns
+	// are all of it.
+	i := 0
+	for i < len(v) {
+		c := byteClass[v[i]]
+		if c == classStar && (i+1 == len(v) || v[i+1] != '*') {
+			i++
+			continue
+		}
+		if c != classKeep && c != classUnreserved {
+			break
+		}
+		i++
+	}
+	dst = append(dst, v[:i]...)
+	star := i > 0 && v[i-1] == '*' // the last byte appended is a wildcard
+	for ; i < len(v); i++ {
 		c := v[i]
 		switch byteClass[c] {
 		case classKeep, classUnreserved:

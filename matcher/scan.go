@@ -94,28 +94,55 @@ func (s *scanner) next() bool {
 	}
 	line := s.body[s.pos:s.nl]
 	end := s.nl + 1
-	if i := bytes.IndexByte(line, '\r'); i >= 0 {
+	// The content ends at a '#' or NUL, the line at a CR. Short lines, the
+	// usual ones, are searched in one pass; long ones, such as those of an
+	// HTML page, with the vectorised IndexByte.
+	content := -1
+	long := len(line) > 64
+	if !long {
+		for i, c := range line {
+			if c <= '#' && lineStop[c] {
+				if c == '\r' {
+					line = line[:i]
+					end = s.pos + i + 1
+					break
+				}
+				if content < 0 {
+					content = i
+				}
+			}
+		}
+	} else if i := bytes.IndexByte(line, '\r'); i >= 0 {
 		line = line[:i]
 		end = s.pos + i + 1
-		if end == s.nl {
-			end++ // CR LF
-		}
+	}
+	if end == s.nl {
+		end++ // CR LF
 	}
 	s.pos = end
 	s.text = line
+	if long {
+		content = len(line)
+		if i := bytes.IndexByte(line, '#'); i >= 0 {
+			content = i
+		}
+		if i := bytes.IndexByte(line[:content], 0); i >= 0 {
+			content = i
+		}
+	}
+	if content >= 0 && content < len(line) {
+		line = line[:content]
+	}
 	s.split(line)
 	return true
 }
 
-// split sets field, key and value from one line.
+// lineStop marks the bytes that end a line (CR) or its content ('#', NUL).
+var lineStop = [256]bool{'\r': true, '#': true, 0: true}
+
+// split sets field, key and value from the content of one line.
 func (s *scanner) split(line []byte) {
 	s.key, s.value = nil, nil
-	if i := bytes.IndexByte(line, '#'); i >= 0 {
-		line = line[:i]
-	}
-	if i := bytes.IndexByte(line, 0); i >= 0 {
-		line = line[:i]
-	}
 	line = trimSpace(line)
 	if len(line) == 0 {
 		s.field = fieldNone

@@ -1,0 +1,97 @@
+package matcher
+
+import (
+	"math/rand"
+	"strings"
+	"testing"
+)
+
+// naiveLines splits body into lines and each line into its content, the
+// slow and obvious way.
+func naiveLines(body []byte) (texts, contents []string) {
+	s := string(body)
+	for _, bom := range []string{"\xEF\xBB\xBF", "\xEF\xBB", "\xEF"} {
+		if strings.HasPrefix(s, bom) {
+			s = s[len(bom):]
+			break
+		}
+	}
+	for s != "" {
+		line := s
+		s = ""
+		if i := strings.IndexAny(line, "\r\n"); i >= 0 {
+			end := i + 1
+			if strings.HasPrefix(line[i:], "\r\n") {
+				end++
+			}
+			line, s = line[:i], line[end:]
+		}
+		texts = append(texts, line)
+		content := line
+		if j := strings.IndexAny(content, "#\x00"); j >= 0 {
+			content = content[:j]
+		}
+		contents = append(contents, strings.Trim(content, " \t\v\f"))
+	}
+	return texts, contents
+}
+
+func TestScannerLines(t *testing.T) {
+	pieces := []string{"\n", "\r", "\r\n", "#", "\x00", " ", "\t", "a", "user-agent: x", "disallow: /y",
+		strings.Repeat("p", 30), strings.Repeat("q", 70), ":", "\xEF\xBB\xBF"}
+	rng := rand.New(rand.NewSource(3))
+	for range 20000 {
+		var b strings.Builder
+		for range rng.Intn(12) {
+			b.WriteString(pieces[rng.Intn(len(pieces))])
+		}
+		body := []byte(b.String())
+		texts, contents := naiveLines(body)
+		var s scanner
+		s.init(body)
+		n := 0
+		for s.next() {
+			if n >= len(texts) {
+				t.Fatalf("%q: more lines than %d", body, len(texts))
+			}
+			if s.num != n+1 || string(s.text) != texts[n] {
+				t.Fatalf("%q: line %d = %q want %q", body, s.num, s.text, texts[n])
+			}
+			// The content is what the key and value were cut from.
+			if contents[n] == "" && s.field != fieldNone || contents[n] != "" && s.field == fieldNone {
+				t.Fatalf("%q: line %d content %q, field %d", body, s.num, contents[n], s.field)
+			}
+			if s.key != nil && !strings.Contains(contents[n], string(s.key)) || !strings.Contains(contents[n], string(s.value)) {
+				t.Fatalf("%q: line %d: key %q value %q not in content %q", body, s.num, s.key, s.value, contents[n])
+			}
+			n++
+		}
+		if n != len(texts) {
+			t.Fatalf("%q: %d lines want %d", body, n, len(texts))
+		}
+	}
+}
+
+func TestScannerLongLines(t *testing.T) {
+	long := strings.Repeat("x", 100)
+	cases := []struct {
+		body  string
+		value string // of the second line
+	}{
+		{"user-agent: a\ndisallow: /" + long + " # c\n", "/" + long},
+		{"user-agent: a\ndisallow: /" + long + "\x00tail # c\n", "/" + long},
+		{"user-agent: a\rdisallow: /" + long + "#" + long + "\r", "/" + long},
+		{"user-agent: a\r\ndisallow: /a#" + long + "\r\n", "/a"},
+		{"user-agent: a\ndisallow: /" + strings.Repeat("y", 52) + "\x00" + "#\n", "/" + strings.Repeat("y", 52)},
+		{"user-agent: a\rdisallow: /a # c\r#" + long + "\r", "/a"}, // a short line in a long CR-only run
+	}
+	for _, c := range cases {
+		var s scanner
+		s.init([]byte(c.body))
+		s.next()
+		s.next()
+		if string(s.value) != c.value || s.field != fieldDisallow {
+			t.Errorf("%q: second line value %q want %q", c.body, s.value, c.value)
+		}
+	}
+}
