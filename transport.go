@@ -108,17 +108,19 @@ type Transport struct {
 	// is compared whole: "ExampleBot/1.0" names no group.
 	//
 	// If empty, each request's token is found in its User-Agent header:
-	// the first Name/version or Name item after "compatible" in a
-	// parenthesised comment, as in "Mozilla/5.0 (compatible; ExampleBot/1.0;
-	// +https://example.com/bot)"; or else the first Name/version product
-	// outside comments whose Name is not a browser's (Mozilla,
-	// AppleWebKit, Chrome, Safari, Gecko, Firefox, Version, …), as in
-	// "ExampleBot/1.0"; Name is cut to its leading run of letters, digits,
-	// '-' and '_'. A request with no such token obeys the "*" group.
+	// the first item after "compatible" in a parenthesised comment that
+	// is a Name or Name/version, as in "Mozilla/5.0 (compatible;
+	// ExampleBot/1.0; +https://example.com/bot)"; or else the first
+	// Name/version product outside comments, as in "ExampleBot/1.0", with
+	// Name cut to its leading run of letters, digits, '-' and '_'. Names
+	// of browsers' products (Mozilla, AppleWebKit, Chrome, Safari, Gecko,
+	// Firefox, Version, Mobile, MSIE, Trident, …) do not count. A request
+	// with no such token obeys the "*" group.
 	//
 	// The fetch of robots.txt is sent with the User-Agent header of the
 	// request that caused it, or if it has none, with Agent as its whole
-	// User-Agent.
+	// User-Agent. One fetch serves every request to the origin, whatever
+	// its token: the file is cached, not the verdicts.
 	Agent string
 
 	// TTL, if non-zero, is how long a fetched robots.txt is used before
