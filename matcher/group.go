@@ -27,7 +27,7 @@ type Group struct {
 	// The index, for groups of more than linearMax rules. entries holds the
 	// distinct literal prefixes of the rules (a pattern up to its first
 	// '*', or the whole pattern without a final '$'), sorted; keys holds
-	// their first 8 bytes. Every entry that is a prefix of a path lies on
+	// their first 16 bytes. Every entry that is a prefix of a path lies on
 	// the parent chain of the greatest entry <= that path.
 	keys    []key16
 	entries []entry
@@ -204,23 +204,25 @@ func (g *Group) prepare() {
 		return
 	}
 	// Sort the rules by literal prefix, best rule first within a prefix.
-	// Comparing the prefixes' first 8 bytes as numbers settles most pairs.
+	// Comparing the prefixes' first 16 bytes as numbers settles most pairs.
 	type sortKey struct {
-		key uint64
+		key key16
 		i   int32
 	}
 	order := make([]sortKey, len(rules))
 	for i := range rules {
 		r := &rules[i]
-		order[i] = sortKey{key8(arena[r.pat : r.pat+r.lit]), int32(i)}
+		order[i] = sortKey{makeKey16(arena[r.pat : r.pat+r.lit]), int32(i)}
 	}
 	slices.SortFunc(order, func(a, b sortKey) int {
-		if a.key != b.key {
-			return cmp.Compare(a.key, b.key)
+		if c := a.key.compare(b.key); c != 0 {
+			return c
 		}
 		ra, rb := &rules[a.i], &rules[b.i]
-		if c := strings.Compare(arena[ra.pat:ra.pat+ra.lit], arena[rb.pat:rb.pat+rb.lit]); c != 0 {
-			return c
+		if ra.lit > 16 || rb.lit > 16 {
+			if c := strings.Compare(arena[ra.pat:ra.pat+ra.lit], arena[rb.pat:rb.pat+rb.lit]); c != 0 {
+				return c
+			}
 		}
 		return compareRules(ra, rb)
 	})

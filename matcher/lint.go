@@ -88,7 +88,9 @@ func Lint(body []byte) *Report {
 			tok, star := productToken(v)
 			token := strings.ToLower(string(tok))
 			switch {
-			case len(tok) == 0 && len(v) > 0:
+			case len(v) == 0:
+				add("empty user-agent value; it names no crawler")
+			case len(tok) == 0:
 				add("user-agent value has no product token; it names no crawler")
 			case !star && len(tok) < len(v):
 				add(fmt.Sprintf("user-agent %q counts as %q", v, tok))

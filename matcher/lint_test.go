@@ -106,3 +106,32 @@ func TestLintSize(t *testing.T) {
 		t.Errorf("a body of exactly MaxSize bytes is reported")
 	}
 }
+
+func TestLintUserAgentTokens(t *testing.T) {
+	cases := []struct {
+		value, agent, message string
+	}{
+		{"FooBot", "foobot", ""},
+		{"*", "*", ""},
+		{"* # all", "*", ""},
+		{"* FooBot", "*", ""},
+		{"FooBot/1.2", "foobot", `counts as "FooBot"`},
+		{"Foo Bar", "foo", `counts as "Foo"`},
+		{"MJ12bot", "mj12bot", ""},
+		{"*FooBot", "", "no product token"},
+		{"", "", "empty user-agent"},
+	}
+	for _, c := range cases {
+		rep := Lint([]byte("User-agent: " + c.value + "\nDisallow: /\n"))
+		msg := ""
+		if len(rep.Diagnostics) > 0 {
+			msg = rep.Diagnostics[0].Message
+		}
+		if len(rep.Groups) != 1 || !slices.Equal(rep.Groups[0].Agents, []string{c.agent}) {
+			t.Errorf("User-agent: %s: groups %+v want agent %q", c.value, rep.Groups, c.agent)
+		}
+		if c.message == "" && len(rep.Diagnostics) != 0 || !strings.Contains(msg, c.message) {
+			t.Errorf("User-agent: %s: diagnostics %v want %q", c.value, rep.Diagnostics, c.message)
+		}
+	}
+}
