@@ -63,9 +63,11 @@ func BenchmarkParseCorpus(b *testing.B) {
 		b.Run(im.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(cs.in.size())
+			cpu := startCPU()
 			for b.Loop() {
 				im.parseAll(cs.in)
 			}
+			cpu.report(b)
 		})
 	}
 }

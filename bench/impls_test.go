@@ -80,6 +80,7 @@ var impls = []impl{
 		loopQueries: func(b *testing.B, in *inputs, qs []query) {
 			rs := parseOurs(in)
 			i := 0
+			cpu := startCPU()
 			for b.Loop() {
 				q := &qs[i]
 				sinkBool = rs[q.file].Allowed(q.agent, q.url)
@@ -87,6 +88,7 @@ var impls = []impl{
 					i = 0
 				}
 			}
+			cpu.report(b)
 		},
 		answers: func(in *inputs, qs []query) []bool {
 			rs := parseOurs(in)
@@ -111,6 +113,7 @@ var impls = []impl{
 		loopQueries: func(b *testing.B, in *inputs, qs []query) {
 			rs := parseTemoto(in)
 			i := 0
+			cpu := startCPU()
 			for b.Loop() {
 				q := &qs[i]
 				sinkBool = rs[q.file].TestAgent(q.url, q.agent)
@@ -118,6 +121,7 @@ var impls = []impl{
 					i = 0
 				}
 			}
+			cpu.report(b)
 		},
 		answers: func(in *inputs, qs []query) []bool {
 			rs := parseTemoto(in)
@@ -140,6 +144,7 @@ var impls = []impl{
 		loopQueries: func(b *testing.B, in *inputs, qs []query) {
 			m := grobotstxt.NewRobotsMatcher()
 			i := 0
+			cpu := startCPU()
 			for b.Loop() {
 				q := &qs[i]
 				sinkBool = m.AgentAllowed(in.strs[q.file], q.agent, q.url)
@@ -147,6 +152,7 @@ var impls = []impl{
 					i = 0
 				}
 			}
+			cpu.report(b)
 		},
 		answers: func(in *inputs, qs []query) []bool {
 			m := grobotstxt.NewRobotsMatcher()
@@ -174,12 +180,14 @@ var groupImpls = []struct {
 				gs[i] = rs[q.file].Group(q.agent)
 			}
 			i := 0
+			cpu := startCPU()
 			for b.Loop() {
 				sinkBool = gs[i].Allowed(qs[i].url)
 				if i++; i == len(qs) {
 					i = 0
 				}
 			}
+			cpu.report(b)
 		},
 	},
 	{
@@ -191,12 +199,14 @@ var groupImpls = []struct {
 				gs[i] = rs[q.file].FindGroup(q.agent)
 			}
 			i := 0
+			cpu := startCPU()
 			for b.Loop() {
 				sinkBool = gs[i].Test(qs[i].url)
 				if i++; i == len(qs) {
 					i = 0
 				}
 			}
+			cpu.report(b)
 		},
 	},
 }

@@ -10,8 +10,10 @@
 // baseline of each group. For every group it prints the median of the
 // group's main metric for each implementation and how many times better
 // ours is (peer time / our time, our MB/s / peer MB/s, peer memory / our
-// memory), then the allocations, whether the project's goals are met, and
-// how the pathological benchmark scales with the path's length. With no
+// memory), then the same for CPU time per op (the benchmarks' cpu-ns/op,
+// which a busy machine distorts less than the wall clock), the
+// allocations, whether the project's goals are met, and how the
+// pathological benchmark scales with the path's length. With no
 // file argument it reads standard input.
 package main
 
@@ -27,6 +29,10 @@ import (
 
 // baseline is the implementation the others are compared with.
 const baseline = "ours"
+
+// cpuUnit is the benchmarks' CPU time per operation, which a busy machine
+// distorts less than the wall-clock ns/op.
+const cpuUnit = "cpu-ns/op"
 
 func main() {
 	var in io.Reader = os.Stdin
@@ -154,6 +160,12 @@ func (res *results) mainUnit(group string) (unit string, higherBetter bool) {
 // unit, and whether both have a value.
 func (res *results) better(group, peer string) (float64, bool) {
 	unit, higher := res.mainUnit(group)
+	return res.betterIn(group, peer, unit, higher)
+}
+
+// betterIn returns how many times better ours is than peer in unit, and
+// whether both have a value.
+func (res *results) betterIn(group, peer, unit string, higher bool) (float64, bool) {
 	o, ok1 := res.median(group, baseline, unit)
 	p, ok2 := res.median(group, peer, unit)
 	if !ok1 || !ok2 || o == 0 || p == 0 {
@@ -187,7 +199,11 @@ type goal struct {
 func fasterThan(group, peer string, times float64) goal {
 	return goal{group, func(res *results) (string, bool, bool) {
 		x, ok := res.better(group, peer)
-		return fmt.Sprintf("≥%g× %s: %.1f×", times, peer, x), x >= times, ok
+		got := fmt.Sprintf("≥%g× %s: %.1f×", times, peer, x)
+		if c, ok := res.betterIn(group, peer, cpuUnit, false); ok {
+			got += fmt.Sprintf(" (CPU time: %.1f×)", c)
+		}
+		return got, x >= times, ok
 	}}
 }
 
@@ -234,6 +250,8 @@ func (res *results) write(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 
+	res.writeCPU(w, peers)
+
 	fmt.Fprintf(w, "\nAllocations per op (allocs/op, B/op):\n\n| benchmark | %s |", baseline)
 	for _, p := range peers {
 		fmt.Fprintf(w, " %s |", p)
@@ -268,6 +286,39 @@ func (res *results) write(w io.Writer) {
 	}
 
 	res.writeScaling(w)
+}
+
+// writeCPU prints the CPU time per op of every group that reports it.
+func (res *results) writeCPU(w io.Writer, peers []string) {
+	var groups []string
+	for _, g := range res.groups {
+		if _, ok := res.median(g, baseline, cpuUnit); ok {
+			groups = append(groups, g)
+		}
+	}
+	if len(groups) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nCPU time per op (%s; less distorted than ns/op when the machine is busy):\n\n| benchmark | %s |", cpuUnit, baseline)
+	for _, p := range peers {
+		fmt.Fprintf(w, " %s | ours vs %s |", p, p)
+	}
+	fmt.Fprintf(w, "\n|---|---:|")
+	for range peers {
+		fmt.Fprintf(w, "---:|---:|")
+	}
+	fmt.Fprintln(w)
+	for _, g := range groups {
+		fmt.Fprintf(w, "| %s | %s |", g, res.cell(g, baseline, cpuUnit))
+		for _, p := range peers {
+			x := "–"
+			if v, ok := res.betterIn(g, p, cpuUnit, false); ok {
+				x = fmt.Sprintf("**%.1f×**", v)
+			}
+			fmt.Fprintf(w, " %s | %s |", res.cell(g, p, cpuUnit), x)
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // writeScaling prints, for every pair of groups Name/<n1> and Name/<n2>,
@@ -319,7 +370,7 @@ func (res *results) cell(group, impl, unit string) string {
 	if !ok {
 		return "–"
 	}
-	if unit == "ns/op" {
+	if unit == "ns/op" || unit == cpuUnit {
 		return duration(v)
 	}
 	return num(v)
