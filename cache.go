@@ -212,7 +212,7 @@ type site struct {
 	mu     sync.Mutex
 	flight *flight // guarded by mu: the load in progress, or nil
 
-	pace pace // the origin's pace, when Transport.Pacer is nil
+	pace pace // the origin's pace, when Transport.Pacer is nil or fails
 }
 
 // flight is one load of a site's robots.txt. st is written once before done
@@ -421,7 +421,7 @@ func (t *Transport) obtain(ctx context.Context, s *site, prev *Entry, userAgent 
 	t.stats.fetched(r.access)
 	t.logFetch(ctx, s.origin, r, e)
 	if store != nil {
-		pctx, cancel := context.WithTimeout(ctx, t.cfg.fetchTimeout)
+		pctx, cancel := t.storeCtx(ctx)
 		if err := store.Put(pctx, s.origin, e); err != nil {
 			t.log(ctx, "robots: store put failed", "origin", s.origin, "err", err)
 		}
@@ -430,7 +430,18 @@ func (t *Transport) obtain(ctx context.Context, s *site, prev *Entry, userAgent 
 	return t.compileFetched(e, r), true
 }
 
+// storeTimeout bounds each call to a Store, so that a slow store delays a
+// load by little more than that before the Transport goes on without it.
+const storeTimeout = 2 * time.Second
+
+// storeCtx returns ctx bounded for one call to the Store.
+func (t *Transport) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, min(storeTimeout, t.cfg.fetchTimeout))
+}
+
 func (t *Transport) storeGet(ctx context.Context, origin string) *Entry {
+	ctx, cancel := t.storeCtx(ctx)
+	defer cancel()
 	e, err := t.cfg.store.Get(ctx, origin)
 	if err != nil {
 		t.log(ctx, "robots: store get failed", "origin", origin, "err", err)
@@ -446,12 +457,20 @@ func (t *Transport) storeGet(ctx context.Context, origin string) *Entry {
 func (t *Transport) lockOrWait(ctx context.Context, l Locker, origin string) (unlock func(), e *Entry) {
 	delay := 50 * time.Millisecond
 	for {
-		unlock, ok, err := l.TryLock(ctx, origin, t.cfg.fetchTimeout)
+		lctx, cancel := t.storeCtx(ctx)
+		unlock, ok, err := l.TryLock(lctx, origin, t.cfg.fetchTimeout)
+		cancel()
 		if err != nil {
 			t.log(ctx, "robots: store lock failed", "origin", origin, "err", err)
 			return nil, nil
 		}
 		if ok {
+			// The last holder may have put its entry and unlocked
+			// since this load looked: then there is nothing to fetch.
+			if e := t.storeGet(ctx, origin); e != nil && time.Now().Before(e.Expires) {
+				unlock()
+				return nil, e
+			}
 			return unlock, nil
 		}
 		timer := time.NewTimer(delay)

@@ -29,8 +29,9 @@ const (
 // crawlers.
 //
 // Origins are named as for a [Store]. A Pacer must be safe for concurrent use
-// by multiple goroutines. If it returns an error, the request is sent
-// without waiting, and the error is logged.
+// by multiple goroutines. If it returns an error, the Transport logs it and
+// paces the origin itself for that request, as if it had no Pacer; a request
+// whose context is done by then is not sent.
 type Pacer interface {
 	// Reserve takes origin's next turn for one request, turns being at
 	// least every apart, and returns how long the caller must wait for
@@ -89,8 +90,14 @@ func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration) 
 		var err error
 		wait, ok, err = p.Reserve(ctx, s.origin, every, maxWait)
 		if err != nil {
-			t.log(ctx, "robots: pacer failed", "origin", s.origin, "err", err)
-			return nil
+			if ctx.Err() != nil {
+				return fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
+			}
+			t.log(ctx, "robots: pacer failed; pacing in memory", "origin", s.origin, "err", err)
+			if dl, ok := ctx.Deadline(); ok {
+				maxWait = time.Until(dl)
+			}
+			wait, ok = t.reserve(s, every, maxWait)
 		}
 	} else {
 		wait, ok = t.reserve(s, every, maxWait)
@@ -155,10 +162,11 @@ func (t *Transport) tookTurn(ctx context.Context, s *site, every time.Duration) 
 		return
 	}
 	if p := t.cfg.pacer; p != nil {
-		if _, _, err := p.Reserve(ctx, s.origin, every, time.Duration(math.MaxInt64)); err != nil {
-			t.log(ctx, "robots: pacer failed", "origin", s.origin, "err", err)
+		_, _, err := p.Reserve(ctx, s.origin, every, time.Duration(math.MaxInt64))
+		if err == nil {
+			return
 		}
-		return
+		t.log(ctx, "robots: pacer failed; pacing in memory", "origin", s.origin, "err", err)
 	}
 	s.pace.mu.Lock()
 	defer s.pace.mu.Unlock()
@@ -179,10 +187,11 @@ func (t *Transport) pauseFor(ctx context.Context, s *site, resp *http.Response) 
 	d = min(d, t.cfg.maxRetryAfter)
 	t.stats.pauses.Add(1)
 	if p := t.cfg.pacer; p != nil {
-		if err := p.Pause(ctx, s.origin, time.Now().Add(d)); err != nil {
-			t.log(ctx, "robots: pacer failed", "origin", s.origin, "err", err)
+		err := p.Pause(ctx, s.origin, time.Now().Add(d))
+		if err == nil {
+			return
 		}
-		return
+		t.log(ctx, "robots: pacer failed; pacing in memory", "origin", s.origin, "err", err)
 	}
 	s.pace.mu.Lock()
 	defer s.pace.mu.Unlock()

@@ -89,9 +89,10 @@ type Entry struct {
 // not the scheme's default; the host is lower case and in IDNA ASCII form,
 // e.g. "https://example.com" or "http://[::1]:8080".
 //
-// A Store must be safe for concurrent use by multiple goroutines. Its errors
-// are not fatal: a Transport logs them and goes on as if the store were
-// empty.
+// A Store must be safe for concurrent use by multiple goroutines, and return
+// when its context is done: a Transport bounds each call by a short timeout
+// (2 seconds, or FetchTimeout if shorter). Its errors are not fatal: a
+// Transport logs them and goes on as if the store were empty.
 type Store interface {
 	// Get returns the entry of origin, or nil and a nil error if there is
 	// none. The caller does not modify the returned Entry.

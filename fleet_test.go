@@ -1,0 +1,142 @@
+package robots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/jarcoal/httpmock"
+)
+
+// stuckStore is a Store and Locker whose every call blocks until its
+// context is done, as a store on a server that stopped answering would.
+type stuckStore struct{}
+
+func (stuckStore) Get(ctx context.Context, _ string) (*Entry, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (stuckStore) Put(ctx context.Context, _ string, _ *Entry) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (stuckStore) TryLock(ctx context.Context, _ string, _ time.Duration) (func(), bool, error) {
+	<-ctx.Done()
+	return nil, false, ctx.Err()
+}
+
+// TestStuckStore checks that a store that does not answer delays a load by
+// a few short timeouts at most, not by the FetchTimeout, and changes no
+// verdict.
+func TestStuckStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n"))
+		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Store: stuckStore{}}}
+		start := time.Now()
+		wantRefused(t, client, "https://example.com/private")
+		// A Get, a TryLock and a Put.
+		if d := time.Since(start); d > 3*storeTimeout {
+			t.Errorf("a stuck store delayed the first request by %v, want at most %v", d, 3*storeTimeout)
+		}
+		wantAllowed(t, client, "https://example.com/page")
+		if n := calls(mock, exampleRobots); n != 1 {
+			t.Errorf("robots.txt fetched %d times, want 1", n)
+		}
+	})
+}
+
+// lateStore is a MemoryStore into which another user of the store puts a
+// fresh entry and releases the lock between this Transport's Get and its
+// TryLock, the first time.
+type lateStore struct {
+	MemoryStore
+	once sync.Once
+}
+
+func (s *lateStore) TryLock(ctx context.Context, origin string, ttl time.Duration) (func(), bool, error) {
+	s.once.Do(func() {
+		now := time.Now()
+		s.Put(ctx, origin, &Entry{Access: AccessSuccess, Body: []byte("User-agent: *\nDisallow: /other\n"),
+			FetchedAt: now, Expires: now.Add(time.Hour)})
+	})
+	return s.MemoryStore.TryLock(ctx, origin, ttl)
+}
+
+// TestStoreEntryPutBeforeLock checks that a Transport that takes the fetch
+// lock just after another holder put the entry and let it go uses that
+// entry instead of fetching again.
+func TestStoreEntryPutBeforeLock(t *testing.T) {
+	mock := newMock()
+	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n"))
+	store := &lateStore{}
+	client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Store: store}}
+	wantRefused(t, client, "https://example.com/other")
+	wantAllowed(t, client, "https://example.com/private")
+	if n := calls(mock, exampleRobots); n != 0 {
+		t.Errorf("robots.txt fetched %d times, want 0: the entry was in the store", n)
+	}
+	unlock, ok, _ := store.MemoryStore.TryLock(context.Background(), "https://example.com", time.Minute)
+	if !ok {
+		t.Fatal("the fetch lock was not released")
+	}
+	unlock()
+}
+
+// TestFailingPacerPacesInMemory checks that when the Pacer fails, the
+// Transport still spaces the requests to an origin by its crawl-delay.
+func TestFailingPacerPacesInMemory(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 3\n")
+		p := &fakePacer{err: errors.New("pacer down")}
+		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Pacer: p}}
+		for i := range 4 {
+			wantAllowed(t, client, fmt.Sprintf("https://example.com/page%d", i))
+		}
+		if g := a.minGap(); g < 3*time.Second {
+			t.Errorf("requests %v apart with a failing Pacer, want at least 3s (robots.txt included)", g)
+		}
+		if n := a.count(); n != 5 {
+			t.Errorf("%d arrivals, want 5", n)
+		}
+	})
+}
+
+// ctxPacer is a Pacer that waits for its context to be done, if it can be.
+type ctxPacer struct{}
+
+func (ctxPacer) Reserve(ctx context.Context, _ string, _, _ time.Duration) (time.Duration, bool, error) {
+	if ctx.Done() == nil {
+		return 0, true, nil
+	}
+	<-ctx.Done()
+	return 0, false, ctx.Err()
+}
+
+func (ctxPacer) Pause(context.Context, string, time.Time) error { return nil }
+
+// TestPacerErrorAfterContextDone checks that a request whose context ends
+// while the Pacer waits is not sent.
+func TestPacerErrorAfterContextDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nCrawl-delay: 3\n"))
+		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Pacer: ctxPacer{}}}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := getCtx(ctx, client, "https://example.com/page"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err = %v, want context.DeadlineExceeded", err)
+		}
+		if n := calls(mock, "https://example.com/page"); n != 0 {
+			t.Errorf("page sent %d times after its context ended, want 0", n)
+		}
+	})
+}
