@@ -34,6 +34,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/f9014239/robots"
@@ -111,6 +112,9 @@ type Store struct {
 	cfg  config
 
 	outage atomic.Pointer[outage] // the last failure, or nil after a success
+
+	limOnce sync.Once
+	lim     *redis_rate.Limiter // set once, by limiter
 }
 
 var (
@@ -170,8 +174,9 @@ func (s *Store) init() {
 var errNoClient = errors.New("redisstore: Store has no client; use New")
 
 // do runs the Redis command cmd with a context bounded by Timeout, unless
-// the Store is in its Cooldown. A failure that is not the caller's (ctx is
-// not done) starts the Cooldown.
+// the Store is in its Cooldown. A failure to get an answer from Redis that is
+// not the caller's (ctx is not done) starts the Cooldown; an error reply
+// does not, since it comes back as fast as any.
 func (s *Store) do(ctx context.Context, op string, cmd func(ctx context.Context) error) error {
 	s.once.Do(s.init)
 	if s.client == nil {
@@ -183,12 +188,17 @@ func (s *Store) do(ctx context.Context, op string, cmd func(ctx context.Context)
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	err := cmd(cctx)
 	cancel()
+	var reply redis.Error
 	switch {
-	case err == nil || errors.Is(err, redis.Nil):
+	case err == nil || errors.Is(err, redis.Nil) || errors.As(err, &reply):
+		// Redis answered, if only with an error.
 		if o := s.outage.Load(); o != nil && s.outage.CompareAndSwap(o, nil) {
 			s.log(ctx, slog.LevelInfo, "redisstore: redis is back", "down_since", o.at)
 		}
-		return err
+		if err == nil || errors.Is(err, redis.Nil) {
+			return err
+		}
+		return fmt.Errorf("redisstore: %s: %w", op, err)
 	case ctx.Err() != nil:
 		return fmt.Errorf("redisstore: %s: %w", op, err)
 	}
