@@ -85,12 +85,12 @@ func newProcess(t testing.TB, addr, prefix string, logger *slog.Logger) *process
 	store := New(newClient(t, addr))
 	store.Prefix = prefix
 	store.Logger = logger
-	tr := &robots.Transport{Base: base, Agent: "FleetBot", Store: store, Logger: logger}
+	tr := &robots.Transport{Base: base, Agent: "FleetBot", Store: store, Pacer: store, Logger: logger}
 	return &process{store: store, tr: tr, client: &http.Client{Transport: tr}}
 }
 
 // site is a loopback web site that counts its robots.txt fetches and
-// records when its other pages were requested.
+// records when each request, robots.txt included, arrived.
 type site struct {
 	*httptest.Server
 	robots  atomic.Pointer[string]
@@ -98,13 +98,16 @@ type site struct {
 	onFetch func() // if non-nil, called in each robots.txt fetch
 
 	mu       sync.Mutex
-	arrivals []time.Time // guarded by mu
+	arrivals []time.Time // guarded by mu: every request's, robots.txt included
 }
 
 func newSite(t testing.TB, robotsTxt string) *site {
 	s := &site{}
 	s.robots.Store(&robotsTxt)
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.arrivals = append(s.arrivals, time.Now())
+		s.mu.Unlock()
 		if r.URL.Path == "/robots.txt" {
 			s.fetches.Add(1)
 			if s.onFetch != nil {
@@ -113,9 +116,6 @@ func newSite(t testing.TB, robotsTxt string) *site {
 			io.WriteString(w, *s.robots.Load())
 			return
 		}
-		s.mu.Lock()
-		s.arrivals = append(s.arrivals, time.Now())
-		s.mu.Unlock()
 		io.WriteString(w, "page")
 	}))
 	t.Cleanup(s.Close)

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"slices"
@@ -174,5 +175,44 @@ func TestUnreadablePace(t *testing.T) {
 	}
 	if s.outage.Load() != nil {
 		t.Errorf("an unreadable value started the cooldown")
+	}
+}
+
+// TestFleetCrawlDelay has several Transports, each with its own in-memory
+// pace, send requests to one origin at once: the origin receives them
+// spaced by its crawl-delay, robots.txt included.
+func TestFleetCrawlDelay(t *testing.T) {
+	addr := redisAddr(t)
+	prefix := testPrefix(t, addr)
+	s := newSite(t, "User-agent: *\nCrawl-delay: 1\nDisallow: /private\n")
+	fleet := []*process{newProcess(t, addr, prefix, nil), newProcess(t, addr, prefix, nil), newProcess(t, addr, prefix, nil)}
+	var wg sync.WaitGroup
+	for i := range 4 {
+		p := fleet[i%len(fleet)]
+		wg.Go(func() {
+			if err := get(context.Background(), p.client, fmt.Sprintf("%s/page%d", s.URL, i)); err != nil {
+				t.Errorf("GET page%d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	arrived := s.arrived()
+	if len(arrived) != 5 {
+		t.Fatalf("%d requests arrived, want robots.txt and 4 pages", len(arrived))
+	}
+	checkSpacing(t, arrived, time.Second)
+
+	// A request that cannot have its turn before its deadline fails at
+	// once, and is not sent.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, _, err := fleet[0].store.Reserve(context.Background(), s.origin(), time.Second, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := get(ctx, fleet[1].client, s.URL+"/late"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("GET with a turn past its deadline: %v, want context.DeadlineExceeded", err)
+	}
+	if n := len(s.arrived()); n != 5 {
+		t.Errorf("%d requests arrived, want the late one not sent", n)
 	}
 }

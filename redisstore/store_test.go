@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -271,6 +272,15 @@ func testRedisFailure(t *testing.T, addr string) {
 	if n := log.count(slog.LevelWarn, "robots: store"); n == 0 {
 		t.Errorf("the Transport logged no store error")
 	}
+	// The Transport paces the origin itself.
+	paced := newSite(t, "User-agent: *\nCrawl-delay: 1\n")
+	for i := range 3 {
+		if err := get(context.Background(), p.client, fmt.Sprintf("%s/page%d", paced.URL, i)); err != nil {
+			t.Errorf("GET page%d: %v", i, err)
+		}
+	}
+	checkSpacing(t, paced.arrived(), time.Second)
+
 	// In the Cooldown, the Store answers at once without trying Redis.
 	if _, err := p.store.Get(context.Background(), sites[0].origin()); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Get during the cooldown: %v, want ErrUnavailable", err)
