@@ -10,7 +10,8 @@ import (
 )
 
 // Each process of a fleet gives its Transport a Store on the same Redis:
-// between them, they fetch each robots.txt once per lifetime.
+// between them, they fetch each robots.txt once per lifetime, and send the
+// requests to each origin one per crawl-delay.
 func Example() {
 	rdb := redis.NewClient(&redis.Options{
 		Addr:                  "127.0.0.1:6379",
@@ -18,8 +19,9 @@ func Example() {
 	})
 	defer rdb.Close()
 
+	store := redisstore.New(rdb)
 	t := robots.NewTransport(nil, "ExampleBot")
-	t.Store = redisstore.New(rdb)
+	t.Store, t.Pacer = store, store
 	client := &http.Client{Transport: t}
 	_ = client // crawl with client
 }

@@ -1,27 +1,34 @@
-// Package redisstore shares the robots.txt cache of a fleet of crawlers
-// through Redis, so that the processes of one crawl fetch each robots.txt
-// once between them.
+// Package redisstore shares the robots.txt cache and the crawl-delay pace of
+// a fleet of crawlers through Redis, so that the processes of one crawl fetch
+// each robots.txt once between them, and space their requests to each origin
+// by its crawl-delay between them.
 //
-// A [Store] is a [robots.Store] and a [robots.Locker]. Give each process's
-// [robots.Transport] a Store on the same Redis:
+// A [Store] is a [robots.Store], a [robots.Locker] and a [robots.Pacer]. Give
+// each process's [robots.Transport] a Store on the same Redis:
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
+//	store := redisstore.New(rdb)
 //	t := robots.NewTransport(nil, "ExampleBot")
-//	t.Store = redisstore.New(rdb)
+//	t.Store, t.Pacer = store, store
 //
 // Each Transport keeps its own in-memory cache in front of the Store, so a
-// request reaches Redis only when its origin is not cached in the process,
-// or its copy has expired. When several processes need the same origin at
-// once, the first takes a lock in Redis (SET NX PX) and fetches; the others
-// poll Redis for the entry it puts. A lock whose holder dies expires after
-// the Transport's FetchTimeout, and another process takes it.
+// request reaches Redis for robots.txt only when its origin is not cached in
+// the process, or its copy has expired. When several processes need the same
+// origin at once, the first takes a lock in Redis (SET NX PX) and fetches;
+// the others poll Redis for the entry it puts. A lock whose holder dies
+// expires after the Transport's FetchTimeout, and another process takes it.
+//
+// As a Pacer, a Store is asked for every request: it keeps each origin's
+// turns with GCRA (github.com/go-redis/redis_rate), one request per
+// crawl-delay across the fleet, and the pauses that Retry-After headers ask
+// for.
 //
 // When Redis is down or slow, a Store fails fast: each command is bounded by
 // Timeout, and after a failure the Store does not try Redis again for
-// Cooldown. The Transports log the errors and go on as if the Store were
-// empty: each fetches robots.txt for itself, and every verdict is still
-// right. A value in Redis that the Store cannot read is logged, ignored and
-// overwritten by the next fetch.
+// Cooldown. The Transports log the errors and go on as if they had no Store
+// and no Pacer: each fetches robots.txt and paces origins for itself, and
+// every verdict is still right. A value in Redis that the Store cannot read
+// is logged, ignored and overwritten.
 package redisstore
 
 import (
@@ -68,8 +75,10 @@ const (
 // without trying Redis, during the Cooldown that follows a failed command.
 var ErrUnavailable = errors.New("redisstore: redis unavailable")
 
-// Store is a [robots.Store] and [robots.Locker] on Redis. Entries are kept
-// under Prefix+"entry:"+origin, fetch locks under Prefix+"lock:"+origin.
+// Store is a [robots.Store], [robots.Locker] and [robots.Pacer] on Redis.
+// Entries are kept under Prefix+"entry:"+origin, fetch locks under
+// Prefix+"lock:"+origin, pauses under Prefix+"pause:"+origin, and turns
+// under "rate:"+Prefix+"pace:"+origin (redis_rate's own prefix first).
 //
 // A Store's fields must not be modified after its first use. Store is safe
 // for concurrent use by multiple goroutines.
