@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -97,15 +99,26 @@ func TestFailingPacerPacesInMemory(t *testing.T) {
 		mock := newMock()
 		a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 3\n")
 		p := &fakePacer{err: errors.New("pacer down")}
-		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Pacer: p}}
+		var log strings.Builder
+		logger := slog.New(slog.NewTextHandler(&log, nil))
+		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Pacer: p, Logger: logger}}
 		for i := range 4 {
 			wantAllowed(t, client, fmt.Sprintf("https://example.com/page%d", i))
+		}
+		// Once a minute at most, not once a request.
+		if n := strings.Count(log.String(), "pacer failed"); n != 1 {
+			t.Errorf("%d records of the Pacer failing in 4 requests, want 1:\n%s", n, log.String())
+		}
+		time.Sleep(time.Minute)
+		wantAllowed(t, client, "https://example.com/page4")
+		if n := strings.Count(log.String(), "pacer failed"); n != 2 {
+			t.Errorf("%d records of the Pacer failing, want 2 after a minute", n)
 		}
 		if g := a.minGap(); g < 3*time.Second {
 			t.Errorf("requests %v apart with a failing Pacer, want at least 3s (robots.txt included)", g)
 		}
-		if n := a.count(); n != 5 {
-			t.Errorf("%d arrivals, want 5", n)
+		if n := a.count(); n != 6 {
+			t.Errorf("%d arrivals, want 6", n)
 		}
 	})
 }

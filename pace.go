@@ -93,7 +93,7 @@ func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration) 
 			if ctx.Err() != nil {
 				return fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
 			}
-			t.log(ctx, "robots: pacer failed; pacing in memory", "origin", s.origin, "err", err)
+			t.pacerFailed(ctx, s.origin, err)
 			if dl, ok := ctx.Deadline(); ok {
 				maxWait = time.Until(dl)
 			}
@@ -166,7 +166,7 @@ func (t *Transport) tookTurn(ctx context.Context, s *site, every time.Duration) 
 		if err == nil {
 			return
 		}
-		t.log(ctx, "robots: pacer failed; pacing in memory", "origin", s.origin, "err", err)
+		t.pacerFailed(ctx, s.origin, err)
 	}
 	s.pace.mu.Lock()
 	defer s.pace.mu.Unlock()
@@ -191,11 +191,26 @@ func (t *Transport) pauseFor(ctx context.Context, s *site, resp *http.Response) 
 		if err == nil {
 			return
 		}
-		t.log(ctx, "robots: pacer failed; pacing in memory", "origin", s.origin, "err", err)
+		t.pacerFailed(ctx, s.origin, err)
 	}
 	s.pace.mu.Lock()
 	defer s.pace.mu.Unlock()
 	if until := int64(t.now() + d); until > s.pace.pausedUntil.Load() {
 		s.pace.pausedUntil.Store(until)
 	}
+}
+
+// pacerLogInterval is the least time between two records of Pacer failures:
+// a Pacer is asked for every request, and when it fails, it fails for each.
+const pacerLogInterval = time.Minute
+
+// pacerFailed logs that the Pacer failed for origin, unless a failure was
+// logged in the last pacerLogInterval.
+func (t *Transport) pacerFailed(ctx context.Context, origin string, err error) {
+	now := time.Now().UnixNano()
+	last := t.pacerLogged.Load()
+	if last != 0 && now-last < int64(pacerLogInterval) || !t.pacerLogged.CompareAndSwap(last, now) {
+		return
+	}
+	t.log(ctx, "robots: pacer failed; pacing in memory", "origin", origin, "err", err)
 }

@@ -196,6 +196,8 @@ type Transport struct {
 	cache *cache    // set once
 	stats stats
 	ua    atomic.Pointer[uaToken] // the last User-Agent header → token derivation
+
+	pacerLogged atomic.Int64 // when a Pacer failure was last logged, in Unix ns; 0 if never
 }
 
 var _ http.RoundTripper = (*Transport)(nil)

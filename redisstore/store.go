@@ -89,7 +89,8 @@ type Store struct {
 
 	// Timeout bounds each Redis command. If zero, DefaultTimeout is used.
 	// The client must be created with ContextTimeoutEnabled for a Timeout
-	// shorter than its ReadTimeout and WriteTimeout to take effect.
+	// shorter than its ReadTimeout and WriteTimeout to take effect. A
+	// Transport bounds each call to its Store by 2 seconds in any case.
 	Timeout time.Duration
 
 	// Cooldown is how long the Store leaves Redis alone after a command
