@@ -53,7 +53,7 @@ func FuzzParse(f *testing.F) {
 		if !r.Allowed(agent, "/robots.txt") || !r.Allowed(agent, "https://example.com/robots.txt") {
 			t.Fatalf("/robots.txt disallowed")
 		}
-		p := string(appendNormURL(nil, pathQuery(url)))
+		p := normalPath(url, nil)
 		if got, want := g.find(p), bruteFind(g, p); got != want && p != "/robots.txt" {
 			t.Fatalf("find(%q) = %d want %d", p, got, want)
 		}

@@ -428,21 +428,12 @@ func matchWild(rest, s string) bool {
 
 // decide returns the index of the rule that decides url, or -1.
 func (g *Group) decide(url string) int {
-	p := pathQuery(url)
-	if urlIsNormal(p) {
-		if p == "/robots.txt" {
-			return -1
-		}
-		return g.find(p)
-	}
-	// Normalise into a buffer on the stack; find does not retain it.
-	var buf [512]byte
-	b := appendNormURL(buf[:0], p)
-	s := unsafe.String(unsafe.SliceData(b), len(b))
-	if s == "/robots.txt" {
+	var buf [512]byte // on the stack: find does not retain p
+	p := normalPath(url, buf[:0])
+	if p == "/robots.txt" {
 		return -1
 	}
-	return g.find(s)
+	return g.find(p)
 }
 
 // Allowed reports whether url may be fetched under g. url is an absolute URL
@@ -480,31 +471,49 @@ func (g *Group) Match(url string) Match {
 // several groups are combined, the largest delay is returned.
 func (g *Group) CrawlDelay() (time.Duration, bool) { return g.delay, g.hasDelay }
 
-// pathQuery returns the path and query of url, which is an absolute URL, a
-// network-path reference ("//host/path") or a path.
-func pathQuery(url string) string {
-	if i := strings.IndexByte(url, '#'); i >= 0 {
-		url = url[:i]
+// normalPath returns the normalised path and query of url: url's own bytes
+// when they need no change, else a string made of buf with the normalised
+// bytes appended.
+func normalPath(url string, buf []byte) string {
+	p, normal := pathQuery(url)
+	if normal {
+		return p
 	}
+	if p == "" || p[0] == '?' {
+		buf = append(buf, '/') // an empty path is "/"
+	}
+	buf = appendNormURL(buf, p)
+	return unsafe.String(unsafe.SliceData(buf), len(buf))
+}
+
+// pathQuery returns the path and query of url, which is an absolute URL, a
+// network-path reference ("//host/path") or a path, and reports whether
+// they are their own normalised form. It does not add the "/" that an empty
+// path stands for, and reports such a path as not normal.
+func pathQuery(url string) (p string, normal bool) {
 	if n := schemeLen(url); n > 0 {
 		url = url[n:] // after "scheme:"
 	}
 	if strings.HasPrefix(url, "//") {
 		i := 2
-		for i < len(url) && url[i] != '/' && url[i] != '?' {
+		for i < len(url) && url[i] != '/' && url[i] != '?' && url[i] != '#' {
 			i++
 		}
-		url = url[i:] // the authority ends at the path or query
+		url = url[i:] // the authority ends at the path, query or fragment
 	}
-	if url == "" {
-		return "/"
+	// One pass finds the fragment and whether any byte needs normalising.
+	normal = true
+	for i := 0; i < len(url); i++ {
+		switch byteClass[url[i]] {
+		case classKeep, classUnreserved:
+		case classHash:
+			url = url[:i]
+			return url, normal && url != "" && url[0] != '?'
+		default:
+			normal = false
+		}
 	}
-	if url[0] == '?' {
-		// An empty path with a query. This concatenation allocates, but
-		// only for this rare form.
-		return "/" + url
-	}
-	return url
+	return url, normal && url != "" && url[0] != '?'
 }
 
 // schemeLen returns the length of the "scheme:" at the start of url, or 0.
@@ -531,18 +540,16 @@ func schemeLen(url string) int {
 
 // keyFold8 is key8 of s with ASCII letters in lower case.
 func keyFold8(s string) uint64 {
-	var k uint64
-	for i := range 8 {
-		k <<= 8
-		if i < len(s) {
-			c := s[i]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			k |= uint64(c)
-		}
-	}
-	return k
+	k := key8(s)
+	// Add 0x20 to each byte in 'A'..'Z', eight at a time: a byte's high bit
+	// in ge is set when it is >= 'A', in gt when it is > 'Z'; bytes >= 0x80
+	// are left alone, and no sum carries into the next byte.
+	const ones = 0x0101010101010101
+	low7 := k & (0x7f * ones)
+	ge := low7 + (0x80-'A')*ones
+	gt := low7 + (0x7f-'Z')*ones
+	upper := ge &^ gt &^ k & (0x80 * ones)
+	return k | upper>>2
 }
 
 // compareFold compares the caller's agent with a lower-case token, ignoring

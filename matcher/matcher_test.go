@@ -110,8 +110,8 @@ func TestNormalization(t *testing.T) {
 		if got := string(appendNormRule(nil, []byte(c.in))); got != c.rule {
 			t.Errorf("rule %q normalises to %q want %q", c.in, got, c.rule)
 		}
-		if urlIsNormal(c.in) && c.in != c.url {
-			t.Errorf("urlIsNormal(%q) = true, but it normalises to %q", c.in, c.url)
+		if got := normalPath(c.in, nil); got != c.url {
+			t.Errorf("normalPath(%q) = %q want %q", c.in, got, c.url)
 		}
 	}
 	// And so, end to end:
@@ -160,10 +160,14 @@ func TestURLForms(t *testing.T) {
 		{"", "/"},
 		{"#top", "/"},
 		{"?q", "/?q"},
+		{"http://example.com#f?x", "/"},
+		{"http://example.com/a?b#c?d", "/a?b"},
+		{"/%7e/a b#f", "/~/a%20b"},
+		{"https://example.com?a*b", "/?a%2Ab"},
 	}
 	for _, c := range cases {
-		if got := pathQuery(c.url); got != c.want {
-			t.Errorf("pathQuery(%q) = %q want %q", c.url, got, c.want)
+		if got := normalPath(c.url, nil); got != c.want {
+			t.Errorf("normalPath(%q) = %q want %q", c.url, got, c.want)
 		}
 	}
 }
@@ -502,4 +506,26 @@ func TestConcurrentUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+func TestKeyFold8(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		for _, s := range []string{string(rune(0)) + "x", "ab", "abcdefgh", "AbCdEfGhIj"} {
+			s = strings.Replace(s, "b", string([]byte{byte(c)}), 1)
+			want := uint64(0)
+			for i := range 8 {
+				want <<= 8
+				if i < len(s) {
+					b := s[i]
+					if 'A' <= b && b <= 'Z' {
+						b += 'a' - 'A'
+					}
+					want |= uint64(b)
+				}
+			}
+			if got := keyFold8(s); got != want {
+				t.Fatalf("keyFold8(%q) = %#x want %#x", s, got, want)
+			}
+		}
+	}
 }

@@ -26,6 +26,7 @@ const (
 	classStar              // '*'
 	classDollar            // '$'
 	classUnreserved        // unreserved: a decoded "%XX" of it becomes the byte itself
+	classHash              // '#', which starts a URL's fragment
 )
 
 var byteClass = func() (t [256]uint8) {
@@ -44,6 +45,7 @@ var byteClass = func() (t [256]uint8) {
 	t['%'] = classPercent
 	t['*'] = classStar
 	t['$'] = classDollar
+	t['#'] = classHash // percent-encoded, if ever normalised
 	return t
 }()
 
@@ -60,18 +62,6 @@ func unhex(c byte) int {
 		return int(c-'A') + 10
 	}
 	return -1
-}
-
-// urlIsNormal reports whether the path s is its own normalised form, which
-// is the common case and lets matching skip the copy.
-func urlIsNormal(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := byteClass[s[i]]
-		if c != classKeep && c != classUnreserved {
-			return false
-		}
-	}
-	return true
 }
 
 // appendNormURL appends the normalised form of the URL path and query s.
