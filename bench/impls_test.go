@@ -27,9 +27,13 @@ type impl struct {
 	name string
 	// parseAll parses every input once and drops the results.
 	parseAll func(in *inputs)
-	// keep parses one body into what the implementation needs to answer
-	// queries later. The body passed in is not used afterwards by the
-	// caller.
+	// useAll parses every input once and asks it firstUse, dropping the
+	// results: the cost of putting a fresh file to use, whatever an
+	// implementation defers from parsing to its first query.
+	useAll func(in *inputs)
+	// keep parses one body, asks it firstUse, and returns what the
+	// implementation needs to answer queries later. The body passed in is
+	// not used afterwards by the caller.
 	keep func(body []byte) any
 	// loopQueries parses the inputs once, then answers qs round robin,
 	// one query per b.Loop iteration.
@@ -37,6 +41,10 @@ type impl struct {
 	// answers returns the verdict for each of qs.
 	answers func(in *inputs, qs []query) []bool
 }
+
+// firstUse is the URL path of the first query asked of a freshly parsed
+// file, for each agent, by useAll and keep.
+const firstUse = "/"
 
 // inputs is a set of robots.txt bodies in the forms the implementations
 // take: bytes for ours and temoto, strings for grobotstxt.
@@ -76,7 +84,21 @@ var impls = []impl{
 				sinkOurs = matcher.Parse(body)
 			}
 		},
-		keep: func(body []byte) any { return matcher.Parse(body) },
+		useAll: func(in *inputs) {
+			for _, body := range in.bodies {
+				r := matcher.Parse(body)
+				for _, a := range agents {
+					sinkBool = r.Allowed(a, firstUse)
+				}
+			}
+		},
+		keep: func(body []byte) any {
+			r := matcher.Parse(body)
+			for _, a := range agents {
+				sinkBool = r.Allowed(a, firstUse)
+			}
+			return r
+		},
 		loopQueries: func(b *testing.B, in *inputs, qs []query) {
 			rs := parseOurs(in)
 			i := 0
@@ -106,8 +128,25 @@ var impls = []impl{
 				sinkTemoto, _ = robotstxt.FromBytes(body)
 			}
 		},
+		useAll: func(in *inputs) {
+			for _, body := range in.bodies {
+				r, err := robotstxt.FromBytes(body)
+				if err != nil {
+					continue
+				}
+				for _, a := range agents {
+					sinkBool = r.TestAgent(firstUse, a)
+				}
+			}
+		},
 		keep: func(body []byte) any {
-			r, _ := robotstxt.FromBytes(body)
+			r, err := robotstxt.FromBytes(body)
+			if err != nil {
+				return nil
+			}
+			for _, a := range agents {
+				sinkBool = r.TestAgent(firstUse, a)
+			}
 			return r
 		},
 		loopQueries: func(b *testing.B, in *inputs, qs []query) {
@@ -138,6 +177,14 @@ var impls = []impl{
 			var h nopHandler
 			for _, s := range in.strs {
 				grobotstxt.Parse(s, &h)
+			}
+		},
+		useAll: func(in *inputs) {
+			m := grobotstxt.NewRobotsMatcher()
+			for _, s := range in.strs {
+				for _, a := range agents {
+					sinkBool = m.AgentAllowed(s, a, firstUse)
+				}
 			}
 		},
 		keep: func(body []byte) any { return string(body) },

@@ -216,6 +216,7 @@ func atMost(group, unit string, limit float64) goal {
 
 var goals = []goal{
 	fasterThan("ParseCorpus", "temoto", 4),
+	fasterThan("UseCorpus", "temoto", 4),
 	fasterThan("QueryCorpus", "temoto", 10),
 	atMost("QueryCorpus", "allocs/op", 0),
 	fasterThan("QueryLargest", "temoto", 50),
