@@ -18,7 +18,7 @@ import (
 type Group struct {
 	arena string // normalised and as-written patterns, shared with the other groups of the file
 
-	once sync.Once // guards prepare, which writes rules' order, keys, entries and wild
+	once sync.Once // guards prepare, which writes rules' order, keys, entries, runs and wild
 
 	// rules are sorted best first (see better) when the group is small
 	// enough to be scanned, and in no particular order otherwise.
@@ -31,7 +31,8 @@ type Group struct {
 	// the parent chain of the greatest entry <= that path.
 	keys    []key16
 	entries []entry
-	wild    []wildRule // grouped by entry, best first
+	runs    []wildRun
+	wild    []wildRule // grouped by run
 
 	delay    time.Duration
 	hasDelay bool
@@ -79,25 +80,62 @@ type entry struct {
 	maxPrio uint32 // the highest priority of a rule here or at an ancestor
 	plain   int32  // the best rule whose pattern is exactly the prefix, or -1
 	exact   int32  // the best rule whose pattern is the prefix followed by '$', or -1
-	wildLo  uint32 // wild[wildLo:wildHi] are the rules with a '*' after the prefix
-	wildHi  uint32
+	runLo   uint32 // runs[runLo:runHi] hold the rules with a '*' after the prefix
+	runHi   uint32
 }
+
+// wildRun is a run of wildcard rules at one entry that all need the same
+// byte in a path: as its last byte (runTail), or anywhere (runHas), or
+// nothing (runAny). A path that lacks the byte skips the whole run.
+type wildRun struct {
+	lo, hi uint32 // wild[lo:hi], best first
+	kind   uint8
+	need   byte
+}
+
+// Kinds of wildRun.
+const (
+	runAny = iota
+	runTail
+	runHas
+)
 
 // wildRule is a rule with a wildcard, with what a path needs to match it.
 type wildRule struct {
 	bytes byteSet // every byte of the pattern's literal segments
 	rule  int32
-	tail  int16 // the byte the path must end with (anchored patterns), or -1
+}
+
+// urlByteRank ranks bytes by how common they are in URL paths, most common
+// first; bytes not listed are rarer still. A wildcard rule is filed under
+// its rarest byte, which most paths then lack.
+const urlByteRank = "/-.etaoinsrhldcumpfgwybvk_0123456789=?&%+xjqz"
+
+// rarity returns how rare c is in URL paths: the higher, the rarer.
+func rarity(c byte) int {
+	if i := strings.IndexByte(urlByteRank, c); i >= 0 {
+		return i
+	}
+	return len(urlByteRank)
 }
 
 // byteSet is a set of ASCII bytes. Normalised patterns and paths are ASCII.
 type byteSet [2]uint64
 
-func (s *byteSet) add(str string) {
+func (s *byteSet) add(c byte) {
+	c &= 127
+	s[c>>6] |= 1 << (c & 63)
+}
+
+func (s *byteSet) addString(str string) {
 	for i := 0; i < len(str); i++ {
-		c := str[i] & 127
-		s[c>>6] |= 1 << (c & 63)
+		s.add(str[i])
 	}
+}
+
+func (s *byteSet) has(c byte) bool {
+	c &= 127
+	return s[c>>6]&(1<<(c&63)) != 0
 }
 
 // subsetOf reports whether every byte of s is in t.
@@ -243,26 +281,40 @@ func (g *Group) prepare() {
 	g.entries = make([]entry, 0, nEntries)
 	g.keys = make([]key16, 0, nEntries)
 	g.wild = make([]wildRule, 0, nWild)
-	var stack []int32 // the parent chain of the last entry
+	g.runs = make([]wildRun, 0, nWild)
+	type pending struct {
+		kind uint8
+		need byte
+		w    wildRule
+	}
+	var wilds []pending // the wildcard rules of one entry
+	var stack []int32   // the parent chain of the last entry
 	for i := 0; i < len(rules); {
 		lit := arena[rules[i].pat : rules[i].pat+rules[i].lit]
 		e := entry{off: rules[i].pat, n: uint32(len(lit)), parent: -1, plain: -1, exact: -1}
-		e.wildLo = uint32(len(g.wild))
 		j := i
+		wilds = wilds[:0]
 		for ; j < len(rules) && arena[rules[j].pat:rules[j].pat+rules[j].lit] == lit; j++ {
 			r := &rules[j]
 			switch r.kind {
 			case kindWild:
-				w := wildRule{rule: int32(j), tail: -1}
+				p := pending{kind: runAny, w: wildRule{rule: int32(j)}}
 				rest := g.pattern(r)[r.lit:]
 				if strings.HasSuffix(rest, "$") {
 					rest = rest[:len(rest)-1]
 					if c := rest[len(rest)-1]; c != '*' {
-						w.tail = int16(c)
+						p.kind, p.need = runTail, c
 					}
 				}
-				w.bytes.add(strings.ReplaceAll(rest, "*", ""))
-				g.wild = append(g.wild, w)
+				for k := 0; k < len(rest); k++ {
+					if c := rest[k]; c != '*' {
+						p.w.bytes.add(c)
+						if p.kind != runTail && (p.kind == runAny || rarity(c) > rarity(p.need)) {
+							p.kind, p.need = runHas, c
+						}
+					}
+				}
+				wilds = append(wilds, p)
 			case kindExact:
 				if e.exact < 0 {
 					e.exact = int32(j)
@@ -274,7 +326,22 @@ func (g *Group) prepare() {
 			}
 			e.maxPrio = max(e.maxPrio, r.n)
 		}
-		e.wildHi = uint32(len(g.wild))
+		// Group the wildcard rules into runs, keeping each run best first.
+		slices.SortStableFunc(wilds, func(a, b pending) int {
+			if a.kind != b.kind {
+				return cmp.Compare(a.kind, b.kind)
+			}
+			return cmp.Compare(a.need, b.need)
+		})
+		e.runLo = uint32(len(g.runs))
+		for k, p := range wilds {
+			if k == 0 || p.kind != wilds[k-1].kind || p.need != wilds[k-1].need {
+				g.runs = append(g.runs, wildRun{lo: uint32(len(g.wild)), kind: p.kind, need: p.need})
+			}
+			g.wild = append(g.wild, p.w)
+			g.runs[len(g.runs)-1].hi = uint32(len(g.wild))
+		}
+		e.runHi = uint32(len(g.runs))
 		for len(stack) > 0 && !strings.HasPrefix(lit, g.literal(&g.entries[stack[len(stack)-1]])) {
 			stack = stack[:len(stack)-1]
 		}
@@ -286,6 +353,9 @@ func (g *Group) prepare() {
 		g.entries = append(g.entries, e)
 		g.keys = append(g.keys, makeKey16(lit))
 		i = j
+	}
+	if len(g.runs) < cap(g.runs)/2 {
+		g.runs = slices.Clone(g.runs)
 	}
 }
 
@@ -337,22 +407,27 @@ func (g *Group) find(p string) int {
 		if e.exact >= 0 && int(e.n) == len(p) && (bestRule == nil || better(&g.rules[e.exact], bestRule)) {
 			best, bestRule = e.exact, &g.rules[e.exact]
 		}
-		for k := e.wildLo; k < e.wildHi; k++ {
-			w := &g.wild[k]
-			r := &g.rules[w.rule]
-			if bestRule != nil && !better(r, bestRule) {
-				break // the rest are worse still
-			}
-			if w.tail >= 0 && (len(p) == 0 || int16(p[len(p)-1]) != w.tail) {
-				continue
-			}
+		for k := e.runLo; k < e.runHi; k++ {
+			run := &g.runs[k]
 			if !haveBytes {
-				pathBytes.add(p)
+				pathBytes.addString(p)
 				haveBytes = true
 			}
-			if w.bytes.subsetOf(&pathBytes) && matchWild(g.pattern(r)[e.n:], p[e.n:]) {
-				best, bestRule = w.rule, r
-				break
+			switch {
+			case run.kind == runTail && (len(p) == 0 || p[len(p)-1] != run.need),
+				run.kind == runHas && !pathBytes.has(run.need):
+				continue // the path lacks the byte all the run's rules need
+			}
+			for k := run.lo; k < run.hi; k++ {
+				w := &g.wild[k]
+				r := &g.rules[w.rule]
+				if bestRule != nil && !better(r, bestRule) {
+					break // the rest of the run are worse still
+				}
+				if w.bytes.subsetOf(&pathBytes) && matchWild(g.pattern(r)[e.n:], p[e.n:]) {
+					best, bestRule = w.rule, r
+					break
+				}
 			}
 		}
 		i = e.parent
@@ -501,20 +576,28 @@ func pathQuery(url string) (p string, normal bool) {
 		}
 		url = url[i:] // the authority ends at the path, query or fragment
 	}
-	// One pass finds the fragment and whether any byte needs normalising.
+	// Find the fragment and whether any byte needs normalising.
+	i := 0
+	for i < len(url) && plainByte[url[i]] {
+		i++
+	}
 	normal = true
-	for i := 0; i < len(url); i++ {
-		switch byteClass[url[i]] {
-		case classKeep, classUnreserved:
-		case classHash:
-			url = url[:i]
-			return url, normal && url != "" && url[0] != '?'
-		default:
-			normal = false
+	if i < len(url) {
+		normal = url[i] == '#'
+		if j := strings.IndexByte(url[i:], '#'); j >= 0 {
+			url = url[:i+j]
 		}
 	}
 	return url, normal && url != "" && url[0] != '?'
 }
+
+// plainByte marks the bytes that normalisation leaves as they are.
+var plainByte = func() (t [256]bool) {
+	for c := range t {
+		t[c] = byteClass[c] == classKeep || byteClass[c] == classUnreserved
+	}
+	return t
+}()
 
 // schemeLen returns the length of the "scheme:" at the start of url, or 0.
 func schemeLen(url string) int {
