@@ -182,3 +182,27 @@ func TestReadCorpus(t *testing.T) {
 		t.Errorf("readCorpus with a listed file missing: %v, want an error that is not fs.ErrNotExist", err)
 	}
 }
+
+// TestOursAllocs checks the goal that a query with an ASCII URL allocates
+// nothing in ours, over the corpus queries. Each query is asked once
+// before it is counted: ours builds a group's index on the group's first
+// query, once.
+func TestOursAllocs(t *testing.T) {
+	cs := needCorpusSet(t)
+	rs := parseOurs(cs.in)
+	bad := 0
+	for _, q := range cs.qs {
+		if testing.Short() && q.file%10 != 0 {
+			continue
+		}
+		r := rs[q.file]
+		if n := testing.AllocsPerRun(1, func() { sinkBool = r.Allowed(q.agent, q.url) }); n != 0 {
+			if bad++; bad <= examplesPerKind {
+				t.Errorf("Allowed(%q, %q) on %s: %v allocations", q.agent, q.url, needCorpus(t)[q.file].name, n)
+			}
+		}
+	}
+	if bad > examplesPerKind {
+		t.Errorf("... %d queries in all allocate", bad)
+	}
+}
