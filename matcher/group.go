@@ -219,9 +219,9 @@ func (k key16) commonPrefix(o key16) uint32 {
 	return 8 + uint32(bits.LeadingZeros64(k.lo^o.lo)/8)
 }
 
-// newGroup makes a group of rules, which it may reorder.
-func newGroup(arena string, rules []rule, delay time.Duration, hasDelay bool) *Group {
-	return &Group{arena: arena, rules: rules, delay: delay, hasDelay: hasDelay}
+// init makes g a group of rules, which it may reorder.
+func (g *Group) init(arena string, rules []rule, delay time.Duration, hasDelay bool) {
+	g.arena, g.rules, g.delay, g.hasDelay = arena, rules, delay, hasDelay
 }
 
 // prepare sorts a small group's rules, or indexes a large group's. It runs
@@ -368,14 +368,22 @@ func (g *Group) find(p string) int {
 	}
 	// The greatest entry <= p.
 	pk := makeKey16(p)
-	lo, hi := 0, len(g.keys)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if c := g.keys[m].compare(pk); c < 0 || c == 0 && (g.entries[m].n <= 16 || g.literal(&g.entries[m]) <= p) {
-			lo = m + 1
-		} else {
-			hi = m
+	lo, n := 0, len(g.keys)
+	for n > 0 {
+		half := n >> 1
+		m := lo + half
+		k := &g.keys[m]
+		le := k.hi < pk.hi
+		if k.hi == pk.hi {
+			le = k.lo < pk.lo || k.lo == pk.lo && (g.entries[m].n <= 16 || g.literal(&g.entries[m]) <= p)
 		}
+		// Written so that the compiler can use conditional moves.
+		next := half
+		if le {
+			lo = m + 1
+			next = n - half - 1
+		}
+		n = next
 	}
 	i := int32(lo - 1)
 	if i < 0 {
@@ -503,12 +511,31 @@ func matchWild(rest, s string) bool {
 
 // decide returns the index of the rule that decides url, or -1.
 func (g *Group) decide(url string) int {
-	var buf [512]byte // on the stack: find does not retain p
-	p := normalPath(url, buf[:0])
+	p, normal := pathQuery(url)
+	if !normal {
+		return g.decideNormalized(p)
+	}
 	if p == "/robots.txt" {
 		return -1
 	}
 	return g.find(p)
+}
+
+// decideNormalized is decide for a path and query p that need normalising.
+// It is a function of its own so that only such paths pay for zeroing the
+// buffer.
+func (g *Group) decideNormalized(p string) int {
+	var buf [512]byte // on the stack: find does not retain the path
+	b := buf[:0]
+	if p == "" || p[0] == '?' {
+		b = append(b, '/') // an empty path is "/"
+	}
+	b = appendNormURL(b, p)
+	s := unsafe.String(unsafe.SliceData(b), len(b))
+	if s == "/robots.txt" {
+		return -1
+	}
+	return g.find(s)
 }
 
 // Allowed reports whether url may be fetched under g. url is an absolute URL

@@ -142,7 +142,7 @@ func Parse(body []byte) *Robots {
 			}
 		}
 	}
-	r := build(string(arena), slices.Clone(rules), blocks, tokens, sitemaps)
+	r := build(arena, slices.Clone(rules), blocks, tokens, sitemaps)
 	if cap(arena) <= maxScratch && cap(rules) <= maxScratch/16 {
 		sc.blocks, sc.tokens, sc.rules, sc.arena = blocks, tokens, rules, arena
 		scratchPool.Put(sc)
@@ -171,7 +171,9 @@ type tokenBlock struct {
 }
 
 // build combines the blocks that name each token into one Group each.
-func build(arena string, rules []rule, blocks []block, tokens []tokenBlock, sitemaps []string) *Robots {
+// arena holds the normalised patterns; build adds the tokens to it, so that
+// all of a file's strings lie together in memory.
+func build(arena []byte, rules []rule, blocks []block, tokens []tokenBlock, sitemaps []string) *Robots {
 	r := &Robots{sitemaps: sitemaps}
 	if len(tokens) == 0 {
 		return r
@@ -182,9 +184,35 @@ func build(arena string, rules []rule, blocks []block, tokens []tokenBlock, site
 		}
 		return a.block - b.block
 	})
+	// One agent per distinct token other than "*", its token in the arena.
+	type span struct{ off, n int }
+	var spans []span
+	for i, t := range tokens {
+		if (i == 0 || t.token != tokens[i-1].token) && t.token != "*" {
+			spans = append(spans, span{len(arena), len(t.token)})
+			arena = append(arena, t.token...)
+		}
+	}
+	all := string(arena)
+	r.agents = make([]agentGroup, 0, len(spans))
+	for _, s := range spans {
+		tok := all[s.off : s.off+s.n]
+		r.agents = append(r.agents, agentGroup{key: keyFold8(tok), token: tok})
+	}
+
 	single := make([]*Group, len(blocks)) // groups of one block, shared by the tokens that name only it
 	var multi map[string]*Group           // groups of several blocks, by their block numbers
+	// The groups live side by side in one array, which never grows: there
+	// are at most as many as distinct tokens.
+	groups := make([]Group, 0, len(spans)+1)
+	newGroup := func(rules []rule, delay time.Duration, hasDelay bool) *Group {
+		groups = groups[:len(groups)+1]
+		g := &groups[len(groups)-1]
+		g.init(all, rules, delay, hasDelay)
+		return g
+	}
 	var ids []int
+	agent := 0
 	for i := 0; i < len(tokens); {
 		tok := tokens[i].token
 		ids = ids[:0]
@@ -197,7 +225,7 @@ func build(arena string, rules []rule, blocks []block, tokens []tokenBlock, site
 		if len(ids) == 1 {
 			b := &blocks[ids[0]]
 			if g = single[ids[0]]; g == nil {
-				g = newGroup(arena, rules[b.rulesLo:b.rulesHi:b.rulesHi], b.delay, b.hasDelay)
+				g = newGroup(rules[b.rulesLo:b.rulesHi:b.rulesHi], b.delay, b.hasDelay)
 				single[ids[0]] = g
 			}
 		} else {
@@ -217,7 +245,7 @@ func build(arena string, rules []rule, blocks []block, tokens []tokenBlock, site
 						delay, hasDelay = b.delay, true
 					}
 				}
-				g = newGroup(arena, rs, delay, hasDelay)
+				g = newGroup(rs, delay, hasDelay)
 				if multi == nil {
 					multi = make(map[string]*Group)
 				}
@@ -227,25 +255,10 @@ func build(arena string, rules []rule, blocks []block, tokens []tokenBlock, site
 		if tok == "*" {
 			r.star = g
 		} else {
-			r.agents = append(r.agents, agentGroup{token: tok, group: g})
+			r.agents[agent].group = g
+			agent++
 		}
 	}
-	// Keep the tokens side by side in memory, for the binary search.
-	n := 0
-	for _, a := range r.agents {
-		n += len(a.token)
-	}
-	all := make([]byte, 0, n)
-	for _, a := range r.agents {
-		all = append(all, a.token...)
-	}
-	s := string(all)
-	for i := range r.agents {
-		a := &r.agents[i]
-		a.token, s = s[:len(a.token)], s[len(a.token):]
-		a.key = keyFold8(a.token)
-	}
-	r.agents = slices.Clip(r.agents)
 	return r
 }
 
