@@ -49,6 +49,11 @@ func keyOf(u *url.URL) (originKey, error) {
 	if host == "" {
 		return originKey{}, errNoHost
 	}
+	if host[0] != '[' && strings.IndexByte(u.Hostname(), ':') >= 0 {
+		// A hand-built URL may hold such a host ("x::", hostname "x:"),
+		// which names no origin and would not key back to itself.
+		return originKey{}, fmt.Errorf("robots: invalid host %q", host)
+	}
 	// Elide the port if it is empty or the scheme's default. A colon
 	// inside IPv6 brackets is not a port separator.
 	if i := strings.LastIndexByte(host, ':'); i >= 0 && strings.IndexByte(host[i:], ']') < 0 {

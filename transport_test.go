@@ -471,6 +471,10 @@ func TestOriginKey(t *testing.T) {
 			t.Errorf("keyOf(%s) = %s, want an error", in, k)
 		}
 	}
+	// A URL built by hand may hold a host url.Parse would refuse.
+	if k, err := keyOf(&url.URL{Scheme: "http", Host: "x::", Path: "/"}); err == nil {
+		t.Errorf("keyOf(host x::) = %s, want an error", k)
+	}
 }
 
 func TestBodySizeLimit(t *testing.T) {
