@@ -3,6 +3,7 @@ package matcher
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"math/bits"
 	"slices"
 	"strings"
@@ -44,14 +45,23 @@ const linearMax = 16
 
 // rule is one allow or disallow line.
 type rule struct {
-	pat   uint32 // offset in arena of the normalised pattern
-	n     uint32 // its length, which is the rule's priority
-	raw   uint32 // offset in arena of the pattern as written; == pat when the same
-	rawN  uint32
-	line  uint32
-	lit   uint32 // length of the literal prefix: the pattern up to the first '*', or without a final '$'
-	allow bool
-	kind  uint8 // kindPlain, kindExact or kindWild
+	pat     uint32 // offset in arena of the normalised pattern
+	n       uint32 // its length, which is the rule's priority
+	line    uint32
+	lit     uint32 // length of the literal prefix: the pattern up to the first '*', or without a final '$'
+	allow   bool
+	kind    uint8 // kindPlain, kindExact or kindWild
+	written bool  // the pattern as written differs from the normalised one and follows it in arena, after its length as a uvarint
+}
+
+// asWritten returns r's pattern as written in the file.
+func (g *Group) asWritten(r *rule) string {
+	if !r.written {
+		return g.pattern(r)
+	}
+	rest := g.arena[r.pat+r.n:]
+	n, k := binary.Uvarint([]byte(rest[:min(len(rest), binary.MaxVarintLen64)]))
+	return rest[k : k+int(n)]
 }
 
 // Kinds of pattern.
@@ -566,7 +576,7 @@ func (g *Group) Match(url string) Match {
 	if r.allow {
 		key = "Allow: "
 	}
-	return Match{Allowed: r.allow, Rule: key + g.arena[r.raw:r.raw+r.rawN], Line: int(r.line)}
+	return Match{Allowed: r.allow, Rule: key + g.asWritten(r), Line: int(r.line)}
 }
 
 // CrawlDelay returns the group's crawl-delay and whether it has one. When

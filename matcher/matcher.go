@@ -48,6 +48,7 @@
 package matcher
 
 import (
+	"encoding/binary"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,9 +123,11 @@ func Parse(body []byte) *Robots {
 			arena = appendNormRule(arena, v)
 			r.n = uint32(len(arena)) - r.pat
 			r.setKind(arena[r.pat:])
-			r.raw, r.rawN = r.pat, r.n
 			if string(arena[r.pat:]) != string(v) {
-				r.raw, r.rawN = uint32(len(arena)), uint32(len(v))
+				// Keep the pattern as written too, after the normalised
+				// one, with its length first.
+				r.written = true
+				arena = binary.AppendUvarint(arena, uint64(len(v)))
 				arena = append(arena, v...)
 			}
 			rules = append(rules, r)
