@@ -17,26 +17,29 @@ import (
 // URLs. A Group is immutable and safe for concurrent use by multiple
 // goroutines.
 type Group struct {
-	arena string // normalised and as-written patterns, shared with the other groups of the file
-
-	once sync.Once // guards prepare, which writes rules' order, keys, entries, runs and wild
+	// The fields a query reads come first, to share a cache line.
+	once  sync.Once // guards prepare, which writes rules' order and idx
+	idx   *index    // for groups of more than linearMax rules; nil for the others
+	arena string    // normalised and as-written patterns, shared with the other groups of the file
 
 	// rules are sorted best first (see better) when the group is small
 	// enough to be scanned, and in no particular order otherwise.
 	rules []rule
 
-	// The index, for groups of more than linearMax rules. entries holds the
-	// distinct literal prefixes of the rules (a pattern up to its first
-	// '*', or the whole pattern without a final '$'), sorted; keys holds
-	// their first 16 bytes. Every entry that is a prefix of a path lies on
-	// the parent chain of the greatest entry <= that path.
+	delay    time.Duration
+	hasDelay bool
+}
+
+// index is the index of a large group. entries holds the distinct literal
+// prefixes of the rules (a pattern up to its first '*', or the whole
+// pattern without a final '$'), sorted; keys holds their first 16 bytes.
+// Every entry that is a prefix of a path lies on the parent chain of the
+// greatest entry <= that path.
+type index struct {
 	keys    []key16
 	entries []entry
 	runs    []wildRun
 	wild    []wildRule // grouped by run
-
-	delay    time.Duration
-	hasDelay bool
 }
 
 // linearMax is the largest group that is scanned rule by rule instead of
@@ -288,10 +291,13 @@ func (g *Group) prepare() {
 			nWild++
 		}
 	}
-	g.entries = make([]entry, 0, nEntries)
-	g.keys = make([]key16, 0, nEntries)
-	g.wild = make([]wildRule, 0, nWild)
-	g.runs = make([]wildRun, 0, nWild)
+	ix := &index{
+		keys:    make([]key16, 0, nEntries),
+		entries: make([]entry, 0, nEntries),
+		runs:    make([]wildRun, 0, nWild),
+		wild:    make([]wildRule, 0, nWild),
+	}
+	g.idx = ix
 	type pending struct {
 		kind uint8
 		need byte
@@ -343,29 +349,29 @@ func (g *Group) prepare() {
 			}
 			return cmp.Compare(a.need, b.need)
 		})
-		e.runLo = uint32(len(g.runs))
+		e.runLo = uint32(len(ix.runs))
 		for k, p := range wilds {
 			if k == 0 || p.kind != wilds[k-1].kind || p.need != wilds[k-1].need {
-				g.runs = append(g.runs, wildRun{lo: uint32(len(g.wild)), kind: p.kind, need: p.need})
+				ix.runs = append(ix.runs, wildRun{lo: uint32(len(ix.wild)), kind: p.kind, need: p.need})
 			}
-			g.wild = append(g.wild, p.w)
-			g.runs[len(g.runs)-1].hi = uint32(len(g.wild))
+			ix.wild = append(ix.wild, p.w)
+			ix.runs[len(ix.runs)-1].hi = uint32(len(ix.wild))
 		}
-		e.runHi = uint32(len(g.runs))
-		for len(stack) > 0 && !strings.HasPrefix(lit, g.literal(&g.entries[stack[len(stack)-1]])) {
+		e.runHi = uint32(len(ix.runs))
+		for len(stack) > 0 && !strings.HasPrefix(lit, g.literal(&ix.entries[stack[len(stack)-1]])) {
 			stack = stack[:len(stack)-1]
 		}
 		if len(stack) > 0 {
 			e.parent = stack[len(stack)-1]
-			e.maxPrio = max(e.maxPrio, g.entries[e.parent].maxPrio)
+			e.maxPrio = max(e.maxPrio, ix.entries[e.parent].maxPrio)
 		}
-		stack = append(stack, int32(len(g.entries)))
-		g.entries = append(g.entries, e)
-		g.keys = append(g.keys, makeKey16(lit))
+		stack = append(stack, int32(len(ix.entries)))
+		ix.entries = append(ix.entries, e)
+		ix.keys = append(ix.keys, makeKey16(lit))
 		i = j
 	}
-	if len(g.runs) < cap(g.runs)/2 {
-		g.runs = slices.Clone(g.runs)
+	if len(ix.runs) < cap(ix.runs)/2 {
+		ix.runs = slices.Clone(ix.runs)
 	}
 }
 
@@ -373,19 +379,20 @@ func (g *Group) prepare() {
 // -1 when no rule matches.
 func (g *Group) find(p string) int {
 	g.once.Do(g.prepare)
-	if g.entries == nil {
+	ix := g.idx
+	if ix == nil {
 		return g.scan(p)
 	}
 	// The greatest entry <= p.
 	pk := makeKey16(p)
-	lo, n := 0, len(g.keys)
+	lo, n := 0, len(ix.keys)
 	for n > 0 {
 		half := n >> 1
 		m := lo + half
-		k := &g.keys[m]
+		k := &ix.keys[m]
 		le := k.hi < pk.hi
 		if k.hi == pk.hi {
-			le = k.lo < pk.lo || k.lo == pk.lo && (g.entries[m].n <= 16 || g.literal(&g.entries[m]) <= p)
+			le = k.lo < pk.lo || k.lo == pk.lo && (ix.entries[m].n <= 16 || g.literal(&ix.entries[m]) <= p)
 		}
 		// Written so that the compiler can use conditional moves.
 		next := half
@@ -402,20 +409,20 @@ func (g *Group) find(p string) int {
 	// Its ancestors no longer than the common prefix with p are exactly the
 	// entries that are prefixes of p.
 	var l uint32
-	if e := &g.entries[i]; e.n <= 16 {
-		l = min(g.keys[i].commonPrefix(pk), e.n)
+	if e := &ix.entries[i]; e.n <= 16 {
+		l = min(ix.keys[i].commonPrefix(pk), e.n)
 	} else {
 		l = uint32(commonPrefix(g.literal(e), p))
 	}
-	for i >= 0 && g.entries[i].n > l {
-		i = g.entries[i].parent
+	for i >= 0 && ix.entries[i].n > l {
+		i = ix.entries[i].parent
 	}
 	best := int32(-1)
 	var bestRule *rule
 	var pathBytes byteSet
 	haveBytes := false
 	for i >= 0 {
-		e := &g.entries[i]
+		e := &ix.entries[i]
 		if bestRule != nil && e.maxPrio < bestRule.n {
 			break // nothing at or above this entry can win
 		}
@@ -426,7 +433,7 @@ func (g *Group) find(p string) int {
 			best, bestRule = e.exact, &g.rules[e.exact]
 		}
 		for k := e.runLo; k < e.runHi; k++ {
-			run := &g.runs[k]
+			run := &ix.runs[k]
 			if !haveBytes {
 				pathBytes.addString(p)
 				haveBytes = true
@@ -437,7 +444,7 @@ func (g *Group) find(p string) int {
 				continue // the path lacks the byte all the run's rules need
 			}
 			for k := run.lo; k < run.hi; k++ {
-				w := &g.wild[k]
+				w := &ix.wild[k]
 				r := &g.rules[w.rule]
 				if bestRule != nil && !better(r, bestRule) {
 					break // the rest of the run are worse still
