@@ -676,6 +676,9 @@ func TestFaultBaseBreaksContract(t *testing.T) {
 		want verdict // for /private
 	}{
 		{"200 nil Body", func(r *http.Request) *http.Response { return &http.Response{StatusCode: 200, Request: r} }, allowed},
+		{"200 nil Body, ContentLength 50", func(r *http.Request) *http.Response {
+			return &http.Response{StatusCode: 200, ContentLength: 50, Request: r}
+		}, refusedWhole},
 		{"404 nil Body", func(r *http.Request) *http.Response { return &http.Response{StatusCode: 404, Request: r} }, allowed},
 		{"503 nil Body", func(r *http.Request) *http.Response { return &http.Response{StatusCode: 503, Request: r} }, refusedWhole},
 		{"301 nil Body", func(r *http.Request) *http.Response {

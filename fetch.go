@@ -140,6 +140,11 @@ func readBody(resp *http.Response, limit int64) ([]byte, error) {
 			n, err = lr.Read(buf[len(buf):cap(buf)])
 			buf = buf[:len(buf)+n]
 		}
+		if err == io.EOF && int64(len(buf)) < min(resp.ContentLength, limit) {
+			// Shorter than it said: cut short, by a network or by a
+			// base that returned no body at all.
+			return nil, io.ErrUnexpectedEOF
+		}
 		if err == io.EOF || int64(len(buf)) >= limit {
 			if cap(buf)-len(buf) > 64 {
 				buf = append([]byte(nil), buf...)

@@ -94,8 +94,8 @@ func (fuzzErrReader) Read([]byte) (int, error) { return 0, errFuzzNetwork }
 // panic; never a response together with an error; /robots.txt always sent;
 // every refusal a *DisallowedError matching ErrDisallowed; a 2xx body
 // decides as the matcher does; 3xx (which the base answers on every hop)
-// and 4xx other than 429 allow; 429, 5xx, other statuses and network faults
-// refuse the origin whole, with Rule "" and Err set; the entry is cached for
+// and 4xx other than 429 allow; 429, 5xx, other statuses, network faults and
+// a 2xx body shorter than its Content-Length refuse the origin whole, with Rule "" and Err set; the entry is cached for
 // a positive time no longer than a day, and the second request decides the
 // same without a new fetch.
 func FuzzTransport(f *testing.F) {
@@ -157,9 +157,11 @@ func FuzzTransport(f *testing.F) {
 		if base.fault == fuzzNilBody {
 			body = nil // read as empty
 		}
+		declared, perr := strconv.ParseInt(base.contentLength, 10, 64)
+		short := perr == nil && int64(len(body)) < min(declared, DefaultMaxBodySize) // less than Content-Length said
 		unreachable := base.fault == fuzzError || base.fault == fuzzNilResponse ||
 			status == http.StatusTooManyRequests || status < 200 || status >= 500 ||
-			status <= 299 && base.fault == fuzzCutBody
+			status <= 299 && (base.fault == fuzzCutBody || short)
 		switch {
 		case unreachable:
 			want = decision{allowed: false}
