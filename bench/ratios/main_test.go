@@ -12,6 +12,8 @@ BenchmarkParseCorpus/ours-8         	      10	  20000000 ns/op	 800.00 MB/s	 100
 BenchmarkParseCorpus/ours-8         	      10	  30000000 ns/op	 600.00 MB/s	 1000 B/op	 10 allocs/op
 BenchmarkParseCorpus/ours-8         	      10	  25000000 ns/op	 700.00 MB/s	 1000 B/op	 10 allocs/op
 BenchmarkParseCorpus/temoto-8       	       5	 250000000 ns/op	  70.00 MB/s	 5000 B/op	 50 allocs/op
+BenchmarkUseCorpus/ours-8           	      10	  20000000 ns/op	 800.00 MB/s	  20000000 cpu-ns/op
+BenchmarkUseCorpus/temoto-8         	       5	 250000000 ns/op	  64.00 MB/s	  60000000 cpu-ns/op
 BenchmarkQueryCorpus/ours-8         	 1000000	       100 ns/op	  80 cpu-ns/op	       0 B/op	       0 allocs/op
 BenchmarkQueryCorpus/temoto-8       	  100000	       900 ns/op	 960 cpu-ns/op	      16 B/op	       1 allocs/op
 BenchmarkQueryCorpus/grobotstxt-8   	   10000	     50000 ns/op	    1840 B/op	      29 allocs/op
@@ -31,7 +33,7 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantGroups := "ParseCorpus QueryCorpus Pathological/2000 Pathological/20000 RetainedCorpus"
+	wantGroups := "ParseCorpus UseCorpus QueryCorpus Pathological/2000 Pathological/20000 RetainedCorpus"
 	if got := strings.Join(res.groups, " "); got != wantGroups {
 		t.Errorf("groups = %q, want %q", got, wantGroups)
 	}
@@ -76,6 +78,7 @@ func TestWrite(t *testing.T) {
 		"| QueryCorpus | ns/op | 1 | 100ns | 900ns | **9.0×** | 50µs | **500.0×** |",
 		"| QueryCorpus | 0 (0 B) | 1 (16 B) | 29 (1840 B) |",
 		"- ParseCorpus: ≥4× temoto: 10.0× — met",
+		"- UseCorpus: ≥4× temoto: 12.5× (CPU time: 3.0×) — MISSED",
 		"- QueryCorpus: ≥10× temoto: 9.0× (CPU time: 12.0×) — MISSED",
 		"| QueryCorpus | 80ns | 960ns | **12.0×** | – | – |",
 		"- QueryCorpus: allocs/op ≤ 0: 0 — met",
