@@ -28,6 +28,7 @@ type Group struct {
 
 	delay    time.Duration
 	hasDelay bool
+	lines    []int // of the first user-agent line of each group combined, in file order
 }
 
 // index is the index of a large group. entries holds the distinct literal
@@ -236,6 +237,12 @@ func (k key16) commonPrefix(o key16) uint32 {
 func (g *Group) init(arena string, rules []rule, delay time.Duration, hasDelay bool) {
 	g.arena, g.rules, g.delay, g.hasDelay = arena, rules, delay, hasDelay
 }
+
+// Lines returns the 1-based line number of the first user-agent line of each
+// group of the file that g combines, in file order: the lines that
+// [GroupInfo.Line] reports. It returns nil when no group of the file applies
+// and g allows everything.
+func (g *Group) Lines() []int { return slices.Clone(g.lines) }
 
 // prepare sorts a small group's rules, or indexes a large group's. It runs
 // once, on the group's first use, so that the groups of a file that a

@@ -73,6 +73,7 @@ type agentGroup struct {
 
 // block is one group as written in the file: user-agent lines, then rules.
 type block struct {
+	line             int // of its first user-agent line
 	rulesLo, rulesHi int // its rules, in parser.rules
 	hasRules         bool
 	delay            time.Duration
@@ -105,7 +106,7 @@ func Parse(body []byte) *Robots {
 		switch s.field {
 		case fieldUserAgent:
 			if cur == nil || cur.hasRules {
-				blocks = append(blocks, block{rulesLo: len(rules), rulesHi: len(rules)})
+				blocks = append(blocks, block{line: s.num, rulesLo: len(rules), rulesHi: len(rules)})
 				cur = &blocks[len(blocks)-1]
 			}
 			tok, _ := productToken(s.value)
@@ -208,10 +209,14 @@ func build(arena []byte, rules []rule, blocks []block, tokens []tokenBlock, site
 	// The groups live side by side in one array, which never grows: there
 	// are at most as many as distinct tokens.
 	groups := make([]Group, 0, len(spans)+1)
-	newGroup := func(rules []rule, delay time.Duration, hasDelay bool) *Group {
+	newGroup := func(rules []rule, delay time.Duration, hasDelay bool, ids []int) *Group {
 		groups = groups[:len(groups)+1]
 		g := &groups[len(groups)-1]
 		g.init(all, rules, delay, hasDelay)
+		g.lines = make([]int, len(ids))
+		for i, b := range ids {
+			g.lines[i] = blocks[b].line
+		}
 		return g
 	}
 	var ids []int
@@ -228,7 +233,7 @@ func build(arena []byte, rules []rule, blocks []block, tokens []tokenBlock, site
 		if len(ids) == 1 {
 			b := &blocks[ids[0]]
 			if g = single[ids[0]]; g == nil {
-				g = newGroup(rules[b.rulesLo:b.rulesHi:b.rulesHi], b.delay, b.hasDelay)
+				g = newGroup(rules[b.rulesLo:b.rulesHi:b.rulesHi], b.delay, b.hasDelay, ids)
 				single[ids[0]] = g
 			}
 		} else {
@@ -248,7 +253,7 @@ func build(arena []byte, rules []rule, blocks []block, tokens []tokenBlock, site
 						delay, hasDelay = b.delay, true
 					}
 				}
-				g = newGroup(rs, delay, hasDelay)
+				g = newGroup(rs, delay, hasDelay, ids)
 				if multi == nil {
 					multi = make(map[string]*Group)
 				}

@@ -529,3 +529,45 @@ func TestKeyFold8(t *testing.T) {
 		}
 	}
 }
+
+func TestGroupLines(t *testing.T) {
+	body := []byte("# groups\n" +
+		"user-agent: a\n" + // 2
+		"user-agent: b\n" +
+		"disallow: /x\n" +
+		"\n" +
+		"user-agent: *\n" + // 6
+		"disallow: /\n" +
+		"user-agent: a\n" + // 8
+		"allow: /y\n" +
+		"user-agent: c\n" + // 10
+		"sitemap: https://example.com/s.xml\n" +
+		"user-agent: *\n" +
+		"crawl-delay: 1\n")
+	cases := []struct {
+		agent string
+		want  []int
+	}{
+		{"a", []int{2, 8}},
+		{"B", []int{2}},
+		{"c", []int{10}},
+		{"other", []int{6, 10}},
+	}
+	r := Parse(body)
+	for _, c := range cases {
+		if got := r.Group(c.agent).Lines(); !slices.Equal(got, c.want) {
+			t.Errorf("Group(%q).Lines() = %v want %v", c.agent, got, c.want)
+		}
+	}
+	// The lines are those Lint reports for the groups.
+	var lintLines []int
+	for _, g := range Lint(body).Groups {
+		lintLines = append(lintLines, g.Line)
+	}
+	if want := []int{2, 6, 8, 10}; !slices.Equal(lintLines, want) {
+		t.Errorf("Lint groups at lines %v want %v", lintLines, want)
+	}
+	if got := Parse([]byte("disallow: /\n")).Group("a").Lines(); got != nil {
+		t.Errorf("Lines() with no group = %v want nil", got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -65,50 +66,19 @@ func sourceOf(f *fetched) *source {
 }
 
 // applied returns the groups of s that the crawler with product token agent
-// obeys, as RFC 9309 §2.2.1 selects them.
+// obeys: those the matcher combines for it (RFC 9309 §2.2.1).
 func (s *source) applied(agent string) []groupJSON {
-	var named, star []groupJSON
+	out := []groupJSON{}
+	if s.robots == nil {
+		return out
+	}
+	lines := s.robots.Group(agent).Lines()
 	for _, g := range s.groups {
-		j := groupJSON{Line: g.Line, Agents: g.Agents}
-		switch {
-		case names(g.Agents, agent):
-			named = append(named, j)
-		case names(g.Agents, "*"):
-			star = append(star, j)
+		if slices.Contains(lines, g.Line) {
+			out = append(out, groupJSON{Line: g.Line, Agents: g.Agents})
 		}
 	}
-	if named != nil {
-		return named
-	}
-	if star != nil {
-		return star
-	}
-	return []groupJSON{}
-}
-
-// names reports whether one of the user-agent values names token.
-func names(values []string, token string) bool {
-	for _, v := range values {
-		if strings.EqualFold(productToken(v), token) {
-			return true
-		}
-	}
-	return false
-}
-
-// productToken returns the product token that a user-agent line's value
-// names: "*", or its leading run of letters, digits, '-' and '_'.
-func productToken(v string) string {
-	v = strings.TrimSpace(v)
-	if v == "*" || strings.HasPrefix(v, "*") && strings.TrimSpace(v[1:]) != v[1:] {
-		return "*"
-	}
-	i := 0
-	for i < len(v) && (v[i] >= 'a' && v[i] <= 'z' || v[i] >= 'A' && v[i] <= 'Z' ||
-		v[i] >= '0' && v[i] <= '9' || v[i] == '-' || v[i] == '_') {
-		i++
-	}
-	return v[:i]
+	return out
 }
 
 func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {

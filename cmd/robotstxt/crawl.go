@@ -91,7 +91,12 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // validToken reports whether s is a product token: letters, digits, '-' and
 // '_' (RFC 9309 §2.2.1, with digits, as SPEC.md section 5 allows).
 func validToken(s string) bool {
-	return s != "" && productToken(s) == s
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // crawler visits the pages of one site, breadth first, through a
