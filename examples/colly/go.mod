@@ -1,6 +1,6 @@
 module github.com/f9014239/robots/examples/colly
 
-go 1.26.8
+go 1.26.0
 
 replace github.com/f9014239/robots => ../..
 
