@@ -642,12 +642,13 @@ func TestFaultRobotsChanges(t *testing.T) {
 
 	fetched := time.Now()
 	checkOriginRules(t, tr, srv, origin, outcome{refusedRule, allowed, AccessSuccess}, "Disallow: /private")
+	expired := time.Now().Add(ttl + 50*time.Millisecond) // the copy was fetched before now
 	version.Store(1)
 	if time.Since(fetched) < ttl/2 {
 		// Still within the lifetime: the old copy decides.
 		checkOriginRules(t, tr, srv, origin, outcome{refusedRule, allowed, AccessSuccess}, "Disallow: /private")
 	}
-	time.Sleep(time.Until(fetched.Add(ttl + 50*time.Millisecond)))
+	time.Sleep(time.Until(expired))
 	checkOriginRules(t, tr, srv, origin, outcome{allowed, refusedRule, AccessSuccess}, "Disallow: /public")
 	if n := srv.Hits("/robots.txt"); n != 2 {
 		t.Errorf("robots.txt fetched %d times, want 2", n)
