@@ -142,9 +142,17 @@ func (s *byteSet) add(c byte) {
 }
 
 func (s *byteSet) addString(str string) {
+	// Accumulate in registers: adding to s byte by byte would make each
+	// byte wait for the previous one's store.
+	lo, hi := s[0], s[1]
 	for i := 0; i < len(str); i++ {
-		s.add(str[i])
+		c := str[i]
+		bit := uint64(1) << (c & 63)
+		m := -uint64(c >> 6 & 1) // all ones for 64..127 (and for 192..255, folded like add)
+		lo |= bit &^ m
+		hi |= bit & m
 	}
+	s[0], s[1] = lo, hi
 }
 
 func (s *byteSet) has(c byte) bool {
@@ -298,11 +306,16 @@ func (g *Group) prepare() {
 			nWild++
 		}
 	}
+	// The index's arrays share one allocation, in the order a query reads
+	// them, so that a query touches fewer cache lines and pages. Each
+	// starts on a cache line, so that no entry straddles two.
+	words := words[key16](nEntries) + words[entry](nEntries) + words[wildRun](nWild) + words[wildRule](nWild)
+	block := make([]uint64, words+4*(lineWords-1))
 	ix := &index{
-		keys:    make([]key16, 0, nEntries),
-		entries: make([]entry, 0, nEntries),
-		runs:    make([]wildRun, 0, nWild),
-		wild:    make([]wildRule, 0, nWild),
+		keys:    carve[key16](&block, nEntries),
+		entries: carve[entry](&block, nEntries),
+		runs:    carve[wildRun](&block, nWild),
+		wild:    carve[wildRule](&block, nWild),
 	}
 	g.idx = ix
 	type pending struct {
@@ -377,9 +390,30 @@ func (g *Group) prepare() {
 		ix.keys = append(ix.keys, makeKey16(lit))
 		i = j
 	}
-	if len(ix.runs) < cap(ix.runs)/2 {
-		ix.runs = slices.Clone(ix.runs)
+}
+
+// words returns how many uint64 words n values of type T take.
+func words[T any](n int) int {
+	var v T
+	return (int(unsafe.Sizeof(v))*n + 7) / 8
+}
+
+// lineWords is the number of uint64 words in a cache line.
+const lineWords = 8
+
+// carve returns an empty slice of capacity n of values of type T, which
+// must hold no pointers, made of *block from its first cache-line
+// boundary on, and removes the words it used from *block.
+func carve[T any](block *[]uint64, n int) []T {
+	if n == 0 {
+		return nil
 	}
+	b := *block
+	skip := int(-uintptr(unsafe.Pointer(&b[0])) / 8 % lineWords) // words to the next line
+	b = b[skip:]
+	s := unsafe.Slice((*T)(unsafe.Pointer(&b[0])), n)[:0]
+	*block = b[words[T](n):]
+	return s
 }
 
 // find returns the index of the rule that decides the normalised path p, or
@@ -617,10 +651,13 @@ func normalPath(url string, buf []byte) string {
 // they are their own normalised form. It does not add the "/" that an empty
 // path stands for, and reports such a path as not normal.
 func pathQuery(url string) (p string, normal bool) {
-	if n := schemeLen(url); n > 0 {
-		url = url[n:] // after "scheme:"
+	// A path needs neither of the first two steps: "/" that is not "//".
+	if len(url) == 0 || url[0] != '/' {
+		if n := schemeLen(url); n > 0 {
+			url = url[n:] // after "scheme:"
+		}
 	}
-	if strings.HasPrefix(url, "//") {
+	if len(url) >= 2 && url[0] == '/' && url[1] == '/' {
 		i := 2
 		for i < len(url) && url[i] != '/' && url[i] != '?' && url[i] != '#' {
 			i++
