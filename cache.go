@@ -227,7 +227,10 @@ type flight struct {
 	st   *state
 }
 
-// state is an entry ready to decide with. It is immutable.
+// state is an entry ready to decide with. It is immutable. Without a Store,
+// its entry has no Body: the parsed form is all a state needs, and a refresh
+// that finds the origin unreachable carries it over (see compileFetched), so
+// that a cached origin does not hold its robots.txt twice.
 type state struct {
 	entry   *Entry
 	robots  *matcher.Robots // parsed Body when entry.Access is AccessSuccess; else nil
@@ -241,11 +244,21 @@ type state struct {
 // fresh reports whether st may be used at now without a new fetch.
 func (st *state) fresh(now time.Duration) bool { return now < st.expires }
 
-func (t *Transport) compile(e *Entry) *state {
+// compile returns the state of e. robots, if not nil, is e.Body already
+// parsed.
+func (t *Transport) compile(e *Entry, robots *matcher.Robots) *state {
 	st := &state{entry: e, expires: e.Expires.Sub(t.epoch)}
 	switch e.Access {
 	case AccessSuccess:
-		st.robots = matcher.Parse(e.Body)
+		if robots == nil {
+			robots = matcher.Parse(e.Body)
+		}
+		st.robots = robots
+		if t.cfg.store == nil && e.Body != nil {
+			bodiless := *e
+			bodiless.Body = nil
+			st.entry = &bodiless
+		}
 		if t.cfg.agent != "" {
 			st.group = st.robots.Group(t.cfg.agent)
 			st.every = t.delayOf(st.group.CrawlDelay())
@@ -268,9 +281,16 @@ func (t *Transport) compile(e *Entry) *state {
 
 // compileFetched is compile for an entry made in this process from r, so
 // that the refusal keeps the fetch error itself, with its chain, and not
-// only its text.
-func (t *Transport) compileFetched(e *Entry, r *fetchResult) *state {
-	st := t.compile(e)
+// only its text. prev is the state e follows, or nil if e does not follow
+// the in-memory state (it follows an entry from the Store): when r found the
+// origin unreachable and e keeps the last good copy, that copy is prev's,
+// already parsed.
+func (t *Transport) compileFetched(e *Entry, r *fetchResult, prev *state) *state {
+	var robots *matcher.Robots
+	if r.access == AccessUnreachable && e.Access == AccessSuccess && prev != nil {
+		robots = prev.robots
+	}
+	st := t.compile(e, robots)
 	if st.err != nil && r.err != nil {
 		st.err = r.err
 	}
@@ -372,11 +392,7 @@ func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string) 
 
 // load obtains a new state for s, publishes it and ends f.
 func (t *Transport) load(ctx context.Context, s *site, f *flight, userAgent string) {
-	var prev *Entry
-	if st := s.cur.Load(); st != nil {
-		prev = st.entry
-	}
-	st, fetched := t.obtain(ctx, s, prev, userAgent)
+	st, fetched := t.obtain(ctx, s, s.cur.Load(), userAgent)
 	if fetched {
 		// The fetch was a request to the origin: the next one waits
 		// its turn after it.
@@ -390,9 +406,14 @@ func (t *Transport) load(ctx context.Context, s *site, f *flight, userAgent stri
 	close(f.done)
 }
 
-// obtain returns the state of s that follows prev: an entry another user of
-// the Store has fetched, or else the result of a fetch (and then fetched).
-func (t *Transport) obtain(ctx context.Context, s *site, prev *Entry, userAgent string) (st *state, fetched bool) {
+// obtain returns the state of s that follows prevSt (nil if none): an entry
+// another user of the Store has fetched, or else the result of a fetch (and
+// then fetched).
+func (t *Transport) obtain(ctx context.Context, s *site, prevSt *state, userAgent string) (st *state, fetched bool) {
+	var prev *Entry
+	if prevSt != nil {
+		prev = prevSt.entry
+	}
 	store := t.cfg.store
 	if store != nil {
 		sctx, cancel := context.WithTimeout(ctx, t.cfg.fetchTimeout)
@@ -400,17 +421,17 @@ func (t *Transport) obtain(ctx context.Context, s *site, prev *Entry, userAgent 
 		if e := t.storeGet(sctx, s.origin); e != nil {
 			if time.Now().Before(e.Expires) {
 				t.stats.storeHits.Add(1)
-				return t.compile(e), false
+				return t.compile(e, nil), false
 			}
 			if prev == nil || e.Expires.After(prev.Expires) {
-				prev = e
+				prev, prevSt = e, nil // the Store's entry has its Body
 			}
 		}
 		if l, ok := store.(Locker); ok {
 			unlock, e := t.lockOrWait(sctx, l, s.origin)
 			if e != nil {
 				t.stats.storeHits.Add(1)
-				return t.compile(e), false
+				return t.compile(e, nil), false
 			}
 			if unlock != nil {
 				defer unlock()
@@ -432,7 +453,7 @@ func (t *Transport) obtain(ctx context.Context, s *site, prev *Entry, userAgent 
 		}
 		cancel()
 	}
-	return t.compileFetched(e, r), true
+	return t.compileFetched(e, r, prevSt), true
 }
 
 // storeTimeout bounds each call to a Store, so that a slow store delays a

@@ -145,9 +145,10 @@ type Transport struct {
 	// it is reached, an origin that has not been used recently is dropped
 	// (an approximation of least-recently-used, per shard), and fetched
 	// again if it is used again. If zero, DefaultMaxOrigins is used.
-	// Each origin kept holds its robots.txt (at most MaxBodySize bytes)
-	// and its parsed form (about 1.2 times that), a small one about 1 KB
-	// in all, so MaxOrigins bounds the memory the cache holds.
+	// Each origin kept holds the parsed form of its robots.txt (of at
+	// most MaxBodySize bytes; about 1.2 times the size of the file, and
+	// the file too when Store is set), a small one about 1 KB in all, so
+	// MaxOrigins bounds the memory the cache holds.
 	MaxOrigins int
 
 	// Store, if non-nil, is where robots.txt entries are shared with

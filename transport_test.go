@@ -1243,3 +1243,34 @@ func TestBrokenBase(t *testing.T) {
 		t.Errorf("robots.txt with no response: %v, want unreachable", err)
 	}
 }
+
+// TestCachedBodyDropped checks that, without a Store, a cached origin keeps
+// only the parsed form of its robots.txt, not the body beside it, and that
+// with a Store the entry it is given still has the body.
+func TestCachedBodyDropped(t *testing.T) {
+	const body = "User-agent: *\nDisallow: /private\n"
+	for _, withStore := range []bool{false, true} {
+		mock := newMock()
+		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, body))
+		tr := NewTransport(mock, "ExampleBot")
+		store := &MemoryStore{}
+		if withStore {
+			tr.Store = store
+		}
+		ctx := context.Background()
+		u := mustURL("https://example.com/private/x")
+		if err := tr.Check(ctx, u); !errors.Is(err, ErrDisallowed) {
+			t.Fatalf("store %v: Check = %v, want ErrDisallowed", withStore, err)
+		}
+		k, _ := keyOf(u)
+		st := tr.cache.shard(k).get(k).cur.Load()
+		if got := st.entry.Body != nil; got != withStore {
+			t.Errorf("store %v: cached entry keeps its body: %v", withStore, got)
+		}
+		if withStore {
+			if e, _ := store.Get(ctx, "https://example.com"); e == nil || string(e.Body) != body {
+				t.Errorf("the Store's entry = %+v, want the body", e)
+			}
+		}
+	}
+}
