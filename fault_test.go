@@ -303,8 +303,7 @@ func TestFaultRedirects(t *testing.T) {
 	redirect := func(c net.Conn, loc string) {
 		fmt.Fprintf(c, "HTTP/1.1 301 Moved Permanently\r\nLocation: %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", loc)
 	}
-	var srv *faultServer
-	srv = newFaultServer(t, func(c net.Conn, req *http.Request, stop <-chan struct{}) {
+	srv := newFaultServer(t, func(c net.Conn, req *http.Request, stop <-chan struct{}) {
 		host, _, _ := strings.Cut(req.Host, ":")
 		p := req.URL.Path
 		switch host {
