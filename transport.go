@@ -50,8 +50,18 @@ import (
 	"time"
 )
 
-// ErrDisallowed is the error a refused request matches with [errors.Is].
+// ErrDisallowed is the error a request refused under robots.txt matches
+// with [errors.Is]: refused by a rule, or because robots.txt is unreachable
+// (then it matches [ErrUnreachable] too).
 var ErrDisallowed = errors.New("robots: disallowed by robots.txt")
+
+// ErrUnreachable is the error a request refused because its origin's
+// robots.txt is unreachable (RFC 9309 §2.3.1.4: a 429, a 5xx, a network error
+// or an unreadable body) matches with [errors.Is], as well as
+// [ErrDisallowed]. Unlike a rule, this refusal is temporary: the request may
+// be retried from [DisallowedError.RetryAt] on, when robots.txt is fetched
+// again.
+var ErrUnreachable = errors.New("robots: robots.txt unreachable")
 
 // DisallowedError reports a request refused under robots.txt. It matches
 // [ErrDisallowed] with [errors.Is]. A Transport returns it from RoundTrip
@@ -62,6 +72,11 @@ type DisallowedError struct {
 	Rule  string   // the deciding line as written, e.g. "Disallow: /private"; "" when the origin is refused whole
 	Line  int      // 1-based line number of Rule; 0 when Rule is ""
 	Err   error    // why the origin is refused whole (robots.txt unreachable); nil otherwise
+
+	// RetryAt, when Err is not nil, is when the Transport fetches the
+	// origin's robots.txt again: a retry before then is refused the
+	// same way. It is the zero time when Err is nil.
+	RetryAt time.Time
 }
 
 // Error returns a message that names the deciding rule or the reason the
@@ -77,8 +92,11 @@ func (e *DisallowedError) Error() string {
 	return "robots: disallowed by robots.txt"
 }
 
-// Is reports whether target is ErrDisallowed.
-func (e *DisallowedError) Is(target error) bool { return target == ErrDisallowed }
+// Is reports whether target is ErrDisallowed, or ErrUnreachable when the
+// origin is refused whole because its robots.txt is unreachable.
+func (e *DisallowedError) Is(target error) bool {
+	return target == ErrDisallowed || target == ErrUnreachable && e.Err != nil
+}
 
 // Unwrap returns e.Err.
 func (e *DisallowedError) Unwrap() error { return e.Err }
