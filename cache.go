@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"hash/maphash"
 	"maps"
+	"math"
 	"net/url"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,9 +25,15 @@ import (
 // MaxOrigins is zero.
 const DefaultMaxOrigins = 10000
 
+// DefaultMaxBytes bounds the bytes a Transport's cache holds when MaxBytes is
+// zero: parsed robots.txt files with their indexes, and the bodies kept for a
+// Store.
+const DefaultMaxBytes = 256 << 20
+
 // originKey identifies an origin in the in-process cache: the lower-case
 // scheme, and the lower-case IDNA ASCII host with ":port" unless the port is
-// the scheme's default (IPv6 hosts keep their brackets).
+// the scheme's default (IPv6 hosts keep their brackets). The port is written
+// as a number, without leading zeros.
 type originKey struct {
 	scheme string
 	host   string
@@ -36,7 +45,7 @@ func (k originKey) String() string { return k.scheme + "://" + k.host }
 var errNoHost = errors.New("robots: URL has no host")
 
 // keyOf returns the origin of u. It does not allocate when u's scheme and
-// host are already lower-case ASCII.
+// host are already lower-case ASCII and its port has no leading zero.
 func keyOf(u *url.URL) (originKey, error) {
 	scheme := u.Scheme
 	if scheme == "" {
@@ -49,48 +58,87 @@ func keyOf(u *url.URL) (originKey, error) {
 	if host == "" {
 		return originKey{}, errNoHost
 	}
-	if host[0] != '[' && strings.IndexByte(u.Hostname(), ':') >= 0 {
-		// A hand-built URL may hold such a host ("x::", hostname "x:"),
-		// which names no origin and would not key back to itself.
-		return originKey{}, fmt.Errorf("robots: invalid host %q", host)
-	}
-	// Elide the port if it is empty or the scheme's default. A colon
-	// inside IPv6 brackets is not a port separator.
-	if i := strings.LastIndexByte(host, ':'); i >= 0 && strings.IndexByte(host[i:], ']') < 0 {
-		if p := host[i+1:]; p == "" || p == defaultPort(scheme) {
-			host = host[:i]
+	// Split host and port. A colon inside IPv6 brackets is not a port
+	// separator.
+	name, port := host, ""
+	if host[0] == '[' {
+		end := strings.IndexByte(host, ']')
+		if end < 0 {
+			return originKey{}, fmt.Errorf("robots: invalid host %q", host)
+		}
+		name, port = host[:end+1], host[end+1:]
+		if port != "" && port[0] != ':' {
+			return originKey{}, fmt.Errorf("robots: invalid host %q", host)
+		}
+		if port != "" {
+			port = port[1:]
+		}
+	} else if i := strings.IndexByte(host, ':'); i >= 0 {
+		name, port = host[:i], host[i+1:]
+		if strings.IndexByte(port, ':') >= 0 {
+			// A hand-built URL may hold such a host ("x::"), which
+			// names no origin and would not key back to itself.
+			return originKey{}, fmt.Errorf("robots: invalid host %q", host)
 		}
 	}
-	if isASCII(host) {
-		if hasUpper(host) {
-			host = strings.ToLower(host)
-		}
-		if host == "" || host == "[]" {
-			return originKey{}, errNoHost
-		}
-		if strings.IndexByte(host, '%') >= 0 {
-			// An IPv6 zone, "[fe80::1%en0]": escaped as in a URL, so
-			// that the origin parses back to the same key.
-			host = strings.ReplaceAll(host, "%", "%25")
-		}
-		return originKey{scheme, host}, nil
-	}
-	// An internationalised name: map it to its ASCII form (UTS 46, as
-	// browsers do). idna returns a partial result together with an
-	// error; that result is never used.
-	name, port := u.Hostname(), u.Port()
-	ascii, err := idna.Lookup.ToASCII(name)
+	port, err := normPort(scheme, port)
 	if err != nil {
-		return originKey{}, fmt.Errorf("robots: invalid host %q: %w", name, err)
+		return originKey{}, fmt.Errorf("robots: invalid port in host %q", host)
 	}
-	if ascii == "" {
+	if !isASCII(name) {
+		// An internationalised name: map it to its ASCII form (UTS
+		// 46, as browsers do). idna returns a partial result together
+		// with an error; that result is never used.
+		ascii, err := idna.Lookup.ToASCII(name)
+		if err != nil {
+			return originKey{}, fmt.Errorf("robots: invalid host %q: %w", name, err)
+		}
+		name = ascii
+	}
+	if hasUpper(name) {
+		name = strings.ToLower(name)
+	}
+	if name == "" || name == "[]" {
 		return originKey{}, errNoHost
 	}
-	host = strings.ToLower(ascii)
-	if port != "" && port != defaultPort(scheme) {
-		host += ":" + port
+	if strings.IndexByte(name, '%') >= 0 {
+		// An IPv6 zone, "[fe80::1%en0]": escaped as in a URL, so that
+		// the origin parses back to the same key.
+		name = strings.ReplaceAll(name, "%", "%25")
 	}
-	return originKey{scheme, host}, nil
+	if port == "" {
+		return originKey{scheme, name}, nil
+	}
+	if len(name)+1+len(port) == len(host) && host[len(name)] == ':' && host[len(name)+1:] == port && host[:len(name)] == name {
+		return originKey{scheme, host}, nil // as written: no allocation
+	}
+	return originKey{scheme, name + ":" + port}, nil
+}
+
+// normPort returns port as a decimal number without leading zeros, or "" if
+// it is empty or scheme's default port: ":080" and ":80" are the same port
+// of an http origin, and no port at all.
+func normPort(scheme, port string) (string, error) {
+	if port == "" {
+		return "", nil
+	}
+	n := 0
+	for i := 0; i < len(port); i++ {
+		c := port[i]
+		if c < '0' || c > '9' {
+			return "", errors.New("port is not a number")
+		}
+		if n = n*10 + int(c-'0'); n > 65535 {
+			return "", errors.New("port out of range")
+		}
+	}
+	if port[0] == '0' && len(port) > 1 {
+		port = strconv.Itoa(n)
+	}
+	if port == defaultPort(scheme) {
+		return "", nil
+	}
+	return port, nil
 }
 
 func defaultPort(scheme string) string {
@@ -124,32 +172,48 @@ func hasUpper(s string) bool {
 }
 
 // cache is the in-process cache of origins: a fixed set of shards, each a
-// copy-on-write map read without locks, bounded by the CLOCK algorithm (an
-// approximation of least-recently-used). It starts no goroutines; entries
-// expire when they are next used.
+// copy-on-write map read without locks, bounded in origins and in bytes by
+// the CLOCK algorithm (an approximation of least-recently-used). It starts
+// no goroutines; entries expire when they are next used.
+//
+// The pace of an evicted origin is parked while it still matters (a turn or
+// the end of a pause ahead), and taken back when the origin returns.
 type cache struct {
-	seed   maphash.Seed
-	shards []shard
-	per    int // capacity of each shard; len(shards)*per <= MaxOrigins
+	seed     maphash.Seed
+	shards   []shard
+	per      int   // origins per shard; len(shards)*per <= MaxOrigins
+	perBytes int64 // bytes per shard; len(shards)*perBytes <= MaxBytes
+
+	parkMu    sync.Mutex
+	parked    map[originKey]*pace // guarded by parkMu
+	parkSwept int                 // guarded by parkMu: len(parked) after the last sweep
 }
 
 type shard struct {
 	m atomic.Pointer[map[originKey]*site] // read without lock; replaced under mu
 
-	mu   sync.Mutex
-	ring []*site // guarded by mu: the shard's sites, swept by hand
-	hand int     // guarded by mu
+	mu    sync.Mutex
+	ring  []*site // guarded by mu: the shard's sites, swept by hand
+	hand  int     // guarded by mu
+	bytes int64   // guarded by mu: the sum of the ring's site.bytes
 }
 
-// newCache returns a cache of at most max origins. Its shards hold 64 to 128
-// origins each, so that copying one on a miss stays cheap.
-func newCache(max int) *cache {
+// newCache returns a cache of at most maxOrigins origins and about maxBytes
+// bytes, for states of at most maxState bytes each. Its shards hold 64 to
+// 128 origins each, so that copying one on a miss stays cheap, and at least
+// two of the largest states, so that one large file does not empty a shard.
+func newCache(maxOrigins int, maxBytes, maxState int64) *cache {
 	n := 1
-	for n < 1<<14 && n*2*64 <= max {
+	for n < 1<<14 && n*2*64 <= maxOrigins && int64(n)*2*2*maxState <= maxBytes {
 		n *= 2
 	}
-	c := &cache{seed: maphash.MakeSeed(), shards: make([]shard, n), per: max / n}
-	return c
+	return &cache{
+		seed:     maphash.MakeSeed(),
+		shards:   make([]shard, n),
+		per:      max(maxOrigins/n, 1),
+		perBytes: maxBytes / int64(n),
+		parked:   make(map[originKey]*pace),
+	}
 }
 
 func (c *cache) shard(k originKey) *shard {
@@ -167,44 +231,107 @@ func (sh *shard) get(k originKey) *site {
 	return nil
 }
 
-// add returns the site of k, adding one if there is none. When the shard is
-// full, it evicts the first site that the sweeping hand finds unused since
-// its last pass, and reports it.
-func (sh *shard) add(k originKey, per int) (s *site, evicted bool) {
+// add returns the site of k in sh, adding one if there is none, with the
+// pace parked for k if any. When the shard is full, it evicts the first site
+// that the sweeping hand finds unused since its last pass, and counts it.
+func (c *cache) add(sh *shard, k originKey, now time.Duration) (s *site, evicted int) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	old := sh.m.Load()
-	if old != nil {
-		if s := (*old)[k]; s != nil {
-			return s, false
-		}
+	if s := sh.get(k); s != nil {
+		return s, 0
 	}
-	s = &site{key: k, origin: k.String()}
+	s = &site{key: k, origin: k.String(), pace: c.unpark(k)}
+	if len(sh.ring) >= c.per {
+		c.evict(sh, now, nil)
+		evicted++
+	}
+	sh.ring = append(sh.ring, s)
+	sh.replace(func(m map[originKey]*site) { m[k] = s })
+	return s, evicted
+}
+
+// replace publishes a copy of sh's map changed by f. The caller holds sh.mu.
+func (sh *shard) replace(f func(map[originKey]*site)) {
 	var m map[originKey]*site
-	if old == nil {
+	if old := sh.m.Load(); old == nil {
 		m = make(map[originKey]*site)
 	} else {
 		m = maps.Clone(*old)
 	}
-	if len(sh.ring) < per {
-		sh.ring = append(sh.ring, s)
-	} else {
-		for {
-			v := sh.ring[sh.hand]
-			if v.used.Swap(false) {
-				sh.hand = (sh.hand + 1) % len(sh.ring)
-				continue
-			}
-			delete(m, v.key)
-			sh.ring[sh.hand] = s
-			sh.hand = (sh.hand + 1) % len(sh.ring)
-			evicted = true
-			break
-		}
-	}
-	m[k] = s
+	f(m)
 	sh.m.Store(&m)
-	return s, evicted
+}
+
+// evict removes one site of sh other than keep: the first that the hand
+// finds unused since its last pass. It reports false if there is none. The
+// caller holds sh.mu.
+func (c *cache) evict(sh *shard, now time.Duration, keep *site) bool {
+	if len(sh.ring) == 0 || len(sh.ring) == 1 && sh.ring[0] == keep {
+		return false
+	}
+	for {
+		sh.hand %= len(sh.ring)
+		v := sh.ring[sh.hand]
+		if v == keep || v.used.Swap(false) {
+			sh.hand++
+			continue
+		}
+		last := len(sh.ring) - 1
+		sh.ring[sh.hand] = sh.ring[last]
+		sh.ring[last] = nil
+		sh.ring = sh.ring[:last]
+		sh.bytes -= v.bytes
+		v.bytes, v.gone = 0, true
+		sh.replace(func(m map[originKey]*site) { delete(m, v.key) })
+		if v.pace.matters(now) {
+			c.park(v.key, v.pace, now)
+		}
+		return true
+	}
+}
+
+// account sets the bytes that s holds to n and evicts other sites of its
+// shard while the shard holds more than its share of MaxBytes. It returns
+// how many it evicted.
+func (c *cache) account(s *site, n int64, now time.Duration) (evicted int) {
+	sh := c.shard(s.key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if s.gone {
+		return 0 // evicted while it loaded: its state goes with it
+	}
+	sh.bytes += n - s.bytes
+	s.bytes = n
+	for sh.bytes > c.perBytes && c.evict(sh, now, s) {
+		evicted++
+	}
+	return evicted
+}
+
+// park keeps p, the pace of an evicted origin, until it no longer matters.
+func (c *cache) park(k originKey, p *pace, now time.Duration) {
+	c.parkMu.Lock()
+	defer c.parkMu.Unlock()
+	c.parked[k] = p
+	if len(c.parked) > max(2*c.parkSwept, 1024) {
+		for k, p := range c.parked {
+			if !p.matters(now) {
+				delete(c.parked, k)
+			}
+		}
+		c.parkSwept = len(c.parked)
+	}
+}
+
+// unpark returns the pace parked for k, or a new one.
+func (c *cache) unpark(k originKey) *pace {
+	c.parkMu.Lock()
+	defer c.parkMu.Unlock()
+	if p := c.parked[k]; p != nil {
+		delete(c.parked, k)
+		return p
+	}
+	return new(pace)
 }
 
 // site is the cached state of one origin.
@@ -213,18 +340,25 @@ type site struct {
 	origin string      // key.String()
 	used   atomic.Bool // set when a request uses the site; cleared by the CLOCK hand
 	cur    atomic.Pointer[state]
+	pace   *pace       // the origin's pace, when Transport.Pacer is nil or fails
+	forget atomic.Int64 // set by Transport.Forget, in Unix ns: the next load takes no older entry from the Store
 
 	mu     sync.Mutex
 	flight *flight // guarded by mu: the load in progress, or nil
 
-	pace pace // the origin's pace, when Transport.Pacer is nil or fails
+	bytes int64 // guarded by the shard's mu: what cur holds, as counted
+	gone  bool  // guarded by the shard's mu: evicted
 }
 
 // flight is one load of a site's robots.txt. st is written once before done
-// is closed, and read only after.
+// is closed, and read only after. When the fetch must wait for its turn,
+// sendAt is set and waiting closed, so that a request whose deadline comes
+// first gives up at once.
 type flight struct {
-	done chan struct{}
-	st   *state
+	done    chan struct{}
+	st      *state
+	waiting chan struct{}
+	sendAt  time.Time // written once before waiting is closed
 }
 
 // state is an entry ready to decide with. It is immutable. Without a Store,
@@ -239,6 +373,7 @@ type state struct {
 	every   time.Duration   // the interval between requests for the Transport's own Agent
 	expires time.Duration   // entry.Expires, on the Transport's clock (see Transport.now)
 	allowAt time.Duration   // when an AccessUnreachable origin becomes allowed (30-day rule), on the same clock
+	bytes   int64           // the memory the state holds, as the cache counts it
 }
 
 // fresh reports whether st may be used at now without a new fetch.
@@ -247,7 +382,7 @@ func (st *state) fresh(now time.Duration) bool { return now < st.expires }
 // compile returns the state of e. robots, if not nil, is e.Body already
 // parsed.
 func (t *Transport) compile(e *Entry, robots *matcher.Robots) *state {
-	st := &state{entry: e, expires: e.Expires.Sub(t.epoch)}
+	st := &state{entry: e, expires: t.clock(e.Expires), bytes: stateOverhead}
 	switch e.Access {
 	case AccessSuccess:
 		if robots == nil {
@@ -259,6 +394,7 @@ func (t *Transport) compile(e *Entry, robots *matcher.Robots) *state {
 			bodiless.Body = nil
 			st.entry = &bodiless
 		}
+		st.bytes += int64(robots.Size()) + int64(len(st.entry.Body))
 		if t.cfg.agent != "" {
 			st.group = st.robots.Group(t.cfg.agent)
 			st.every = t.delayOf(st.group.CrawlDelay())
@@ -268,16 +404,32 @@ func (t *Transport) compile(e *Entry, robots *matcher.Robots) *state {
 	case AccessUnavailable:
 		st.every = t.delayOf(0, false)
 	default:
+		// AccessUnreachable, and any value an Access cannot have: the
+		// origin is refused whole.
 		st.every = t.delayOf(0, false)
 		msg := e.Error
 		if msg == "" {
 			msg = "robots: robots.txt unreachable"
 		}
 		st.err = errors.New(msg)
-		st.allowAt = e.UnreachableSince.Add(UnreachableAllowAfter).Sub(t.epoch)
+		st.allowAt = time.Duration(math.MaxInt64)
+		if e.Access == AccessUnreachable && !e.UnreachableSince.IsZero() {
+			// An entry that does not say since when the origin is
+			// unreachable never counts 30 days: it refuses until it
+			// expires, and the fetch that follows sets the date.
+			st.allowAt = t.clock(e.UnreachableSince.Add(UnreachableAllowAfter))
+		}
 	}
 	return st
 }
+
+// stateOverhead is what the cache counts for a state beside its parsed
+// robots.txt and body: the state, its Entry, its site, its pace and their
+// map and ring slots.
+const stateOverhead = 1 << 10
+
+// clock returns tm on the Transport's clock (see Transport.now).
+func (t *Transport) clock(tm time.Time) time.Duration { return tm.Sub(t.epoch) }
 
 // compileFetched is compile for an entry made in this process from r, so
 // that the refusal keeps the fetch error itself, with its chain, and not
@@ -345,11 +497,9 @@ func (t *Transport) lookup(ctx context.Context, k originKey, now time.Duration, 
 			return s, st, nil
 		}
 	} else {
-		var evicted bool
-		s, evicted = sh.add(k, t.cache.per)
-		if evicted {
-			t.stats.evictions.Add(1)
-		}
+		var evicted int
+		s, evicted = t.cache.add(sh, k, now)
+		t.stats.evictions.Add(uint64(evicted))
 	}
 	t.stats.misses.Add(1)
 	st, err := t.wait(ctx, s, userAgent)
@@ -357,8 +507,9 @@ func (t *Transport) lookup(ctx context.Context, k originKey, now time.Duration, 
 }
 
 // wait returns the site's state once it is fresh, starting a load unless
-// one is in progress. It gives up when ctx is done; the load goes on for the
-// other callers, bounded by FetchTimeout.
+// one is in progress. It gives up when ctx is done, and at once when the
+// load waits for a turn that comes after ctx's deadline; the load goes on
+// for the other callers.
 func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string) (*state, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("robots: waiting for %s/robots.txt: %w", s.origin, err)
@@ -370,7 +521,7 @@ func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string) 
 	}
 	f := s.flight
 	if f == nil {
-		f = &flight{done: make(chan struct{})}
+		f = &flight{done: make(chan struct{}), waiting: make(chan struct{})}
 		s.flight = f
 		s.mu.Unlock()
 		if ctx.Done() == nil {
@@ -378,60 +529,97 @@ func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string) 
 			t.load(ctx, s, f, userAgent())
 			return f.st, nil
 		}
-		go t.load(context.WithoutCancel(ctx), s, f, userAgent())
+		go t.load(ctx, s, f, userAgent())
 	} else {
 		s.mu.Unlock()
 	}
-	select {
-	case <-f.done:
-		return f.st, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("robots: waiting for %s/robots.txt: %w", s.origin, ctx.Err())
+	waiting := f.waiting
+	dl, hasDeadline := ctx.Deadline()
+	if !hasDeadline {
+		waiting = nil
+	}
+	for {
+		select {
+		case <-f.done:
+			return f.st, nil
+		case <-waiting:
+			waiting = nil
+			if f.sendAt.After(dl) {
+				return nil, fmt.Errorf("robots: the fetch of %s/robots.txt waits for its turn, %v away, past the deadline: %w",
+					s.origin, time.Until(f.sendAt).Round(time.Millisecond), context.DeadlineExceeded)
+			}
+		case <-ctx.Done():
+			return nil, fmt.Errorf("robots: waiting for %s/robots.txt: %w", s.origin, ctx.Err())
+		}
 	}
 }
 
-// load obtains a new state for s, publishes it and ends f.
+// load obtains a new state for s, publishes it and ends f. ctx is the
+// context of the request that started it, for the log only: the load serves
+// every request that waits for it, so it is neither canceled with that
+// request nor carries its values (its httptrace hooks, say). A panic while
+// loading (in Base, a Store or a Pacer) ends the load with the origin
+// unreachable, and is logged; it is not raised again, since the load may run
+// on a goroutine of its own.
 func (t *Transport) load(ctx context.Context, s *site, f *flight, userAgent string) {
-	st, fetched := t.obtain(ctx, s, s.cur.Load(), userAgent)
-	if fetched {
-		// The fetch was a request to the origin: the next one waits
-		// its turn after it.
-		t.tookTurn(ctx, s, st.every)
+	ctx = context.WithoutCancel(ctx)
+	var st *state
+	defer func() {
+		if v := recover(); v != nil {
+			err := fmt.Errorf("robots: panic while loading %s/robots.txt: %v", s.origin, v)
+			t.log(ctx, err.Error(), "stack", string(debug.Stack()))
+			st = t.compileFetched(next(entryOf(s.cur.Load()), &fetchResult{err: err}, time.Now()), &fetchResult{access: AccessUnreachable, err: err}, s.cur.Load())
+		}
+		s.pace.know(st.every)
+		s.cur.Store(st)
+		t.stats.evictions.Add(uint64(t.cache.account(s, st.bytes, t.now())))
+		s.mu.Lock()
+		s.flight = nil
+		s.mu.Unlock()
+		f.st = st
+		close(f.done)
+	}()
+	st = t.obtain(ctx, s, f, s.cur.Load(), userAgent)
+}
+
+// entryOf returns st's entry, or nil if st is nil.
+func entryOf(st *state) *Entry {
+	if st == nil {
+		return nil
 	}
-	s.cur.Store(st)
-	s.mu.Lock()
-	s.flight = nil
-	s.mu.Unlock()
-	f.st = st
-	close(f.done)
+	return st.entry
 }
 
 // obtain returns the state of s that follows prevSt (nil if none): an entry
-// another user of the Store has fetched, or else the result of a fetch (and
-// then fetched).
-func (t *Transport) obtain(ctx context.Context, s *site, prevSt *state, userAgent string) (st *state, fetched bool) {
-	var prev *Entry
-	if prevSt != nil {
-		prev = prevSt.entry
-	}
+// another user of the Store has fetched, or else the result of a fetch. The
+// fetch takes the origin's turn before it is sent, like any request, and
+// while it holds the Store's lock, so that no other user of the Store and
+// Pacer sees the new entry before the fetch is counted as a turn.
+func (t *Transport) obtain(logCtx context.Context, s *site, f *flight, prevSt *state, userAgent string) *state {
+	ctx := context.Background() // the load's own: no caller's values, no cancellation
+	prev := entryOf(prevSt)
 	store := t.cfg.store
 	if store != nil {
 		sctx, cancel := context.WithTimeout(ctx, t.cfg.fetchTimeout)
 		defer cancel()
-		if e := t.storeGet(sctx, s.origin); e != nil {
-			if time.Now().Before(e.Expires) {
+		var notBefore time.Time
+		if ns := s.forget.Swap(0); ns != 0 {
+			notBefore = time.Unix(0, ns)
+		}
+		if e := t.storeGet(sctx, logCtx, s.origin); e != nil {
+			if time.Now().Before(e.Expires) && !e.FetchedAt.Before(notBefore) {
 				t.stats.storeHits.Add(1)
-				return t.compile(e, nil), false
+				return t.compile(e, nil)
 			}
 			if prev == nil || e.Expires.After(prev.Expires) {
 				prev, prevSt = e, nil // the Store's entry has its Body
 			}
 		}
 		if l, ok := store.(Locker); ok {
-			unlock, e := t.lockOrWait(sctx, l, s.origin)
+			unlock, e := t.lockOrWait(sctx, logCtx, l, s.origin, notBefore)
 			if e != nil {
 				t.stats.storeHits.Add(1)
-				return t.compile(e, nil), false
+				return t.compile(e, nil)
 			}
 			if unlock != nil {
 				defer unlock()
@@ -439,21 +627,27 @@ func (t *Transport) obtain(ctx context.Context, s *site, prevSt *state, userAgen
 		}
 	}
 
+	// The fetch is a request to the origin: it waits for its turn,
+	// spaced by the interval last known for the origin (none on a first
+	// visit) and never during a pause. With no deadline, waitTurn fails
+	// only if the Pacer and the memory both fail, which they cannot.
+	t.waitTurn(ctx, s, s.pace.known(), f)
+
 	fctx, cancel := context.WithTimeout(ctx, t.cfg.fetchTimeout)
 	r := t.fetch(fctx, s.origin, userAgent)
 	cancel()
 	now := time.Now()
 	e := next(prev, r, now)
 	t.stats.fetched(r.access)
-	t.logFetch(ctx, s.origin, r, e)
+	t.logFetch(logCtx, s.origin, r, e)
 	if store != nil {
 		pctx, cancel := t.storeCtx(ctx)
 		if err := store.Put(pctx, s.origin, e); err != nil {
-			t.log(ctx, "robots: store put failed", "origin", s.origin, "err", err)
+			t.log(logCtx, "robots: store put failed", "origin", s.origin, "err", err)
 		}
 		cancel()
 	}
-	return t.compileFetched(e, r, prevSt), true
+	return t.compileFetched(e, r, prevSt)
 }
 
 // storeTimeout bounds each call to a Store, so that a slow store delays a
@@ -465,35 +659,47 @@ func (t *Transport) storeCtx(ctx context.Context) (context.Context, context.Canc
 	return context.WithTimeout(ctx, min(storeTimeout, t.cfg.fetchTimeout))
 }
 
-func (t *Transport) storeGet(ctx context.Context, origin string) *Entry {
+// storeGet returns the Store's entry of origin, or nil if it has none or
+// fails.
+func (t *Transport) storeGet(ctx, logCtx context.Context, origin string) *Entry {
 	ctx, cancel := t.storeCtx(ctx)
 	defer cancel()
 	e, err := t.cfg.store.Get(ctx, origin)
 	if err != nil {
-		t.log(ctx, "robots: store get failed", "origin", origin, "err", err)
+		t.log(logCtx, "robots: store get failed", "origin", origin, "err", err)
 		return nil
 	}
 	return e
+}
+
+// lockTTL is how long a Store's fetch lock is held at most: the fetch's
+// wait for its turn, the fetch and the Put.
+func (t *Transport) lockTTL() time.Duration {
+	return t.cfg.maxCrawlDelay + t.cfg.maxRetryAfter + t.cfg.fetchTimeout + 2*storeTimeout
 }
 
 // lockOrWait takes the Store's fetch lock of origin, or waits for the entry
 // its holder will put. It returns the unlock func when the caller should
 // fetch holding the lock, a fresh entry when the holder put one, or neither
 // when the caller should fetch without the lock (ctx done, or a store error).
-func (t *Transport) lockOrWait(ctx context.Context, l Locker, origin string) (unlock func(), e *Entry) {
+// An entry fetched before notBefore is not taken (see Transport.Forget).
+func (t *Transport) lockOrWait(ctx, logCtx context.Context, l Locker, origin string, notBefore time.Time) (unlock func(), e *Entry) {
+	usable := func(e *Entry) bool {
+		return e != nil && time.Now().Before(e.Expires) && !e.FetchedAt.Before(notBefore)
+	}
 	delay := 50 * time.Millisecond
 	for {
 		lctx, cancel := t.storeCtx(ctx)
-		unlock, ok, err := l.TryLock(lctx, origin, t.cfg.fetchTimeout)
+		unlock, ok, err := l.TryLock(lctx, origin, t.lockTTL())
 		cancel()
 		if err != nil {
-			t.log(ctx, "robots: store lock failed", "origin", origin, "err", err)
+			t.log(logCtx, "robots: store lock failed", "origin", origin, "err", err)
 			return nil, nil
 		}
 		if ok {
 			// The last holder may have put its entry and unlocked
 			// since this load looked: then there is nothing to fetch.
-			if e := t.storeGet(ctx, origin); e != nil && time.Now().Before(e.Expires) {
+			if e := t.storeGet(ctx, logCtx, origin); usable(e) {
 				unlock()
 				return nil, e
 			}
@@ -507,7 +713,7 @@ func (t *Transport) lockOrWait(ctx context.Context, l Locker, origin string) (un
 		case <-timer.C:
 		}
 		delay = min(2*delay, time.Second)
-		if e := t.storeGet(ctx, origin); e != nil && time.Now().Before(e.Expires) {
+		if e := t.storeGet(ctx, logCtx, origin); usable(e) {
 			return nil, e
 		}
 	}

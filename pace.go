@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 const (
@@ -23,33 +21,147 @@ const (
 )
 
 // Pacer spaces the requests sent to each origin. By default, a Transport
-// paces the origins it caches itself, with one [rate.Limiter] per origin,
-// dropped with the origin. Set Transport.Pacer to share the pace of origins
-// between Transports, for example across the processes of a fleet of
-// crawlers.
+// paces the origins it knows itself, in memory. Set Transport.Pacer to share
+// the pace of origins between Transports, for example across the processes
+// of a fleet of crawlers.
 //
 // Origins are named as for a [Store]. A Pacer must be safe for concurrent use
 // by multiple goroutines. If it returns an error, the Transport logs it and
 // paces the origin itself for that request, as if it had no Pacer; a request
 // whose context is done by then is not sent.
 type Pacer interface {
-	// Reserve takes origin's next turn for one request, turns being at
-	// least every apart, and returns how long the caller must wait for
-	// it. every may be zero: then only a pause delays the turn. If the
-	// wait would be longer than maxWait, Reserve takes no turn and
-	// returns ok false.
+	// Reserve takes origin's next turn for one request and returns how
+	// long the caller must wait for it. It must not wait itself: the
+	// Transport waits, so that it can count the wait and give up with
+	// the request's context.
+	//
+	// The turn is the first instant that is at least every after the
+	// origin's previous turn (the latest one taken, by any user of the
+	// Pacer) and not before the end of a pause (see Pause). every may be
+	// zero: then only a pause delays the turn, but the turn is still
+	// taken, so that a later request with a non-zero every is spaced
+	// from it. If the wait would be longer than maxWait, Reserve takes no
+	// turn and returns ok false with the wait it foresees. A turn taken
+	// is never handed out again.
 	Reserve(ctx context.Context, origin string, every, maxWait time.Duration) (wait time.Duration, ok bool, err error)
 
-	// Pause delays origin's turns until at least until.
+	// Pause delays origin's turns until at least until. A later end
+	// than the one already set wins; an earlier one changes nothing.
 	Pause(ctx context.Context, origin string, until time.Time) error
 }
 
-// pace is the in-memory pace of one cached origin.
+// pace is the in-memory pace of one origin: when its latest turn was handed
+// out and until when it is paused, both on the Transport's clock (see
+// Transport.now). It outlives the origin's cache entry while it still
+// matters (see pace.matters and cache.park), so that dropping a parsed
+// robots.txt never lets a request out early.
+//
+// # Turns and give-backs
+//
+// A turn is taken at max(now, last+every, pausedUntil) and becomes the new
+// last. Every time here is on one clock, the Transport's monotonic one, and
+// last only moves forward, except on a give-back: a request that does not
+// use its turn (its context ended while it waited, or a pause began)
+// restores the previous last only if its turn is still the latest one
+// taken. Then no later turn was computed from it, so restoring cannot let
+// two requests share an interval; otherwise the unused turn stays taken,
+// which only spaces the requests that follow it more.
+//
+// (golang.org/x/time/rate, used before, ties the spacing of a turn to the
+// limit in force when the previous one was taken and keeps its own clock,
+// which a pause moved forward and a cancellation moved back: a give-back
+// during a pause credited the interval twice. Here the spacing of a turn is
+// the interval of the request that takes it: the fetch of robots.txt, sent
+// before its crawl-delay is known, is spaced from the next request by the
+// delay it finds.)
 type pace struct {
-	pausedUntil atomic.Int64 // on the Transport's clock (ns since epoch); written under mu
+	pausedUntil atomic.Int64 // ns on the Transport's clock; written under mu
 
-	mu  sync.Mutex
-	lim *rate.Limiter // guarded by mu; lazily initialised
+	mu    sync.Mutex
+	last  time.Duration // guarded by mu: the latest turn taken; valid if seq != 0
+	seq   uint64        // guarded by mu: the reservation that took last; 0 if none
+	next  uint64        // guarded by mu: the last reservation number handed out
+	every time.Duration // guarded by mu: the interval last known for the origin
+}
+
+// turn is one reservation of a pace, for a give-back.
+type turn struct {
+	p        *pace
+	seq      uint64
+	prevLast time.Duration
+	prevSeq  uint64
+}
+
+// reserve takes p's next turn at now, spaced every from the previous one;
+// see Pacer.Reserve.
+func (p *pace) reserve(now, every, maxWait time.Duration) (wait time.Duration, ok bool, tk turn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at := max(now, time.Duration(p.pausedUntil.Load()))
+	if p.seq != 0 {
+		at = max(at, p.last+every)
+	}
+	wait = at - now
+	if wait > 0 && wait >= maxWait {
+		return wait, false, turn{}
+	}
+	p.next++
+	tk = turn{p: p, seq: p.next, prevLast: p.last, prevSeq: p.seq}
+	if p.seq == 0 || at >= p.last {
+		p.last, p.seq = at, p.next
+	}
+	return wait, true, tk
+}
+
+// giveBack returns the turn tk, if it is still the latest one taken.
+func (tk turn) giveBack() {
+	if tk.p == nil {
+		return
+	}
+	tk.p.mu.Lock()
+	defer tk.p.mu.Unlock()
+	if tk.p.seq == tk.seq {
+		tk.p.last, tk.p.seq = tk.prevLast, tk.prevSeq
+	}
+}
+
+// paused reports whether p is paused at now.
+func (p *pace) paused(now time.Duration) bool {
+	u := p.pausedUntil.Load()
+	return u != 0 && u > int64(now)
+}
+
+// pause pauses p until until, unless it is paused longer.
+func (p *pace) pause(until time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if int64(until) > p.pausedUntil.Load() {
+		p.pausedUntil.Store(int64(until))
+	}
+}
+
+// know records every as the interval last known for the origin: the fetch
+// of its robots.txt is spaced by it.
+func (p *pace) know(every time.Duration) {
+	p.mu.Lock()
+	p.every = every
+	p.mu.Unlock()
+}
+
+// known returns the interval last known for the origin.
+func (p *pace) known() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.every
+}
+
+// matters reports whether p can still hold a request back at now or later:
+// a turn or a pause end is ahead, or the interval since the last turn has
+// not passed.
+func (p *pace) matters(now time.Duration) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.paused(now) || p.seq != 0 && p.last+p.every > now
 }
 
 // interval returns how far apart the requests to an origin decided by st
@@ -70,108 +182,84 @@ func (t *Transport) delayOf(d time.Duration, ok bool) time.Duration {
 	return max(min(d, t.cfg.maxCrawlDelay), t.cfg.minDelay)
 }
 
-// waitTurn waits for s's next turn, which is every after the last one
-// unless s is paused for longer. It returns at once, with an error that wraps
+// waitTurn waits for s's next turn, which is every after the previous one
+// and not during a pause. It returns at once, with an error that wraps
 // context.DeadlineExceeded, if the turn would come after ctx's deadline, and
 // with an error that wraps ctx's error if ctx is done while it waits.
-func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration) error {
-	if t.cfg.pacer == nil && every <= 0 {
-		if p := s.pace.pausedUntil.Load(); p == 0 || p <= int64(t.now()) {
-			return nil // the hot path: nothing to wait for
+//
+// It is the one place where a request to an origin takes its turn: every
+// request the Transport sends, the fetch of robots.txt included, passes
+// here first. The fetch passes its flight f (nil for other requests): its
+// turn is taken even when no interval is known yet, and when it must wait,
+// f tells the requests waiting for it when it will be sent.
+func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, f *flight) error {
+	if t.cfg.pacer == nil && every <= 0 && f == nil && !s.pace.paused(t.now()) {
+		return nil // the hot path: nothing to wait for
+	}
+	waited := false
+	var start time.Time
+	defer func() {
+		if waited {
+			t.stats.paceWaits.Add(1)
+			t.stats.paceWait.Add(int64(time.Since(start)))
 		}
-	}
-	maxWait := time.Duration(math.MaxInt64)
-	if dl, ok := ctx.Deadline(); ok {
-		maxWait = time.Until(dl)
-	}
-	var wait time.Duration
-	var ok bool
-	if p := t.cfg.pacer; p != nil {
-		var err error
-		wait, ok, err = p.Reserve(ctx, s.origin, every, maxWait)
-		if err != nil {
-			if ctx.Err() != nil {
+	}()
+	for {
+		maxWait := time.Duration(math.MaxInt64)
+		if dl, ok := ctx.Deadline(); ok {
+			maxWait = time.Until(dl)
+		}
+		wait, ok, tk := t.reserve(ctx, s, every, maxWait)
+		if err := ctx.Err(); err != nil {
+			tk.giveBack()
+			return fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, err)
+		}
+		if !ok {
+			return fmt.Errorf("robots: the turn of %s is %v away, past the deadline: %w", s.origin, wait.Round(time.Millisecond), context.DeadlineExceeded)
+		}
+		if wait > 0 {
+			if !waited {
+				waited, start = true, time.Now()
+				if f != nil {
+					f.sendAt = start.Add(wait)
+					close(f.waiting)
+				}
+			}
+			timer := time.NewTimer(wait)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				timer.Stop()
+				tk.giveBack()
 				return fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
 			}
-			t.pacerFailed(ctx, s.origin, err)
-			if dl, ok := ctx.Deadline(); ok {
-				maxWait = time.Until(dl)
-			}
-			wait, ok = t.reserve(s, every, maxWait)
 		}
-	} else {
-		wait, ok = t.reserve(s, every, maxWait)
-	}
-	if !ok {
-		return fmt.Errorf("robots: the turn of %s is %v away, past the deadline: %w", s.origin, wait, context.DeadlineExceeded)
-	}
-	if wait <= 0 {
-		return nil
-	}
-	t.stats.paceWaits.Add(1)
-	start := time.Now()
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		t.stats.paceWait.Add(int64(wait))
-		return nil
-	case <-ctx.Done():
-		t.stats.paceWait.Add(int64(time.Since(start)))
-		return fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
+		// A pause that began while this request waited holds it back
+		// too: no request goes to a paused origin.
+		if !s.pace.paused(t.now()) {
+			return nil
+		}
+		tk.giveBack()
 	}
 }
 
-// reserve takes s's next turn in memory; see Pacer.Reserve.
-func (t *Transport) reserve(s *site, every, maxWait time.Duration) (wait time.Duration, ok bool) {
-	s.pace.mu.Lock()
-	defer s.pace.mu.Unlock()
-	now := t.now()
-	at := max(now, time.Duration(s.pace.pausedUntil.Load()))
-	if every <= 0 {
-		wait = at - now
-		return wait, wait < maxWait || wait == 0
-	}
-	// During a pause the turns are taken from its end on, so that the
-	// requests it held back leave one per interval, not all at once.
-	lim := s.pace.limiter(t.epoch.Add(at), every)
-	r := lim.ReserveN(t.epoch.Add(at), 1)
-	wait = r.DelayFrom(t.epoch.Add(now))
-	if wait > 0 && wait >= maxWait {
-		r.CancelAt(t.epoch.Add(now))
-		return wait, false
-	}
-	return wait, true
-}
-
-// limiter returns the pace's limiter, set at now to one event per every. The
-// caller holds p.mu.
-func (p *pace) limiter(now time.Time, every time.Duration) *rate.Limiter {
-	if p.lim == nil {
-		p.lim = rate.NewLimiter(rate.Every(every), 1)
-	} else if l := rate.Every(every); p.lim.Limit() != l {
-		p.lim.SetLimitAt(now, l)
-	}
-	return p.lim
-}
-
-// tookTurn records that a request (the fetch of robots.txt) was sent to s
-// without waiting for its turn, so that the next request waits every after it.
-func (t *Transport) tookTurn(ctx context.Context, s *site, every time.Duration) {
-	if every <= 0 {
-		return
-	}
+// reserve takes s's next turn, from the Pacer if there is one and it
+// answers, else in memory. The turn can be given back only in memory.
+func (t *Transport) reserve(ctx context.Context, s *site, every, maxWait time.Duration) (time.Duration, bool, turn) {
 	if p := t.cfg.pacer; p != nil {
-		_, _, err := p.Reserve(ctx, s.origin, every, time.Duration(math.MaxInt64))
+		wait, ok, err := p.Reserve(ctx, s.origin, every, maxWait)
 		if err == nil {
-			return
+			return wait, ok, turn{}
+		}
+		if ctx.Err() != nil {
+			return 0, false, turn{} // the caller sees ctx done
 		}
 		t.pacerFailed(ctx, s.origin, err)
+		if dl, ok := ctx.Deadline(); ok {
+			maxWait = time.Until(dl)
+		}
 	}
-	s.pace.mu.Lock()
-	defer s.pace.mu.Unlock()
-	now := t.epoch.Add(t.now())
-	s.pace.limiter(now, every).ReserveN(now, 1)
+	return s.pace.reserve(t.now(), every, maxWait)
 }
 
 // pauseFor pauses s until the time resp's Retry-After asks for, capped at
@@ -186,17 +274,13 @@ func (t *Transport) pauseFor(ctx context.Context, s *site, resp *http.Response) 
 	}
 	d = min(d, t.cfg.maxRetryAfter)
 	t.stats.pauses.Add(1)
+	// The pause is kept in memory in any case, so that the requests of
+	// this Transport that wait for a turn see it at once.
+	s.pace.pause(t.now() + d)
 	if p := t.cfg.pacer; p != nil {
-		err := p.Pause(ctx, s.origin, time.Now().Add(d))
-		if err == nil {
-			return
+		if err := p.Pause(ctx, s.origin, time.Now().Add(d)); err != nil {
+			t.pacerFailed(ctx, s.origin, err)
 		}
-		t.pacerFailed(ctx, s.origin, err)
-	}
-	s.pace.mu.Lock()
-	defer s.pace.mu.Unlock()
-	if until := int64(t.now() + d); until > s.pace.pausedUntil.Load() {
-		s.pace.pausedUntil.Store(until)
 	}
 }
 

@@ -342,11 +342,11 @@ func TestPacer(t *testing.T) {
 		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Pacer: p}}
 		start := time.Now()
 		wantAllowed(t, client, "https://example.com/page")
-		if d := time.Since(start); d != 4*time.Second {
-			t.Errorf("waited %v, want the pacer's 4s", d)
+		if d := time.Since(start); d != 8*time.Second {
+			t.Errorf("waited %v, want the pacer's 4s for the fetch of robots.txt and 4s for the page", d)
 		}
 		wantAllowed(t, client, "https://fast.example/")
-		wantAllowed(t, client, "https://example.com/busy") // at 12 s: 4 s per request
+		wantAllowed(t, client, "https://example.com/busy") // at 20 s: 4 s per request
 
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -354,8 +354,9 @@ func TestPacer(t *testing.T) {
 			t.Errorf("err = %v, want context.DeadlineExceeded", err)
 		}
 		want := []string{
-			"https://example.com every=3s", // the fetch of robots.txt takes a turn
+			"https://example.com every=0s", // the fetch of robots.txt takes a turn, with no delay known yet
 			"https://example.com every=3s",
+			"https://fast.example every=0s",
 			"https://fast.example every=0s", // a Pacer is asked for every request
 			"https://example.com every=3s",
 			"https://example.com every=3s",
@@ -363,16 +364,18 @@ func TestPacer(t *testing.T) {
 		if fmt.Sprint(p.reserves) != fmt.Sprint(want) {
 			t.Errorf("Reserve calls\n%q\nwant\n%q", p.reserves, want)
 		}
-		if want := []string{"https://example.com until=00:01:42"}; fmt.Sprint(p.pauses) != fmt.Sprint(want) {
+		if want := []string{"https://example.com until=00:01:50"}; fmt.Sprint(p.pauses) != fmt.Sprint(want) {
 			t.Errorf("Pause calls %q, want %q", p.pauses, want)
 		}
 
-		// A failing Pacer does not stop the crawl.
+		// A failing Pacer does not stop the crawl, and the pause that
+		// the Transport saw itself still holds in memory: the request
+		// leaves when it ends, 90 s after the 429.
 		p.err = errors.New("pacer down")
 		start = time.Now()
 		wantAllowed(t, client, "https://example.com/page")
-		if d := time.Since(start); d != 0 {
-			t.Errorf("waited %v with a failing Pacer, want 0", d)
+		if d := time.Since(start); d != 90*time.Second {
+			t.Errorf("waited %v with a failing Pacer, want the 90s left of the pause", d)
 		}
 	})
 }

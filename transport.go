@@ -39,6 +39,7 @@ package robots
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -106,40 +107,62 @@ func (e *DisallowedError) Unwrap() error { return e.Err }
 // it for the crawler Agent, and otherwise returns a [*DisallowedError].
 //
 // A Transport caches the robots.txt of each origin in memory (see
-// MaxOrigins and Store) and fetches each at most once at a time, however many
-// requests wait for it. Transports should be reused instead of created as
-// needed.
+// MaxOrigins, MaxBytes and Store) and fetches each at most once at a time,
+// however many requests wait for it. Transports should be reused instead of
+// created as needed.
 //
 // The zero value is a valid Transport: it uses [http.DefaultTransport] and
 // finds each request's product token in its User-Agent header. Use
 // [NewTransport] to set the product token. A Transport's fields must not be
 // modified after its first use.
 //
+// Only http and https URLs are sent: a request of any other scheme fails
+// with an error that is not a [*DisallowedError], since its robots.txt
+// cannot be fetched.
+//
 // Transport is safe for concurrent use by multiple goroutines.
 type Transport struct {
 	// Base sends the requests that robots.txt allows, and the fetches of
-	// robots.txt itself. If nil, http.DefaultTransport is used.
+	// robots.txt itself. If nil, http.DefaultTransport is used, as it is
+	// at the Transport's first use; if http.DefaultTransport is then a
+	// *Transport itself (as after http.DefaultTransport =
+	// robots.NewTransport(nil, "ExampleBot")), the http.DefaultTransport
+	// that net/http made is used instead.
 	Base http.RoundTripper
 
 	// Agent is the crawler's product token, e.g. "ExampleBot", matched
-	// case-insensitively against the user-agent lines of robots.txt. It
-	// is compared whole: "ExampleBot/1.0" names no group.
+	// case-insensitively against the user-agent lines of robots.txt.
+	// It may be given as a User-Agent header: "ExampleBot/1.0" and
+	// "Mozilla/5.0 (compatible; ExampleBot/1.0; +https://example.com/bot)"
+	// both mean ExampleBot (see the rule below). An Agent that names no
+	// token (such as "/1.0" or "(bot)") is a programming error:
+	// [NewTransport] panics, and a Transport made otherwise fails every
+	// request with an error that says so. "*" obeys the "*" group.
 	//
 	// If empty, each request's token is found in its User-Agent header:
 	// the first item after "compatible" in a parenthesised comment that
 	// is a Name or Name/version, as in "Mozilla/5.0 (compatible;
 	// ExampleBot/1.0; +https://example.com/bot)"; or else the first
-	// Name/version product outside comments, as in "ExampleBot/1.0", with
-	// Name cut to its leading run of letters, digits, '-' and '_'. Names
-	// of browsers' products (Mozilla, AppleWebKit, Chrome, Safari, Gecko,
-	// Firefox, Version, Mobile, MSIE, Trident, …) do not count. A request
-	// with no such token obeys the "*" group.
+	// product outside comments, as in "ExampleBot/1.0" or "ExampleBot",
+	// with Name cut to its leading run of letters, digits, '-' and '_'.
+	// Names of browsers' products (Mozilla, AppleWebKit, Chrome, Safari,
+	// Gecko, Firefox, Version, Mobile, MSIE, Trident, …) do not count. A
+	// request with no such token obeys the "*" group.
 	//
-	// The fetch of robots.txt is sent with the User-Agent header of the
-	// request that caused it, or if it has none, with Agent as its whole
-	// User-Agent. One fetch serves every request to the origin, whatever
-	// its token: the file is cached, not the verdicts.
+	// A token set on a request's context with [WithAgent] takes the
+	// place of Agent for that request.
+	//
+	// One fetch serves every request to the origin, whatever its token:
+	// the file is cached, not the verdicts.
 	Agent string
+
+	// UserAgent is the User-Agent header of the requests that have none,
+	// and of the fetches of robots.txt that such requests cause (a
+	// request that has one fetches robots.txt with it). If empty, it is
+	// Agent as given, or the request's token from [WithAgent]; with
+	// neither, such requests leave without a User-Agent of ours. A
+	// request's header is never modified: a copy of the request is sent.
+	UserAgent string
 
 	// TTL, if non-zero, is how long a fetched robots.txt is used before
 	// it is fetched again; a shorter Cache-Control max-age in its
@@ -150,24 +173,32 @@ type Transport struct {
 	// FetchTimeout, if non-zero, bounds each fetch of robots.txt,
 	// redirects and body included. If zero, DefaultFetchTimeout is used.
 	// A fetch is not canceled with the request that caused it, since
-	// other requests may be waiting for it.
+	// other requests may be waiting for it, and carries none of its
+	// context's values (its httptrace hooks, for one).
 	FetchTimeout time.Duration
 
 	// MaxBodySize is how many bytes of a robots.txt body are read and
-	// parsed; the rest is not read. If less than DefaultMaxBodySize
-	// (500 KiB, the least RFC 9309 §2.5 allows), DefaultMaxBodySize is
-	// used.
+	// parsed; the rest is not read, and a line that the limit cuts is
+	// dropped. If less than DefaultMaxBodySize (500 KiB, the least RFC
+	// 9309 §2.5 allows), DefaultMaxBodySize is used.
 	MaxBodySize int64
 
 	// MaxOrigins, if non-zero, bounds the origins kept in memory. When
 	// it is reached, an origin that has not been used recently is dropped
 	// (an approximation of least-recently-used, per shard), and fetched
 	// again if it is used again. If zero, DefaultMaxOrigins is used.
-	// Each origin kept holds the parsed form of its robots.txt (of at
-	// most MaxBodySize bytes; about 1.2 times the size of the file, and
-	// the file too when Store is set), a small one about 1 KB in all, so
-	// MaxOrigins bounds the memory the cache holds.
+	// The pace of a dropped origin is kept while it can still hold a
+	// request back.
 	MaxOrigins int
+
+	// MaxBytes, if non-zero, bounds the bytes the cache holds: each
+	// origin's parsed robots.txt with its index, and its body when Store
+	// is set, counted as they are built. When it is reached, origins that
+	// have not been used recently are dropped, as for MaxOrigins. If
+	// zero, DefaultMaxBytes (256 MiB) is used. A parsed robots.txt holds
+	// about 1 to 3 times the size of the file, and at least 1 KB, so
+	// MaxBytes rather than MaxOrigins bounds a cache of large files.
+	MaxBytes int64
 
 	// Store, if non-nil, is where robots.txt entries are shared with
 	// other Transports: it is consulted when the in-memory cache misses
@@ -184,7 +215,10 @@ type Transport struct {
 	// default, the requests to each origin are spaced by the crawl-delay
 	// of the robots.txt group the crawler obeys: one request per delay,
 	// per origin; origins do not slow each other down. The fetch of
-	// robots.txt counts as a request to its origin.
+	// robots.txt is a request to its origin like any other: it waits
+	// for its turn, spaced by the crawl-delay last known for the origin
+	// (none on a first visit), and the request after it is spaced by
+	// the crawl-delay it finds.
 	IgnoreCrawlDelay bool
 
 	// MaxCrawlDelay, if non-zero, caps the crawl-delay honoured. If zero,
@@ -199,8 +233,9 @@ type Transport struct {
 
 	// IgnoreRetryAfter, if true, turns off pausing on Retry-After. By
 	// default, a 429 or 503 response whose Retry-After header asks for a
-	// wait pauses its origin for that long (at most MaxRetryAfter): the
-	// requests that follow wait, and then leave one per crawl-delay.
+	// wait pauses its origin for that long (at most MaxRetryAfter): no
+	// request goes to it meanwhile, not even a fetch of robots.txt, and
+	// then the requests held back leave one per crawl-delay.
 	IgnoreRetryAfter bool
 
 	// MaxRetryAfter, if non-zero, caps the pause that Retry-After sets.
@@ -208,7 +243,7 @@ type Transport struct {
 	MaxRetryAfter time.Duration
 
 	// Pacer, if non-nil, spaces the requests to each origin instead of
-	// the Transport's own limiters; see Pacer. It is called for every
+	// the Transport's own memory; see Pacer. It is called for every
 	// request, whether the origin has a crawl-delay or not.
 	Pacer Pacer
 
@@ -227,11 +262,14 @@ var _ http.RoundTripper = (*Transport)(nil)
 // config is a Transport's fields, with defaults applied, frozen at first use.
 type config struct {
 	base         http.RoundTripper
-	agent        string
+	agent        string // the product token of Transport.Agent; "" if none
+	userAgent    string // the User-Agent of requests that have none; "" if none
+	err          error  // why every request fails: an Agent with no token
 	ttl          time.Duration
 	fetchTimeout time.Duration
 	maxBody      int64
 	maxOrigins   int
+	maxBytes     int64
 	store        Store
 	logger       *slog.Logger
 
@@ -243,20 +281,55 @@ type config struct {
 	pacer            Pacer
 }
 
+// netDefaultTransport is http.DefaultTransport as net/http made it, for a
+// nil Base when http.DefaultTransport has been set to a Transport.
+var netDefaultTransport = http.DefaultTransport
+
+// defaultBase returns the base of a Transport whose Base is nil.
+func defaultBase() http.RoundTripper {
+	if _, ok := http.DefaultTransport.(*Transport); ok {
+		return netDefaultTransport
+	}
+	return http.DefaultTransport
+}
+
 // NewTransport returns a Transport that sends through base (nil means
-// [http.DefaultTransport]) as the crawler whose product token is agent.
+// [http.DefaultTransport], as it is now) as the crawler whose product token
+// is agent (see Transport.Agent). It panics if agent names no product token.
 func NewTransport(base http.RoundTripper, agent string) *Transport {
+	if _, err := tokenOf(agent); err != nil {
+		panic(err)
+	}
+	if base == nil {
+		base = defaultBase()
+	}
 	return &Transport{Base: base, Agent: agent}
+}
+
+// tokenOf returns the product token that agent, a token or a User-Agent
+// header, names; "" for "", and an error if it names none.
+func tokenOf(agent string) (string, error) {
+	if agent == "" || agent == "*" {
+		return agent, nil
+	}
+	if tokenPrefix(agent) == agent {
+		return agent, nil
+	}
+	if tok := productToken(agent); tok != "" {
+		return tok, nil
+	}
+	return "", fmt.Errorf("robots: agent %q names no product token (want a name of letters, digits, '-' and '_', as in \"ExampleBot\" or \"ExampleBot/1.0\")", agent)
 }
 
 func (t *Transport) init() {
 	c := config{
 		base:         t.Base,
-		agent:        t.Agent,
+		userAgent:    t.UserAgent,
 		ttl:          t.TTL,
 		fetchTimeout: t.FetchTimeout,
 		maxBody:      t.MaxBodySize,
 		maxOrigins:   t.MaxOrigins,
+		maxBytes:     t.MaxBytes,
 		store:        t.Store,
 		logger:       t.Logger,
 
@@ -267,8 +340,12 @@ func (t *Transport) init() {
 		maxRetryAfter:    t.MaxRetryAfter,
 		pacer:            t.Pacer,
 	}
+	c.agent, c.err = tokenOf(t.Agent)
+	if c.userAgent == "" && c.agent != "*" {
+		c.userAgent = t.Agent
+	}
 	if c.base == nil {
-		c.base = http.DefaultTransport
+		c.base = defaultBase()
 	}
 	if c.ttl <= 0 {
 		c.ttl = DefaultTTL
@@ -282,6 +359,9 @@ func (t *Transport) init() {
 	if c.maxOrigins <= 0 {
 		c.maxOrigins = DefaultMaxOrigins
 	}
+	if c.maxBytes <= 0 {
+		c.maxBytes = DefaultMaxBytes
+	}
 	if c.maxCrawlDelay <= 0 {
 		c.maxCrawlDelay = DefaultMaxCrawlDelay
 	}
@@ -289,13 +369,79 @@ func (t *Transport) init() {
 		c.maxRetryAfter = DefaultMaxRetryAfter
 	}
 	t.cfg = c
-	t.cache = newCache(c.maxOrigins)
+	// The largest state: a parsed file of maxBody bytes (at most 3 times
+	// its size), its body when a Store is set, and the overhead.
+	maxState := 3*c.maxBody + stateOverhead
+	if c.store != nil {
+		maxState += c.maxBody
+	}
+	t.cache = newCache(c.maxOrigins, c.maxBytes, maxState)
 	t.epoch = time.Now()
 }
 
 // now returns the time since t.epoch. On the hot path it is cheaper than
 // time.Now, as it reads only the monotonic clock.
 func (t *Transport) now() time.Duration { return time.Since(t.epoch) }
+
+// agentKey is the context key of WithAgent.
+type agentKey struct{}
+
+// agentValue is what WithAgent puts in a context.
+type agentValue struct {
+	token string
+	ua    string // the User-Agent of requests that have none
+	err   error
+}
+
+// WithAgent returns a copy of ctx under which a [Transport] decides and sends
+// as the crawler whose product token agent names (a token or a User-Agent
+// header, as for Transport.Agent), in the place of the Transport's Agent: for
+// crawlers that run several identities through one Transport, or to ask
+// [Transport.Check] about another token, such as "Google-Extended". A
+// request whose agent names no token fails with an error that says so.
+func WithAgent(ctx context.Context, agent string) context.Context {
+	tok, err := tokenOf(agent)
+	if err == nil && tok == "" {
+		err = errors.New("robots: WithAgent: empty agent")
+	}
+	ua := agent
+	if tok == "*" {
+		ua = ""
+	}
+	return context.WithValue(ctx, agentKey{}, &agentValue{token: tok, ua: ua, err: err})
+}
+
+// identity returns the product token that decides a request with context ctx
+// and header hdr (nil for none), and the User-Agent of ours it leaves with if
+// it has none.
+func (t *Transport) identity(ctx context.Context, hdr http.Header) (token, ua string, err error) {
+	if v, _ := ctx.Value(agentKey{}).(*agentValue); v != nil {
+		if t.UserAgent != "" {
+			return v.token, t.UserAgent, v.err
+		}
+		return v.token, v.ua, v.err
+	}
+	if t.cfg.err != nil {
+		return "", "", t.cfg.err
+	}
+	if t.cfg.agent != "" {
+		return t.cfg.agent, t.cfg.userAgent, nil
+	}
+	if vs := hdr["User-Agent"]; len(vs) > 0 {
+		return t.agentOf(vs[0]), t.cfg.userAgent, nil
+	}
+	return "*", t.cfg.userAgent, nil
+}
+
+// errScheme is the error of a request whose scheme is not http or https.
+func errScheme(u *url.URL) error {
+	return fmt.Errorf("robots: unsupported protocol scheme %q", u.Scheme)
+}
+
+// httpScheme reports whether u's scheme is http or https, in any case.
+func httpScheme(u *url.URL) bool {
+	return strings.EqualFold(u.Scheme, "http") || strings.EqualFold(u.Scheme, "https")
+}
 
 // RoundTrip implements [http.RoundTripper]. It sends req through Base if the
 // robots.txt of its origin allows it, and otherwise returns a nil response
@@ -305,28 +451,43 @@ func (t *Transport) now() time.Duration { return time.Since(t.epoch) }
 // an error that wraps the context's error, and at once if the origin's turn
 // comes after the context's deadline, with an error that wraps
 // [context.DeadlineExceeded]. Requests for /robots.txt are sent without a
-// check or a wait.
+// check, in their origin's turn.
+//
+// A request with no User-Agent header is sent as a copy that has one (see
+// UserAgent); req itself is never modified.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.once.Do(t.init)
 	if req.URL == nil {
 		closeBody(req)
 		return nil, errors.New("robots: nil Request.URL")
 	}
-	if req.URL.Path == "/robots.txt" {
-		return t.cfg.base.RoundTrip(req)
-	}
-	agent := t.cfg.agent
-	if agent == "" {
-		agent = t.agentOf(req.Header.Get("User-Agent"))
+	if !httpScheme(req.URL) {
+		closeBody(req)
+		return nil, errScheme(req.URL)
 	}
 	ctx := req.Context()
-	s, every, err := t.check(ctx, req.URL, agent, req.Header)
-	if err == nil {
-		err = t.waitTurn(ctx, s, every)
+	agent, ua, err := t.identity(ctx, req.Header)
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	var s *site
+	if req.URL.Path == "/robots.txt" {
+		s, err = t.robotsTxtSite(ctx, req.URL)
+	} else {
+		var every time.Duration
+		s, every, err = t.check(ctx, req.URL, agent, fetchAgent(req.Header, ua))
+		if err == nil {
+			err = t.waitTurn(ctx, s, every, nil)
+		}
 	}
 	if err != nil {
 		closeBody(req)
 		return nil, err
+	}
+	if _, ok := req.Header["User-Agent"]; !ok && ua != "" {
+		req = req.Clone(ctx)
+		req.Header.Set("User-Agent", ua)
 	}
 	resp, err := t.cfg.base.RoundTrip(req)
 	if err == nil && resp != nil && !t.cfg.ignoreRetryAfter {
@@ -335,46 +496,88 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// fetchAgent returns the User-Agent a fetch of robots.txt caused by a
+// request with header hdr is sent with: the request's, or else ua.
+func fetchAgent(hdr http.Header, ua string) func() string {
+	return func() string {
+		if v := hdr.Get("User-Agent"); v != "" {
+			return v
+		}
+		return ua
+	}
+}
+
+// robotsTxtSite returns the site of u, a request for /robots.txt, after
+// waiting for its turn. It does not fetch robots.txt.
+func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL) (*site, error) {
+	k, err := keyOf(u)
+	if err != nil {
+		return nil, err
+	}
+	sh := t.cache.shard(k)
+	s := sh.get(k)
+	if s == nil {
+		var evicted int
+		s, evicted = t.cache.add(sh, k, t.now())
+		t.stats.evictions.Add(uint64(evicted))
+	}
+	return s, t.waitTurn(ctx, s, s.pace.known(), nil)
+}
+
 // Check returns the verdict of the Transport's robots.txt cache for u,
 // without sending a request to u: nil if a request would be sent, a
-// [*DisallowedError] if it would be refused, or another error if u has no
-// valid origin or ctx is done before the robots.txt of u is known. Check
-// fetches that robots.txt if needed. It decides as the Transport's Agent, or
-// as the "*" group if Agent is empty.
+// [*DisallowedError] if it would be refused, or another error if u cannot be
+// sent (no valid origin, a scheme other than http or https) or ctx is done
+// before the robots.txt of u is known. Check fetches that robots.txt if
+// needed, but does not wait for a turn. It decides as RoundTrip decides a
+// request with context ctx and no User-Agent header: as the token of
+// [WithAgent] if ctx has one, else as Agent, else as the "*" group. Use
+// [Transport.CheckRequest] to decide for a request that has a User-Agent.
 func (t *Transport) Check(ctx context.Context, u *url.URL) error {
 	t.once.Do(t.init)
 	if u == nil {
 		return errors.New("robots: nil URL")
 	}
+	return t.checkRequest(ctx, u, nil)
+}
+
+// CheckRequest returns the verdict RoundTrip would give req, as Check does,
+// without sending it or waiting for its turn. It does not modify req or close
+// its body.
+func (t *Transport) CheckRequest(req *http.Request) error {
+	t.once.Do(t.init)
+	if req.URL == nil {
+		return errors.New("robots: nil Request.URL")
+	}
+	return t.checkRequest(req.Context(), req.URL, req.Header)
+}
+
+func (t *Transport) checkRequest(ctx context.Context, u *url.URL, hdr http.Header) error {
+	if !httpScheme(u) {
+		return errScheme(u)
+	}
+	agent, ua, err := t.identity(ctx, hdr)
+	if err != nil {
+		return err
+	}
 	if u.Path == "/robots.txt" {
-		return nil
+		_, err := keyOf(u)
+		return err
 	}
-	agent := t.cfg.agent
-	if agent == "" {
-		agent = "*"
-	}
-	_, _, err := t.check(ctx, u, agent, nil)
+	_, _, err = t.check(ctx, u, agent, fetchAgent(hdr, ua))
 	return err
 }
 
-// check decides for u as agent; hdr, which may be nil, is the request's
-// header, whose User-Agent a fetch of robots.txt sends. If u is allowed, it
-// returns its origin's site and the interval between requests to it.
-func (t *Transport) check(ctx context.Context, u *url.URL, agent string, hdr http.Header) (*site, time.Duration, error) {
+// check decides for u as agent; userAgent gives the User-Agent that a fetch
+// of robots.txt sends. If u is allowed, it returns its origin's site and the
+// interval between requests to it.
+func (t *Transport) check(ctx context.Context, u *url.URL, agent string, userAgent func() string) (*site, time.Duration, error) {
 	k, err := keyOf(u)
 	if err != nil {
 		return nil, 0, err
 	}
 	now := t.now()
-	s, st, err := t.lookup(ctx, k, now, func() string {
-		if ua := hdr.Get("User-Agent"); ua != "" {
-			return ua
-		}
-		if t.cfg.agent != "" {
-			return t.cfg.agent
-		}
-		return ""
-	})
+	s, st, err := t.lookup(ctx, k, now, userAgent)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -388,7 +591,11 @@ func (t *Transport) check(ctx context.Context, u *url.URL, agent string, hdr htt
 	}
 	t.stats.refused.Add(1)
 	uc := *u
-	return nil, 0, &DisallowedError{URL: &uc, Agent: agent, Rule: d.rule, Line: d.line, Err: d.err}
+	de := &DisallowedError{URL: &uc, Agent: agent, Rule: d.rule, Line: d.line, Err: d.err}
+	if d.err != nil {
+		de.RetryAt = st.entry.Expires
+	}
+	return nil, 0, de
 }
 
 // target returns the path and query of u, as robots.txt rules are matched
@@ -414,11 +621,8 @@ func target(u *url.URL) string {
 // CloseIdleConnections method, as [http.Client.CloseIdleConnections] expects.
 func (t *Transport) CloseIdleConnections() {
 	type closeIdler interface{ CloseIdleConnections() }
-	base := t.Base
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	if ci, ok := base.(closeIdler); ok {
+	t.once.Do(t.init)
+	if ci, ok := t.cfg.base.(closeIdler); ok {
 		ci.CloseIdleConnections()
 	}
 }
@@ -576,18 +780,20 @@ func productToken(ua string) string {
 			}
 		}
 	}
-	// Else the first product outside comments that is not a browser's.
+	// Else the first product outside comments that is not a browser's,
+	// with or without a version (RFC 9110 §10.1.5).
 	depth := 0
 	for f := range strings.FieldsSeq(ua) {
 		if depth > 0 || strings.HasPrefix(f, "(") {
 			depth += strings.Count(f, "(") - strings.Count(f, ")")
 			continue
 		}
-		name, _, ok := strings.Cut(f, "/")
-		if !ok {
-			continue
+		name, _, versioned := strings.Cut(f, "/")
+		tok := tokenPrefix(name)
+		if !versioned && tok != name {
+			continue // a bare product ("ExampleBot") counts only whole
 		}
-		if tok := tokenPrefix(name); tok != "" && !browserish(tok) {
+		if tok != "" && !browserish(tok) {
 			return tok
 		}
 	}

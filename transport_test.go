@@ -877,7 +877,9 @@ func TestProductToken(t *testing.T) {
 		{"Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:121.0) Gecko/20100101 Firefox/121.0", ""},
 		{"", ""},
 		{"(((", ""},
-		{"just words", ""},
+		{"just words", "just"}, // two products (RFC 9110 §10.1.5); the first names the crawler
+		{"ExampleBot", "ExampleBot"},
+		{"ExampleBot (+https://example.com/bot)", "ExampleBot"},
 	} {
 		if got := productToken(c.ua); got != c.want {
 			t.Errorf("productToken(%q) = %q, want %q", c.ua, got, c.want)
