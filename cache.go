@@ -340,7 +340,7 @@ type site struct {
 	origin string      // key.String()
 	used   atomic.Bool // set when a request uses the site; cleared by the CLOCK hand
 	cur    atomic.Pointer[state]
-	pace   *pace       // the origin's pace, when Transport.Pacer is nil or fails
+	pace   *pace        // the origin's pace, when Transport.Pacer is nil or fails
 	forget atomic.Int64 // set by Transport.Forget, in Unix ns: the next load takes no older entry from the Store
 
 	mu     sync.Mutex
