@@ -200,11 +200,11 @@ type shard struct {
 
 // newCache returns a cache of at most maxOrigins origins and about maxBytes
 // bytes, for states of at most maxState bytes each. Its shards hold 64 to
-// 128 origins each, so that copying one on a miss stays cheap, and at least
+// 128 origins each, so that copying one on a miss stays cheap, and room for
 // two of the largest states, so that one large file does not empty a shard.
 func newCache(maxOrigins int, maxBytes, maxState int64) *cache {
 	n := 1
-	for n < 1<<14 && n*2*64 <= maxOrigins && int64(n)*2*2*maxState <= maxBytes {
+	for n < 1<<14 && n*2*64 <= maxOrigins && int64(n)*2*2*maxState <= 2*maxBytes {
 		n *= 2
 	}
 	return &cache{
@@ -241,12 +241,19 @@ func (c *cache) add(sh *shard, k originKey, now time.Duration) (s *site, evicted
 		return s, 0
 	}
 	s = &site{key: k, origin: k.String(), pace: c.unpark(k)}
+	var victim *site
 	if len(sh.ring) >= c.per {
-		c.evict(sh, now, nil)
-		evicted++
+		if victim = c.evict(sh, now, nil); victim != nil {
+			evicted++
+		}
 	}
 	sh.ring = append(sh.ring, s)
-	sh.replace(func(m map[originKey]*site) { m[k] = s })
+	sh.replace(func(m map[originKey]*site) {
+		if victim != nil {
+			delete(m, victim.key)
+		}
+		m[k] = s
+	})
 	return s, evicted
 }
 
@@ -262,17 +269,20 @@ func (sh *shard) replace(f func(map[originKey]*site)) {
 	sh.m.Store(&m)
 }
 
-// evict removes one site of sh other than keep: the first that the hand
-// finds unused since its last pass. It reports false if there is none. The
-// caller holds sh.mu.
-func (c *cache) evict(sh *shard, now time.Duration, keep *site) bool {
+// evict removes one site of sh other than keep from its ring, and returns
+// it: the first that the hand finds unused since its last pass. It returns
+// nil if there is none. The caller holds sh.mu, and removes the site from
+// sh's map.
+func (c *cache) evict(sh *shard, now time.Duration, keep *site) *site {
 	if len(sh.ring) == 0 || len(sh.ring) == 1 && sh.ring[0] == keep {
-		return false
+		return nil
 	}
-	for {
+	// Two passes clear every used bit; a site that is loading or kept
+	// stays, and if all do, none is evicted.
+	for range 2*len(sh.ring) + 1 {
 		sh.hand %= len(sh.ring)
 		v := sh.ring[sh.hand]
-		if v == keep || v.used.Swap(false) {
+		if v == keep || v.used.Swap(false) || v.loading() {
 			sh.hand++
 			continue
 		}
@@ -282,12 +292,12 @@ func (c *cache) evict(sh *shard, now time.Duration, keep *site) bool {
 		sh.ring = sh.ring[:last]
 		sh.bytes -= v.bytes
 		v.bytes, v.gone = 0, true
-		sh.replace(func(m map[originKey]*site) { delete(m, v.key) })
-		if v.pace.matters(now) {
+		if !v.pace.drop(now) {
 			c.park(v.key, v.pace, now)
 		}
-		return true
+		return v
 	}
+	return nil
 }
 
 // account sets the bytes that s holds to n and evicts other sites of its
@@ -302,10 +312,22 @@ func (c *cache) account(s *site, n int64, now time.Duration) (evicted int) {
 	}
 	sh.bytes += n - s.bytes
 	s.bytes = n
-	for sh.bytes > c.perBytes && c.evict(sh, now, s) {
-		evicted++
+	var victims []*site
+	for sh.bytes > c.perBytes {
+		v := c.evict(sh, now, s)
+		if v == nil {
+			break
+		}
+		victims = append(victims, v)
 	}
-	return evicted
+	if len(victims) > 0 {
+		sh.replace(func(m map[originKey]*site) {
+			for _, v := range victims {
+				delete(m, v.key)
+			}
+		})
+	}
+	return len(victims)
 }
 
 // park keeps p, the pace of an evicted origin, until it no longer matters.
@@ -315,12 +337,22 @@ func (c *cache) park(k originKey, p *pace, now time.Duration) {
 	c.parked[k] = p
 	if len(c.parked) > max(2*c.parkSwept, 1024) {
 		for k, p := range c.parked {
-			if !p.matters(now) {
+			if p.drop(now) {
 				delete(c.parked, k)
 			}
 		}
 		c.parkSwept = len(c.parked)
 	}
+}
+
+// siteOf returns the current site of k, adding one if there is none.
+func (c *cache) siteOf(k originKey, now time.Duration) *site {
+	sh := c.shard(k)
+	if s := sh.get(k); s != nil {
+		return s
+	}
+	s, _ := c.add(sh, k, now)
+	return s
 }
 
 // unpark returns the pace parked for k, or a new one.
@@ -348,6 +380,13 @@ type site struct {
 
 	bytes int64 // guarded by the shard's mu: what cur holds, as counted
 	gone  bool  // guarded by the shard's mu: evicted
+}
+
+// loading reports whether a load of s is in progress.
+func (s *site) loading() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flight != nil
 }
 
 // flight is one load of a site's robots.txt. st is written once before done
@@ -570,7 +609,7 @@ func (t *Transport) load(ctx context.Context, s *site, f *flight, userAgent stri
 			t.log(ctx, err.Error(), "stack", string(debug.Stack()))
 			st = t.compileFetched(next(entryOf(s.cur.Load()), &fetchResult{err: err}, time.Now()), &fetchResult{access: AccessUnreachable, err: err}, s.cur.Load())
 		}
-		s.pace.know(st.every)
+		t.paceOf(s).know(st.every)
 		s.cur.Store(st)
 		t.stats.evictions.Add(uint64(t.cache.account(s, st.bytes, t.now())))
 		s.mu.Lock()
@@ -631,7 +670,13 @@ func (t *Transport) obtain(logCtx context.Context, s *site, f *flight, prevSt *s
 	// spaced by the interval last known for the origin (none on a first
 	// visit) and never during a pause. With no deadline, waitTurn fails
 	// only if the Pacer and the memory both fail, which they cannot.
-	t.waitTurn(ctx, s, s.pace.known(), f)
+	every := t.paceOf(s).known()
+	if every == 0 && prev != nil && prevSt == nil {
+		// The Store's entry says what this Transport has not seen:
+		// the crawl-delay that the fleet keeps.
+		every = t.compile(prev, nil).every
+	}
+	t.waitTurn(ctx, s, every, f)
 
 	fctx, cancel := context.WithTimeout(ctx, t.cfg.fetchTimeout)
 	r := t.fetch(fctx, s.origin, userAgent)

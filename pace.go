@@ -77,11 +77,12 @@ type Pacer interface {
 type pace struct {
 	pausedUntil atomic.Int64 // ns on the Transport's clock; written under mu
 
-	mu    sync.Mutex
-	last  time.Duration // guarded by mu: the latest turn taken; valid if seq != 0
-	seq   uint64        // guarded by mu: the reservation that took last; 0 if none
-	next  uint64        // guarded by mu: the last reservation number handed out
-	every time.Duration // guarded by mu: the interval last known for the origin
+	mu      sync.Mutex
+	last    time.Duration // guarded by mu: the latest turn taken; valid if seq != 0
+	seq     uint64        // guarded by mu: the reservation that took last; 0 if none
+	next    uint64        // guarded by mu: the last reservation number handed out
+	every   time.Duration // guarded by mu: the interval last known for the origin
+	dropped atomic.Bool   // written under mu: dropped from the cache (see drop); no turn is taken here
 }
 
 // turn is one reservation of a pace, for a give-back.
@@ -93,10 +94,13 @@ type turn struct {
 }
 
 // reserve takes p's next turn at now, spaced every from the previous one;
-// see Pacer.Reserve.
+// see Pacer.Reserve. It panics if p has been dropped: use Transport.paceOf.
 func (p *pace) reserve(now, every, maxWait time.Duration) (wait time.Duration, ok bool, tk turn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.dropped.Load() {
+		panic("robots: turn taken on a dropped pace")
+	}
 	at := max(now, time.Duration(p.pausedUntil.Load()))
 	if p.seq != 0 {
 		at = max(at, p.last+every)
@@ -157,11 +161,31 @@ func (p *pace) known() time.Duration {
 
 // matters reports whether p can still hold a request back at now or later:
 // a turn or a pause end is ahead, or the interval since the last turn has
-// not passed.
+// not passed. The caller holds p.mu.
 func (p *pace) matters(now time.Duration) bool {
+	return p.paused(now) || p.seq != 0 && p.last+p.every > now
+}
+
+// drop marks p dropped and reports true, unless it still matters at now.
+// A dropped pace takes no more turns: a request that holds it finds the
+// origin's current pace instead (see Transport.paceOf), which may be new,
+// since nothing in p could hold a request back any more.
+func (p *pace) drop(now time.Duration) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.paused(now) || p.seq != 0 && p.last+p.every > now
+	if !p.dropped.Load() && !p.matters(now) {
+		p.dropped.Store(true)
+	}
+	return p.dropped.Load()
+}
+
+// paceOf returns the pace of s's origin: s's own, unless it was dropped
+// with s from the cache, and then the pace of the origin's current site.
+func (t *Transport) paceOf(s *site) *pace {
+	for s.pace.dropped.Load() {
+		s = t.cache.siteOf(s.key, t.now())
+	}
+	return s.pace
 }
 
 // interval returns how far apart the requests to an origin decided by st
@@ -193,7 +217,7 @@ func (t *Transport) delayOf(d time.Duration, ok bool) time.Duration {
 // turn is taken even when no interval is known yet, and when it must wait,
 // f tells the requests waiting for it when it will be sent.
 func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, f *flight) error {
-	if t.cfg.pacer == nil && every <= 0 && f == nil && !s.pace.paused(t.now()) {
+	if t.cfg.pacer == nil && every <= 0 && f == nil && !s.pace.paused(t.now()) && !s.pace.dropped.Load() {
 		return nil // the hot path: nothing to wait for
 	}
 	waited := false
@@ -236,7 +260,7 @@ func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, 
 		}
 		// A pause that began while this request waited holds it back
 		// too: no request goes to a paused origin.
-		if !s.pace.paused(t.now()) {
+		if !t.paused(ctx, s, wait > 0) {
 			return nil
 		}
 		tk.giveBack()
@@ -259,7 +283,7 @@ func (t *Transport) reserve(ctx context.Context, s *site, every, maxWait time.Du
 			maxWait = time.Until(dl)
 		}
 	}
-	return s.pace.reserve(t.now(), every, maxWait)
+	return t.paceOf(s).reserve(t.now(), every, maxWait)
 }
 
 // pauseFor pauses s until the time resp's Retry-After asks for, capped at
@@ -276,12 +300,42 @@ func (t *Transport) pauseFor(ctx context.Context, s *site, resp *http.Response) 
 	t.stats.pauses.Add(1)
 	// The pause is kept in memory in any case, so that the requests of
 	// this Transport that wait for a turn see it at once.
-	s.pace.pause(t.now() + d)
+	t.paceOf(s).pause(t.now() + d)
 	if p := t.cfg.pacer; p != nil {
 		if err := p.Pause(ctx, s.origin, time.Now().Add(d)); err != nil {
 			t.pacerFailed(ctx, s.origin, err)
 		}
 	}
+}
+
+// PauseChecker is implemented by a [Pacer] that can tell whether an origin is
+// paused. A Transport asks it before it sends a request that has waited for
+// its turn, since another user of the Pacer may have paused the origin
+// meanwhile: the request then waits for a new turn after the pause. Without
+// it, a pause set elsewhere while a request waited is seen by the requests
+// that reserve after it only.
+type PauseChecker interface {
+	// PausedUntil returns when origin's pause ends, or the zero time if
+	// it is not paused.
+	PausedUntil(ctx context.Context, origin string) (time.Time, error)
+}
+
+// paused reports whether s's origin is paused now, in memory or, when the
+// request waited for its turn and the Pacer can tell, in the Pacer.
+func (t *Transport) paused(ctx context.Context, s *site, waited bool) bool {
+	if t.paceOf(s).paused(t.now()) {
+		return true
+	}
+	pc, ok := t.cfg.pacer.(PauseChecker)
+	if !ok || !waited {
+		return false
+	}
+	until, err := pc.PausedUntil(ctx, s.origin)
+	if err != nil {
+		t.pacerFailed(ctx, s.origin, err)
+		return false
+	}
+	return time.Now().Before(until)
 }
 
 // pacerLogInterval is the least time between two records of Pacer failures:

@@ -521,7 +521,7 @@ func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL) (*site, error
 		s, evicted = t.cache.add(sh, k, t.now())
 		t.stats.evictions.Add(uint64(evicted))
 	}
-	return s, t.waitTurn(ctx, s, s.pace.known(), nil)
+	return s, t.waitTurn(ctx, s, t.paceOf(s).known(), nil)
 }
 
 // Check returns the verdict of the Transport's robots.txt cache for u,

@@ -1,0 +1,408 @@
+package robots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// arrival is one request that reached a logServer.
+type arrival struct {
+	at   time.Time
+	path string
+	// pause is the Retry-After the answer carried, or 0.
+	pause time.Duration
+}
+
+// logServer is a base transport that stands for the servers of several
+// origins: it logs every request that reaches it, by the origin it reaches
+// (scheme, host and port as a number, so that two spellings of one port are
+// one server), and answers robots.txt and pages as its fields say.
+type logServer struct {
+	robots func(origin string) string // robots.txt body of an origin
+	// page answers a page: its status and Retry-After (0 for none).
+	page func(origin, path string) (int, time.Duration)
+
+	mu  sync.Mutex
+	log map[string][]arrival
+}
+
+// serverOf returns the server that u reaches.
+func serverOf(u *http.Request) string {
+	host, port, err := net.SplitHostPort(u.URL.Host)
+	if err != nil {
+		host, port = u.URL.Host, map[string]string{"http": "80", "https": "443"}[u.URL.Scheme]
+	}
+	n, _ := strconv.Atoi(port)
+	return fmt.Sprintf("%s://%s:%d", u.URL.Scheme, host, n)
+}
+
+func (s *logServer) RoundTrip(req *http.Request) (*http.Response, error) {
+	origin := serverOf(req)
+	status, body, pause := 200, "page", time.Duration(0)
+	if req.URL.Path == "/robots.txt" {
+		body = s.robots(origin)
+	} else if s.page != nil {
+		status, pause = s.page(origin, req.URL.Path)
+	}
+	s.mu.Lock()
+	if s.log == nil {
+		s.log = make(map[string][]arrival)
+	}
+	s.log[origin] = append(s.log[origin], arrival{time.Now(), req.URL.Path, pause})
+	s.mu.Unlock()
+	h := http.Header{}
+	if pause > 0 {
+		h.Set("Retry-After", strconv.Itoa(int(pause/time.Second)))
+	}
+	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
+}
+
+// check fails t unless the arrivals at each origin are at least delay(origin)
+// apart, and none came during a pause that an answer asked for.
+func (s *logServer) check(t *testing.T, delay func(origin string) time.Duration) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for origin, as := range s.log {
+		d := delay(origin)
+		var pausedUntil time.Time
+		for i, a := range as {
+			if i > 0 {
+				if gap := a.at.Sub(as[i-1].at); gap < d {
+					t.Errorf("%s: %s and %s arrived %v apart, want at least %v", origin, as[i-1].path, a.path, gap, d)
+				}
+			}
+			if a.at.Before(pausedUntil) {
+				t.Errorf("%s: %s arrived %v before the end of a pause", origin, a.path, pausedUntil.Sub(a.at))
+			}
+			if a.pause > 0 {
+				pausedUntil = a.at.Add(a.pause)
+			}
+		}
+	}
+}
+
+func (s *logServer) count(origin string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.log[origin])
+}
+
+// memPacer is a Pacer shared by several Transports, as the processes of a
+// fleet share one, kept in memory.
+type memPacer struct {
+	epoch time.Time
+	mu    sync.Mutex
+	paces map[string]*pace
+}
+
+func (p *memPacer) pace(origin string) *pace {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.paces == nil {
+		p.paces = make(map[string]*pace)
+	}
+	if p.paces[origin] == nil {
+		p.paces[origin] = new(pace)
+	}
+	return p.paces[origin]
+}
+
+func (p *memPacer) Reserve(ctx context.Context, origin string, every, maxWait time.Duration) (time.Duration, bool, error) {
+	wait, ok, _ := p.pace(origin).reserve(time.Since(p.epoch), every, maxWait)
+	return wait, ok, nil
+}
+
+func (p *memPacer) Pause(ctx context.Context, origin string, until time.Time) error {
+	p.pace(origin).pause(until.Sub(p.epoch))
+	return nil
+}
+
+// TestGiveBackDuringPause: requests queued behind a Retry-After pause, one of
+// them refused at once for its deadline, leave one crawl-delay apart.
+func TestGiveBackDuringPause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &logServer{
+			robots: func(string) string { return "User-agent: *\nCrawl-delay: 0.5\n" },
+			page: func(_, path string) (int, time.Duration) {
+				if path == "/busy" {
+					return 503, 2 * time.Second
+				}
+				return 200, 0
+			},
+		}
+		tr := NewTransport(srv, "ExampleBot")
+		client := &http.Client{Transport: tr}
+		start := time.Now()
+		get(client, "https://example.com/busy")
+		var wg sync.WaitGroup
+		for i := range 3 {
+			wg.Go(func() { get(client, fmt.Sprintf("https://example.com/a%d", i)) })
+		}
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		if err := getCtx(ctx, client, "https://example.com/short"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("short deadline: err = %v, want DeadlineExceeded at once", err)
+		}
+		cancel()
+		// A request that gives its turn back after waiting a while,
+		// when it is the latest: the turn goes to the next request.
+		ctx, cancel = context.WithCancel(context.Background())
+		wg.Go(func() { getCtx(ctx, client, "https://example.com/late") })
+		time.Sleep(time.Second)
+		cancel()
+		synctest.Wait()
+		for i := range 2 {
+			wg.Go(func() { get(client, fmt.Sprintf("https://example.com/b%d", i)) })
+		}
+		wg.Wait()
+		srv.check(t, func(string) time.Duration { return 500 * time.Millisecond })
+		if n := srv.count("https://example.com:443"); n != 1+1+3+2 {
+			t.Errorf("%d arrivals, want robots.txt, /busy, 3 and 2", n)
+		}
+		if d := time.Since(start); d != 4500*time.Millisecond {
+			t.Errorf("the last request left at %v, want 4.5s (robots.txt at 0, /busy at 0.5s, paused to 2.5s, 5 turns): the turn given back is used; arrivals %v", d, srv.log)
+		}
+	})
+}
+
+// TestRobotsTxtFetchTakesItsTurn: a refresh of robots.txt waits a
+// crawl-delay after the last page, and for the end of a pause.
+func TestRobotsTxtFetchTakesItsTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		busy := false
+		srv := &logServer{
+			robots: func(string) string { return "User-agent: *\nCrawl-delay: 1\n" },
+			page: func(_, path string) (int, time.Duration) {
+				if busy {
+					return 503, 3 * time.Second
+				}
+				return 200, 0
+			},
+		}
+		tr := &Transport{Base: srv, Agent: "ExampleBot", TTL: 1500 * time.Millisecond}
+		client := &http.Client{Transport: tr}
+		for i := range 4 {
+			get(client, fmt.Sprintf("https://example.com/p%d", i))
+		}
+		busy = true
+		get(client, "https://example.com/busy")
+		busy = false
+		get(client, "https://example.com/after")
+		srv.check(t, func(string) time.Duration { return time.Second })
+		if got := tr.Stats().FetchSuccess; got < 3 {
+			t.Errorf("%d fetches of robots.txt, want refreshes every 1.5s", got)
+		}
+	})
+}
+
+// TestEvictionKeepsThePace: an origin dropped from a cache of one comes back
+// with its pace.
+func TestEvictionKeepsThePace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &logServer{robots: func(string) string { return "User-agent: *\nCrawl-delay: 1\n" }}
+		tr := &Transport{Base: srv, Agent: "ExampleBot", MaxOrigins: 1}
+		client := &http.Client{Transport: tr}
+		var wg sync.WaitGroup
+		for _, host := range []string{"a.example", "b.example"} {
+			wg.Go(func() {
+				for i := range 5 {
+					get(client, fmt.Sprintf("https://%s/%d", host, i))
+				}
+			})
+		}
+		wg.Wait()
+		srv.check(t, func(string) time.Duration { return time.Second })
+		if tr.Stats().Evictions == 0 {
+			t.Error("no eviction: the test does not test what it says")
+		}
+	})
+}
+
+// TestPortSpellings: a port is a number, and an explicit default port is no
+// port: one origin, one robots.txt, one pace.
+func TestPortSpellings(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &logServer{robots: func(string) string { return "User-agent: *\nCrawl-delay: 2\n" }}
+		tr := NewTransport(srv, "ExampleBot")
+		client := &http.Client{Transport: tr}
+		for _, u := range []string{
+			"http://h.example:8080/a", "http://h.example:08080/b", "http://h.example:0008080/c",
+			"http://h.example/d", "http://h.example:80/e", "http://h.example:080/f", "http://H.example:0080/g",
+		} {
+			if err := get(client, u); err != nil {
+				t.Errorf("GET %s: %v", u, err)
+			}
+		}
+		srv.check(t, func(string) time.Duration { return 2 * time.Second })
+		if got := tr.Stats().FetchSuccess; got != 2 {
+			t.Errorf("%d fetches of robots.txt, want 2 (ports 8080 and 80)", got)
+		}
+	})
+	for _, in := range []string{"http://h:65536/", "http://h:99999999999999999999/"} {
+		if k, err := keyOf(mustURL(in)); err == nil {
+			t.Errorf("keyOf(%s) = %v, want an error", in, k)
+		}
+	}
+}
+
+// TestFleetFetchTakesTheFirstTurn: the Transport that fetches robots.txt for a
+// fleet takes the fleet's turn before the others can see the entry.
+func TestFleetFetchTakesTheFirstTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &logServer{robots: func(string) string { return "User-agent: *\nCrawl-delay: 1\n" }}
+		store := &MemoryStore{}
+		pacer := &memPacer{epoch: time.Now()}
+		var wg sync.WaitGroup
+		for p := range 3 {
+			tr := &Transport{Base: srv, Agent: "ExampleBot", Store: store, Pacer: pacer}
+			client := &http.Client{Transport: tr}
+			wg.Go(func() {
+				for i := range 3 {
+					get(client, fmt.Sprintf("https://example.com/%d/%d", p, i))
+				}
+			})
+		}
+		wg.Wait()
+		srv.check(t, func(string) time.Duration { return time.Second })
+		if n := srv.count("https://example.com:443"); n != 10 {
+			t.Errorf("%d arrivals, want one robots.txt and 9 pages", n)
+		}
+	})
+}
+
+// TestPacerWaitIsCounted: a Pacer's wait is waited by the Transport, counted
+// in Stats, and past the deadline refused at once, the fetch of robots.txt
+// included.
+func TestPacerWaitIsCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &logServer{robots: func(string) string { return "User-agent: *\nCrawl-delay: 2\n" }}
+		pacer := &memPacer{epoch: time.Now()}
+		store := &MemoryStore{}
+		other := &Transport{Base: srv, Agent: "ExampleBot", Pacer: pacer, Store: store}
+		tr := &Transport{Base: srv, Agent: "ExampleBot", Pacer: pacer, Store: store}
+		get(&http.Client{Transport: other}, "https://example.com/x") // fetch at 0, page at 2 s
+		ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		if err := getCtx(ctx, &http.Client{Transport: tr}, "https://example.com/y"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err = %v, want DeadlineExceeded", err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("refused after %v, want at once", d)
+		}
+		synctest.Wait()
+		if err := get(&http.Client{Transport: tr}, "https://example.com/z"); err != nil {
+			t.Fatal(err)
+		}
+		if st := tr.Stats(); st.PaceWaits == 0 || st.PaceWait == 0 {
+			t.Errorf("Stats = %+v, want the Pacer's waits counted", st)
+		}
+		srv.check(t, func(string) time.Duration { return 2 * time.Second })
+	})
+}
+
+// TestPolitenessProperty drives random mixes of pauses, deadlines that give
+// turns back, refreshes, evictions, port spellings and Transports sharing a
+// Pacer and a Store, and checks that the arrivals at each origin are one
+// crawl-delay apart and never inside a pause.
+func TestPolitenessProperty(t *testing.T) {
+	seeds := 40
+	if testing.Short() {
+		seeds = 10
+	}
+	for seed := range uint64(seeds) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { politenessRun(t, seed) })
+		})
+	}
+}
+
+func politenessRun(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	delays := map[string]time.Duration{}
+	hosts := []string{"a.example", "b.example", "c.example"}
+	for _, h := range hosts {
+		delays["http://"+h+":80"] = time.Duration(1+rng.IntN(4)) * 250 * time.Millisecond
+	}
+	var mu sync.Mutex
+	pauseRate := rng.Float64() * 0.3
+	srv := &logServer{
+		robots: func(origin string) string {
+			return fmt.Sprintf("User-agent: *\nCrawl-delay: %g\nDisallow: /no\n", delays[origin].Seconds())
+		},
+		page: func(origin, path string) (int, time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			if rng.Float64() < pauseRate {
+				return []int{429, 503}[rng.IntN(2)], time.Duration(1+rng.IntN(3)) * time.Second
+			}
+			return 200, 0
+		},
+	}
+	nt := 1 + rng.IntN(3)
+	var store Store
+	var pacer Pacer
+	if nt > 1 || rng.IntN(2) == 0 {
+		store, pacer = &MemoryStore{}, &memPacer{epoch: time.Now()}
+	}
+	var clients []*http.Client
+	for range nt {
+		tr := &Transport{Base: srv, Agent: "ExampleBot", Store: store, Pacer: pacer,
+			TTL: time.Duration(1+rng.IntN(4)) * time.Second}
+		if rng.IntN(2) == 0 {
+			tr.MaxOrigins = 1
+		}
+		clients = append(clients, &http.Client{Transport: tr})
+	}
+	spell := []string{"", ":80", ":080", ":0080"}
+	var wg sync.WaitGroup
+	for w := range 2 + rng.IntN(5) {
+		mu.Lock()
+		c := clients[rng.IntN(len(clients))]
+		n := 3 + rng.IntN(6)
+		mu.Unlock()
+		wg.Go(func() {
+			for i := range n {
+				mu.Lock()
+				u := fmt.Sprintf("http://%s%s/w%d/%d", hosts[rng.IntN(len(hosts))], spell[rng.IntN(len(spell))], w, i)
+				var timeout time.Duration
+				if rng.IntN(3) == 0 {
+					timeout = time.Duration(rng.IntN(3000)) * time.Millisecond
+				}
+				sleep := time.Duration(rng.IntN(1500)) * time.Millisecond
+				mu.Unlock()
+				ctx, cancel := context.Background(), context.CancelFunc(func() {})
+				if timeout > 0 {
+					ctx, cancel = context.WithTimeout(ctx, timeout)
+				}
+				getCtx(ctx, c, u)
+				cancel()
+				time.Sleep(sleep)
+			}
+		})
+	}
+	wg.Wait()
+	// Loads that requests gave up on still take their turn and finish.
+	time.Sleep(time.Hour)
+	srv.check(t, func(origin string) time.Duration { return delays[origin] })
+}
+
+func (p *memPacer) PausedUntil(ctx context.Context, origin string) (time.Time, error) {
+	pc := p.pace(origin)
+	if u := pc.pausedUntil.Load(); u > 0 {
+		return p.epoch.Add(time.Duration(u)), nil
+	}
+	return time.Time{}, nil
+}
