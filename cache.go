@@ -301,7 +301,8 @@ func (c *cache) evict(sh *shard, now time.Duration, keep *site) *site {
 }
 
 // account sets the bytes that s holds to n and evicts other sites of its
-// shard while the shard holds more than its share of MaxBytes. It returns
+// shard while the shard holds more than its share of MaxBytes or of
+// MaxOrigins. It returns
 // how many it evicted.
 func (c *cache) account(s *site, n int64, now time.Duration) (evicted int) {
 	sh := c.shard(s.key)
@@ -313,7 +314,9 @@ func (c *cache) account(s *site, n int64, now time.Duration) (evicted int) {
 	sh.bytes += n - s.bytes
 	s.bytes = n
 	var victims []*site
-	for sh.bytes > c.perBytes {
+	// A shard may hold more than its share of origins when every other
+	// site was loading as one was added: the excess goes here.
+	for sh.bytes > c.perBytes || len(sh.ring) > c.per {
 		v := c.evict(sh, now, s)
 		if v == nil {
 			break
