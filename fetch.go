@@ -293,19 +293,25 @@ func contentEncoding(h http.Header) (string, error) {
 
 // decoder returns a reader of r decoded from content coding enc: gzip
 // (x-gzip) or deflate, the latter either zlib-wrapped, as RFC 9110 §8.4.1.2
-// defines it, or raw, as some servers send it. Other codings are an error.
+// defines it, or raw, as some servers send it. An empty body is empty
+// whatever its coding, as net/http's own gzip decoding has it. Other
+// codings are an error.
 func decoder(enc string, r io.Reader) (io.ReadCloser, error) {
-	switch enc {
-	case "gzip", "x-gzip":
-		return gzip.NewReader(r)
-	case "deflate":
-		br := bufio.NewReader(r)
-		if h, _ := br.Peek(2); len(h) == 2 && isZlibHeader(h[0], h[1]) {
+	if enc != "gzip" && enc != "x-gzip" && enc != "deflate" {
+		return nil, errUnsupportedEncoding
+	}
+	br := bufio.NewReader(r)
+	h, err := br.Peek(2)
+	if len(h) == 0 && err == io.EOF {
+		return http.NoBody, nil
+	}
+	if enc == "deflate" {
+		if len(h) == 2 && isZlibHeader(h[0], h[1]) {
 			return zlib.NewReader(br)
 		}
 		return flate.NewReader(br), nil
 	}
-	return nil, errUnsupportedEncoding
+	return gzip.NewReader(br)
 }
 
 // errUnsupportedEncoding is the cause of an unreachable result when the body
