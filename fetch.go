@@ -24,8 +24,10 @@ const (
 	// included, when Transport.FetchTimeout is zero.
 	DefaultFetchTimeout = 30 * time.Second
 
-	// DefaultMaxBodySize is how much of a robots.txt body is read and
-	// parsed (RFC 9309 §2.5: at least 500 KiB). The rest is ignored.
+	// DefaultMaxBodySize is how much of a robots.txt body, after any
+	// Content-Encoding is decoded, is parsed (RFC 9309 §2.5: at least 500
+	// KiB). The rest is ignored, and so is the line the limit cuts, if it
+	// cuts one; one byte past the limit is read to tell.
 	DefaultMaxBodySize = 500 << 10
 
 	// MaxRedirects is how many redirects a robots.txt fetch follows
