@@ -1,13 +1,22 @@
 package robots
 
 import (
+	"bufio"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
+	"runtime/debug"
+	"strings"
 	"time"
+
+	"github.com/f9014239/robots/matcher"
 )
 
 const (
@@ -15,8 +24,10 @@ const (
 	// included, when Transport.FetchTimeout is zero.
 	DefaultFetchTimeout = 30 * time.Second
 
-	// DefaultMaxBodySize is how much of a robots.txt body is read and
-	// parsed (RFC 9309 §2.5: at least 500 KiB). The rest is ignored.
+	// DefaultMaxBodySize is how much of a robots.txt body, after any
+	// Content-Encoding is decoded, is parsed (RFC 9309 §2.5: at least 500
+	// KiB). The rest is ignored, and so is the line the limit cuts, if it
+	// cuts one; one byte past the limit is read to tell.
 	DefaultMaxBodySize = 500 << 10
 
 	// MaxRedirects is how many redirects a robots.txt fetch follows
@@ -40,6 +51,9 @@ var errNoResponse = errors.New("robots: Base returned no response and no error")
 // fetch sends GET origin/robots.txt through t's base transport as userAgent
 // (none if ""), follows redirects and reads the body, all within ctx. The
 // result is for origin, whatever hosts the redirects lead to.
+//
+// A panic in Base, or in a body it returned, ends the fetch as unreachable
+// instead of ending the process or leaving the origin's waiters stuck.
 func (t *Transport) fetch(ctx context.Context, origin, userAgent string) *fetchResult {
 	target, err := url.Parse(origin + "/robots.txt")
 	if err != nil {
@@ -54,38 +68,79 @@ func (t *Transport) fetch(ctx context.Context, origin, userAgent string) *fetchR
 		if userAgent != "" {
 			req.Header.Set("User-Agent", userAgent)
 		}
-		resp, err := t.cfg.base.RoundTrip(req)
+		var resp *http.Response
+		if perr := t.guard(ctx, target, func() {
+			resp, err = t.cfg.base.RoundTrip(req)
+			if err != nil && resp != nil && resp.Body != nil {
+				resp.Body.Close()
+			}
+		}); perr != nil {
+			return &fetchResult{err: perr}
+		}
 		if err == nil && resp == nil {
 			err = errNoResponse
 		}
 		if err != nil {
-			if resp != nil && resp.Body != nil {
-				resp.Body.Close()
-			}
 			return &fetchResult{err: fmt.Errorf("robots: fetching %s: %w", redact(target), err)}
 		}
 		if resp.Body == nil {
 			resp.Body = http.NoBody // a base that breaks the RoundTripper contract
 		}
-		if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
-			loc := resp.Header.Get("Location")
-			drain(resp.Body)
-			next, ok := redirectTarget(target, loc)
-			if !ok {
-				// A redirect that cannot be followed ends the chain
-				// without a robots.txt: the file is unavailable,
-				// like a 404 (SPEC section 2).
-				return &fetchResult{access: AccessUnavailable, status: resp.StatusCode, lifetime: t.cfg.ttl}
+		if resp.StatusCode < 300 || resp.StatusCode > 399 {
+			var r *fetchResult
+			if perr := t.guard(ctx, target, func() { r = t.read(resp, target, now) }); perr != nil {
+				closeAfterPanic(resp.Body)
+				return &fetchResult{status: resp.StatusCode, err: perr}
 			}
-			if hop == MaxRedirects {
-				t.log(ctx, "robots.txt redirects too often", "origin", origin, "err", errTooManyRedirects)
-				return &fetchResult{access: AccessUnavailable, status: resp.StatusCode, lifetime: t.cfg.ttl}
-			}
-			target = next
-			continue
+			return r
 		}
-		return t.read(resp, target, now)
+		loc := resp.Header.Get("Location")
+		if perr := t.guard(ctx, target, func() { drain(resp.Body) }); perr != nil {
+			closeAfterPanic(resp.Body)
+			return &fetchResult{status: resp.StatusCode, err: perr}
+		}
+		next, ok := redirectTarget(target, loc)
+		if !ok {
+			// A redirect that cannot be followed ends the chain
+			// without a robots.txt: the file is unavailable, like a
+			// 404 (SPEC section 2).
+			return &fetchResult{access: AccessUnavailable, status: resp.StatusCode, lifetime: t.cfg.ttl}
+		}
+		if hop == MaxRedirects {
+			t.log(ctx, "robots.txt redirects too often", "origin", origin, "err", errTooManyRedirects)
+			return &fetchResult{access: AccessUnavailable, status: resp.StatusCode, lifetime: t.cfg.ttl}
+		}
+		target = next
 	}
+}
+
+// guard calls f, which calls into Base or a body it returned, and returns
+// nil, or the error that a panic in f becomes: "robots: Base panicked
+// fetching <u>: <value>". The stack of the panic goes to the Logger.
+func (t *Transport) guard(ctx context.Context, u *url.URL, f func()) (err error) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		if e, ok := v.(error); ok {
+			err = fmt.Errorf("robots: Base panicked fetching %s: %w", redact(u), e)
+		} else {
+			err = fmt.Errorf("robots: Base panicked fetching %s: %v", redact(u), v)
+		}
+		if t.cfg.logger != nil {
+			t.log(ctx, "robots: Base panicked", "url", redact(u), "panic", v, "stack", string(debug.Stack()))
+		}
+	}()
+	f()
+	return nil
+}
+
+// closeAfterPanic closes a body whose reading panicked, ignoring a panic in
+// Close too.
+func closeAfterPanic(body io.Closer) {
+	defer func() { recover() }()
+	body.Close()
 }
 
 // read turns the final response of a robots.txt fetch into a result and
@@ -96,15 +151,16 @@ func (t *Transport) read(resp *http.Response, target *url.URL, now time.Time) *f
 	case AccessSuccess:
 		body, err := readBody(resp, t.cfg.maxBody)
 		if err != nil {
-			// A body cut by the network is not a robots.txt: parsing
-			// what came could allow what the rest disallows.
+			// A body cut by the network, or one we cannot decode, is
+			// not a robots.txt: parsing what came could allow what
+			// the rest disallows.
 			return &fetchResult{status: resp.StatusCode, err: fmt.Errorf("robots: reading %s: %w", redact(target), err)}
 		}
 		r.body = body
-		r.lifetime = lifetime(t.cfg.ttl, resp.Header.Get("Cache-Control"))
+		r.lifetime = lifetime(t.cfg.ttl, resp.Header.Values("Cache-Control")...)
 	case AccessUnavailable:
 		drain(resp.Body)
-		r.lifetime = lifetime(t.cfg.ttl, resp.Header.Get("Cache-Control"))
+		r.lifetime = lifetime(t.cfg.ttl, resp.Header.Values("Cache-Control")...)
 	default:
 		drain(resp.Body)
 		r.retryAfter, _ = retryAfter(resp.Header.Get("Retry-After"), now)
@@ -113,17 +169,56 @@ func (t *Transport) read(resp *http.Response, target *url.URL, now time.Time) *f
 	return r
 }
 
-// readBody reads at most limit bytes of resp.Body and closes it. Reaching the
-// limit is not an error: the rest is not read at all. The result is no larger
-// than the body, so that a cache of many small files holds little memory.
+// readBody reads resp.Body, decoded by its Content-Encoding, and closes it.
+// It reads at most limit bytes of the decoded body, and one more to tell a
+// body that ends at the limit from one that goes on; one that goes on is
+// passed through [matcher.Truncate], so that the line the limit cuts is not
+// read as a rule. The rest is not read at all. The result is no larger than
+// the body, so that a cache of many small files holds little memory.
+//
+// A body shorter than its Content-Length, or encoded in a way that cannot be
+// decoded, is an error.
 func readBody(resp *http.Response, limit int64) ([]byte, error) {
 	defer resp.Body.Close()
-	size := int64(512)
+	limit = max(min(limit, math.MaxInt-1), 0)
+	var raw io.Reader = resp.Body
 	if resp.ContentLength >= 0 {
-		size = min(resp.ContentLength, limit)
+		// Shorter than it said: cut short, by a network or by a base
+		// that returned no body at all.
+		raw = &exactReader{r: raw, left: resp.ContentLength}
 	}
+	enc, err := contentEncoding(resp.Header)
+	if err != nil {
+		return nil, err
+	}
+	size := int64(512)
+	var r io.Reader = raw
+	if enc == "" {
+		if resp.ContentLength >= 0 {
+			size = resp.ContentLength
+		}
+	} else {
+		dr, err := decoder(enc, raw)
+		if err != nil {
+			return nil, fmt.Errorf("Content-Encoding %s: %w", enc, err)
+		}
+		defer dr.Close()
+		r = dr
+	}
+	body, err := readLimited(r, min(size, limit+1), limit)
+	if err != nil && enc != "" {
+		return nil, fmt.Errorf("Content-Encoding %s: %w", enc, err)
+	}
+	return body, err
+}
+
+// readLimited reads r into a buffer of initial capacity size (at most
+// limit+1) until EOF or until more than limit bytes have come, and then
+// returns what was read, cut as [matcher.Truncate] cuts it, with little
+// spare capacity.
+func readLimited(r io.Reader, size, limit int64) ([]byte, error) {
 	buf := make([]byte, 0, size)
-	lr := io.LimitReader(resp.Body, limit)
+	lr := io.LimitReader(r, limit+1)
 	var probe [1]byte
 	for {
 		var n int
@@ -132,7 +227,7 @@ func readBody(resp *http.Response, limit int64) ([]byte, error) {
 			// Full: before growing, find out whether anything is left.
 			n, err = lr.Read(probe[:])
 			if n > 0 {
-				grown := make([]byte, len(buf), min(max(2*int64(cap(buf)), 512), limit))
+				grown := make([]byte, len(buf), min(max(2*int64(cap(buf)), 512), limit+1))
 				copy(grown, buf)
 				buf = append(grown, probe[0])
 			}
@@ -140,21 +235,95 @@ func readBody(resp *http.Response, limit int64) ([]byte, error) {
 			n, err = lr.Read(buf[len(buf):cap(buf)])
 			buf = buf[:len(buf)+n]
 		}
-		if err == io.EOF && int64(len(buf)) < min(resp.ContentLength, limit) {
-			// Shorter than it said: cut short, by a network or by a
-			// base that returned no body at all.
-			return nil, io.ErrUnexpectedEOF
+		if int64(len(buf)) > limit {
+			// The body goes on past the limit.
+			return tight(matcher.Truncate(buf, int(limit))), nil
 		}
-		if err == io.EOF || int64(len(buf)) >= limit {
-			if cap(buf)-len(buf) > 64 {
-				buf = append([]byte(nil), buf...)
-			}
-			return buf, nil
+		if err == io.EOF {
+			return tight(buf), nil
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
+}
+
+// tight returns b, copied if that frees more than a little capacity.
+func tight(b []byte) []byte {
+	if cap(b)-len(b) > 64 {
+		return append([]byte(nil), b...)
+	}
+	return b
+}
+
+// exactReader reads r, which must hold left more bytes: an EOF before them
+// is io.ErrUnexpectedEOF.
+type exactReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (e *exactReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	e.left -= int64(n)
+	if err == io.EOF && e.left > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// contentEncoding returns the one content coding of a response that has
+// been applied to its body, lower case, or "" if none ("identity" is none).
+// More than one coding is an error: robots.txt is text, and a chain of
+// codings is no use to it.
+func contentEncoding(h http.Header) (string, error) {
+	var enc string
+	for _, v := range h.Values("Content-Encoding") {
+		for c := range strings.SplitSeq(v, ",") {
+			c = strings.ToLower(strings.TrimSpace(c))
+			if c == "" || c == "identity" {
+				continue
+			}
+			if enc != "" {
+				return "", fmt.Errorf("unsupported Content-Encoding %q", strings.Join(h.Values("Content-Encoding"), ", "))
+			}
+			enc = c
+		}
+	}
+	return enc, nil
+}
+
+// decoder returns a reader of r decoded from content coding enc: gzip
+// (x-gzip) or deflate, the latter either zlib-wrapped, as RFC 9110 §8.4.1.2
+// defines it, or raw, as some servers send it. An empty body is empty
+// whatever its coding, as net/http's own gzip decoding has it. Other
+// codings are an error.
+func decoder(enc string, r io.Reader) (io.ReadCloser, error) {
+	if enc != "gzip" && enc != "x-gzip" && enc != "deflate" {
+		return nil, errUnsupportedEncoding
+	}
+	br := bufio.NewReader(r)
+	h, err := br.Peek(2)
+	if len(h) == 0 && err == io.EOF {
+		return http.NoBody, nil
+	}
+	if enc == "deflate" {
+		if len(h) == 2 && isZlibHeader(h[0], h[1]) {
+			return zlib.NewReader(br)
+		}
+		return flate.NewReader(br), nil
+	}
+	return gzip.NewReader(br)
+}
+
+// errUnsupportedEncoding is the cause of an unreachable result when the body
+// of robots.txt has a Content-Encoding that the Transport cannot decode.
+var errUnsupportedEncoding = errors.New("unsupported encoding")
+
+// isZlibHeader reports whether b0, b1 begin a zlib stream (RFC 1950 §2.2):
+// method deflate with a window of at most 32 KiB, and a valid check.
+func isZlibHeader(b0, b1 byte) bool {
+	return b0&0x0f == 8 && b0>>4 <= 7 && (uint16(b0)<<8|uint16(b1))%31 == 0
 }
 
 // drain reads a little of body, so that its connection can be reused, and

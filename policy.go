@@ -53,24 +53,31 @@ func classify(status int) Access {
 	return AccessUnreachable
 }
 
-// maxAge returns the max-age of a Cache-Control header value, 0 for
-// no-cache and no-store, and ok false when the header sets no lifetime.
-func maxAge(cacheControl string) (d time.Duration, ok bool) {
-	for dir := range strings.SplitSeq(cacheControl, ",") {
-		name, val, _ := strings.Cut(strings.TrimSpace(dir), "=")
-		switch strings.ToLower(strings.TrimSpace(name)) {
-		case "no-store", "no-cache":
-			return 0, true
-		case "max-age":
-			val = strings.Trim(strings.TrimSpace(val), `"`)
-			n, err := strconv.ParseInt(val, 10, 64)
-			if err != nil || n < 0 {
-				continue
+// maxAge returns the lifetime that the Cache-Control header values of a
+// response set, all lines and directives taken together: 0 if any says
+// no-cache or no-store, else the first valid max-age (RFC 9111 §4.2.1: the
+// first of several occurrences is used). ok is false when they set none.
+func maxAge(cacheControl ...string) (d time.Duration, ok bool) {
+	for _, v := range cacheControl {
+		for dir := range strings.SplitSeq(v, ",") {
+			name, val, _ := strings.Cut(strings.TrimSpace(dir), "=")
+			switch strings.ToLower(strings.TrimSpace(name)) {
+			case "no-store", "no-cache":
+				return 0, true
+			case "max-age":
+				if ok {
+					continue // a later max-age does not count
+				}
+				val = strings.Trim(strings.TrimSpace(val), `"`)
+				n, err := strconv.ParseInt(val, 10, 64)
+				if err != nil || n < 0 {
+					continue
+				}
+				if n > int64(1<<63-1)/int64(time.Second) {
+					n = int64(1<<63-1) / int64(time.Second)
+				}
+				d, ok = time.Duration(n)*time.Second, true
 			}
-			if n > int64(1<<63-1)/int64(time.Second) {
-				n = int64(1<<63-1) / int64(time.Second)
-			}
-			d, ok = time.Duration(n)*time.Second, true
 		}
 	}
 	return d, ok
@@ -101,9 +108,10 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 }
 
 // lifetime is how long a reachable fetch result is used: ttl, shortened by
-// the response's Cache-Control max-age down to MinTTL.
-func lifetime(ttl time.Duration, cacheControl string) time.Duration {
-	if d, ok := maxAge(cacheControl); ok && d < ttl {
+// the max-age of the response's Cache-Control header values (see maxAge)
+// down to MinTTL.
+func lifetime(ttl time.Duration, cacheControl ...string) time.Duration {
+	if d, ok := maxAge(cacheControl...); ok && d < ttl {
 		return min(max(d, MinTTL), ttl)
 	}
 	return ttl
