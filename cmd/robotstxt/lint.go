@@ -110,6 +110,9 @@ func runLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rep := matcher.Lint(body)
 		out.Size = rep.Size
 		for _, d := range rep.Diagnostics {
+			if harmless(d) {
+				continue
+			}
 			out.Diagnostics = append(out.Diagnostics, diagnosticJSON{Line: d.Line, Text: d.Text, Message: d.Message})
 		}
 		for _, g := range rep.Groups {
@@ -187,6 +190,15 @@ func printLint(stdout io.Writer, out *lintJSON, read bool) {
 			fmt.Fprintf(w, "  %s\n", s)
 		}
 	}
+}
+
+// harmless reports whether a diagnostic of [matcher.Lint] names nothing a
+// site owner needs to fix. An empty Disallow is the documented way to allow
+// everything (RFC 9309 §2.2.2; "User-agent: *" then "Disallow:" is the most
+// common robots.txt there is): matcher.Lint reports it as an ignored rule,
+// which it is, but it is not a problem.
+func harmless(d matcher.Diagnostic) bool {
+	return d.Message == "empty disallow value ignored"
 }
 
 // count returns "1 rule", "2 rules".

@@ -608,3 +608,20 @@ func TestProgress(t *testing.T) {
 		t.Errorf("progress wrote %q, want %q", buf.String(), want)
 	}
 }
+
+// TestLintAllowAll: an empty Disallow, the documented way to allow
+// everything, is not a problem.
+func TestLintAllowAll(t *testing.T) {
+	code, stdout, _ := runCmd(t, "", "lint", "testdata/allow-all.txt")
+	if code != exitOK || !strings.Contains(stdout, "0 problems") {
+		t.Errorf("lint allow-all.txt = %d\n%s\nwant 0 and no problems", code, stdout)
+	}
+	// An empty Allow still is.
+	f := filepath.Join(t.TempDir(), "robots.txt")
+	if err := os.WriteFile(f, []byte("User-agent: *\nAllow:\nDisallow: /x\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, _ := runCmd(t, "", "lint", f); code != exitFlagged || !strings.Contains(stdout, "line 2: empty allow value ignored") {
+		t.Errorf("lint of an empty Allow = %d\n%s\nwant 1 and the line", code, stdout)
+	}
+}
