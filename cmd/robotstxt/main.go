@@ -3,9 +3,10 @@
 //
 // Usage:
 //
-//	robotstxt check [-agent TOKEN] [-json] FILE|URL [URL...]
-//	robotstxt lint [-json] FILE|URL
-//	robotstxt crawl [-agent TOKEN] [-max N] [-demo] [URL]
+//	robotstxt check [-agent TOKEN] [-json] [-timeout D] FILE|URL|- [URL...]
+//	robotstxt lint [-json] [-all] [-timeout D] FILE|URL|-
+//	robotstxt crawl [-agent TOKEN] [-max N] [-timeout D] [-demo] [URL]
+//	robotstxt help [COMMAND]
 //
 // # check
 //
@@ -69,7 +70,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -91,9 +95,9 @@ const (
 )
 
 const usage = `usage:
-  robotstxt check [-agent TOKEN] [-json] FILE|URL [URL...]
-  robotstxt lint [-json] FILE|URL
-  robotstxt crawl [-agent TOKEN] [-max N] [-demo] [URL]
+  robotstxt check [-agent TOKEN] [-json] [-timeout D] FILE|URL|- [URL...]
+  robotstxt lint [-json] [-all] [-timeout D] FILE|URL|-
+  robotstxt crawl [-agent TOKEN] [-max N] [-timeout D] [-demo] [URL]
 
 Run "robotstxt COMMAND -h" for the flags of a command.
 `
@@ -113,13 +117,39 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	case "check":
 		return runCheck(ctx, args[1:], stdin, stdout, stderr)
 	case "lint":
-		return runLint(ctx, args[1:], stdout, stderr)
+		return runLint(ctx, args[1:], stdin, stdout, stderr)
 	case "crawl":
 		return runCrawl(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
+		if len(args) == 2 && args[0] == "help" && args[1] != "help" {
+			return runContext(ctx, []string{args[1], "-h"}, stdin, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "robotstxt: unknown command %q\n%s", args[0], usage)
 	return exitUsage
+}
+
+// parseFlags parses the flags of a subcommand, the same way for every one.
+// An explicit -h or --help prints the usage to stdout: ok is false and code
+// is exitOK. A bad flag prints the error and the usage to stderr: ok is false
+// and code is exitUsage. Afterwards fs writes to stderr, so that fs.Usage
+// reports a usage error.
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	var msg bytes.Buffer
+	fs.SetOutput(&msg)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stdout)
+		fs.Usage()
+		fs.SetOutput(stderr)
+		return exitOK, false
+	case err != nil:
+		stderr.Write(msg.Bytes())
+		return exitUsage, false
+	}
+	return exitOK, true
 }

@@ -357,7 +357,7 @@ func TestLintLargeFile(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("lint -json: %v in %s", err, stdout)
 	}
-	if code != exitFlagged || rep.Size != len(body) || len(rep.Diagnostics) == 0 {
+	if code != exitFlagged || rep.Size != int64(len(body)) || len(rep.Diagnostics) == 0 {
 		t.Errorf("lint of a %d-byte file = %d, %+v; want 1, the size, a diagnostic", len(body), code, rep)
 	}
 }
@@ -378,7 +378,7 @@ func TestLintSite(t *testing.T) {
 		}
 	}))
 	code, stdout, stderr := runCmd(t, "", "lint", s.URL+"/some/page")
-	if code != exitOK || !strings.HasPrefix(stdout, s.URL+"/robots.txt: 200 OK (redirected to "+s.URL+"/moved/robots.txt), 95 bytes, 1 group, 1 sitemap, 0 problems\n") ||
+	if code != exitOK || !strings.HasPrefix(stdout, s.URL+"/robots.txt: 200 OK (redirected to "+s.URL+"/moved/robots.txt), 95 bytes, 1 group, 2 rules, 1 sitemap, 0 problems\n") ||
 		!strings.Contains(stdout, "line 1: *: 2 rules") {
 		t.Errorf("lint of a redirected robots.txt = %d\n%s\nstderr: %s", code, stdout, stderr)
 	}
@@ -461,7 +461,7 @@ func TestCrawlDemo(t *testing.T) {
 		t.Errorf("crawl -demo left the site:\n%s", stdout)
 	}
 	if sum := got[len(got)-2]; !strings.HasPrefix(sum, "10 URLs in ") ||
-		!strings.HasSuffix(sum, ": 5 fetched (4 × 200, 1 × 404), 5 refused by robots.txt, 0 errors") {
+		!strings.HasSuffix(sum, ": 5 fetched (4 × 200, 1 × 404), 5 disallowed by rules, 0 errors") {
 		t.Errorf("summary = %q", sum)
 	}
 	if want := "robots.txt fetched 1 time (1 ok); 9 of 10 requests decided from the cache"; got[len(got)-1] != want {
