@@ -254,7 +254,7 @@ func fileKind(body []byte) string {
 var kindText = map[string]string{
 	"html":   "this is an HTML page, not a robots.txt",
 	"utf-16": "this is UTF-16 text; robots.txt must be UTF-8",
-	"gzip":   "this is gzip-compressed data, not a robots.txt (was it served without Content-Encoding: gzip?)",
+	"gzip":   "this is gzip-compressed data, not a robots.txt",
 	"binary": "this is binary data, not a robots.txt",
 }
 
@@ -283,10 +283,10 @@ func printLint(stdout io.Writer, out *lintJSON, read bool, shown int) {
 		fmt.Fprintf(w, "%s: crawlers will read %s\n", kindText[out.Kind], rulesRead(rules))
 	}
 	if out.Read < int(out.Size) || out.Size < 0 {
-		fmt.Fprintf(w, "crawlers read the first 500 KiB: lines 1 to %d (%d bytes), %s; they ignore the rest",
-			out.ReadLines, out.Read, count(rules, "rule"))
+		fmt.Fprintf(w, "crawlers read the first 500 KiB, lines 1–%d (%s, %s), and ignore the rest",
+			out.ReadLines, count(out.Read, "byte"), count(rules, "rule"))
 		if ignored > 0 {
-			fmt.Fprintf(w, ", %s among it", count(ignored, "rule"))
+			fmt.Fprintf(w, " (%s)", count(ignored, "rule"))
 		}
 		fmt.Fprintln(w)
 	}

@@ -457,6 +457,9 @@ func TestCrawlDemo(t *testing.T) {
 			t.Errorf("crawl -demo output lacks %q:\n%s", want, stdout)
 		}
 	}
+	if w := "robotstxt obeys the group of user-agent: robotstxt, examplebot (lines 3–9), not the * group, crawl-delay 20ms"; !contains(got, w) {
+		t.Errorf("crawl -demo does not say which group it obeys (%q):\n%s", w, stdout)
+	}
 	if strings.Contains(stdout, "elsewhere.invalid") {
 		t.Errorf("crawl -demo left the site:\n%s", stdout)
 	}
@@ -555,6 +558,9 @@ func TestCrawlDown(t *testing.T) {
 	// Unreachable robots.txt: everything is refused (RFC 9309 §2.3.1.4).
 	if code != exitFlagged || !strings.Contains(stdout, "refused  /  robots.txt unreachable") {
 		t.Errorf("crawl of a site that is down = %d\n%s", code, stdout)
+	}
+	if !strings.Contains(stdout, ": 0 fetched, 0 disallowed by rules, 1 refused: robots.txt unreachable, 0 errors\n") {
+		t.Errorf("crawl of a site that is down: summary does not count it unreachable\n%s", stdout)
 	}
 }
 
