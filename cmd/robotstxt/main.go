@@ -12,13 +12,16 @@
 //
 // Check prints a verdict for each URL: allowed or disallowed, the group of
 // the robots.txt file that applied, and the rule that decided, with its line
-// number. The first argument is the robots.txt source: a local file, or any
+// number. The first argument is the robots.txt source: a local file ("-" for
+// standard input; the URLs must then be arguments), or any
 // http or https URL of the site, which only names the site (it is not itself
 // checked). The site's /robots.txt is then fetched through a robots.Transport,
 // which decides as a crawler would: for a 4xx everything is allowed, for a 429,
 // a 5xx or a network error everything is disallowed (RFC 9309 §2.3.1). The URLs
 // to check follow; without them, they are read from standard input, one a line
-// (blank lines and lines starting with # are skipped). URLs may be paths
+// (blank lines and lines starting with # are skipped; a line over 64 KiB is
+// reported as an error and skipped). Like crawlers, check reads the first
+// 500 KiB of a file, without the line that limit cuts. URLs may be paths
 // ("/private/a?b=c") or absolute; in site mode paths are resolved against the
 // site URL, and an absolute URL of another site is checked against that site's
 // robots.txt. With -json, check writes one JSON object per URL, one a line
@@ -49,6 +52,13 @@
 // more than 5 redirects), 2 on bad usage or when the file cannot be read at
 // all (a missing file, a network error).
 //
+// A file that is not a robots.txt at all (an HTML page, UTF-16 text, gzip or
+// other binary data) is named as such, once. The text report lists the first
+// 20 problems (-all lists all; -json always holds all). Rule counts are of the
+// rules crawlers read: those within the first 500 KiB, up to the last whole
+// line there, whose number lint gives. An empty "Disallow:", which allows
+// everything, is not a problem.
+//
 // # crawl
 //
 // Crawl fetches URL and the pages it links to on the same origin, breadth
@@ -61,9 +71,17 @@
 //
 //	go run ./cmd/robotstxt crawl -demo
 //
+// The demo also says which group of its robots.txt the crawler obeys, and
+// which crawl-delay it keeps. The summary counts the URLs fetched, those
+// disallowed by rules, and those refused because robots.txt was unreachable.
+//
 // Every response body is read up to a fixed size and every request has a
-// time limit. Crawl stops after -max URLs (fetched or refused). On a
-// terminal, a progress line is kept on standard error.
+// time limit (-timeout, which also bounds the fetch of robots.txt). Crawl
+// stops after -max URLs (fetched or refused). On a terminal, a progress line
+// is kept on standard error.
+//
+// Every command prints its usage to standard output and exits 0 for -h or
+// --help; a usage error prints it to standard error and exits 2.
 //
 // Exit status: 0 when the crawl ran, 1 when the start URL could not be fetched
 // (refused, or a network error), 2 on bad usage.
