@@ -86,6 +86,12 @@ func TestLintKinds(t *testing.T) {
 		t.Errorf("lint -all listed %d problems, want %d", n, len(rep.Diagnostics))
 	}
 
+	// A robots.txt with a run of NUL bytes in a rule is not binary data.
+	f = writeFile(t, []byte("User-agent: *\nDisallow: /a\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\n"))
+	if _, stdout, _ := runCmd(t, "", "lint", f); strings.Contains(stdout, "binary") {
+		t.Errorf("lint of a robots.txt with NUL bytes:\n%s", stdout)
+	}
+
 	// A robots.txt that mentions HTML in a comment is not an HTML page.
 	f = writeFile(t, []byte("# no <html> here\nUser-agent: *\nDisallow: /x\n"))
 	if code, stdout, _ := runCmd(t, "", "lint", f); code != exitOK || strings.Contains(stdout, "HTML") {

@@ -190,6 +190,11 @@ func lintBody(out *lintJSON, body []byte) {
 		out.Groups = append(out.Groups, j)
 	}
 	out.Sitemaps = append(out.Sitemaps, readRep.Sitemaps...)
+	if out.Kind == "binary" && slices.ContainsFunc(out.Groups, func(g lintGroupJSON) bool { return g.Rules > 0 }) {
+		// A robots.txt with a run of NUL bytes in it, as some servers
+		// send: the rules around them still count.
+		out.Kind = ""
+	}
 
 	if cut {
 		msg := fmt.Sprintf("the file is %s; crawlers read only the first 500 KiB (%d bytes), which end at line %d: this line and the rest are ignored",
