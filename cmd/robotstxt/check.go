@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/f9014239/robots"
 	"github.com/f9014239/robots/matcher"
@@ -83,18 +85,19 @@ func (s *source) applied(agent string) []groupJSON {
 
 func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	agent := fs.String("agent", defaultAgent, "the crawler's product `token`")
 	asJSON := fs.Bool("json", false, "write one JSON object per URL, one a line")
+	timeout := fs.Duration("timeout", fetchTimeout, "time limit for fetching a site's robots.txt")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: robotstxt check [-agent TOKEN] [-json] FILE|URL [URL...]\n\n"+
-			"Prints whether each URL is allowed under the robots.txt FILE, or under the\n"+
-			"robots.txt of the site at URL. Without URLs, reads them from standard input.\n"+
+		fmt.Fprintf(fs.Output(), "usage: robotstxt check [-agent TOKEN] [-json] [-timeout D] FILE|URL|- [URL...]\n\n"+
+			"Prints whether each URL is allowed under the robots.txt FILE (\"-\" for standard\n"+
+			"input), or under the robots.txt of the site at URL. Without URLs, reads them\n"+
+			"from standard input, one a line.\n"+
 			"Exit status: 0 all allowed, 1 any disallowed, 2 bad usage or unreadable input.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
@@ -104,7 +107,15 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintf(stderr, "robotstxt: -agent %q is not a product token (letters, digits, '-' and '_')\n", *agent)
 		return exitUsage
 	}
+	if *timeout <= 0 {
+		fmt.Fprintf(stderr, "robotstxt: -timeout must be positive\n")
+		return exitUsage
+	}
 	src, targets := fs.Arg(0), fs.Args()[1:]
+	if src == "-" && len(targets) == 0 {
+		fmt.Fprintf(stderr, "robotstxt: the robots.txt file is read from standard input, so the URLs must be arguments\n")
+		return exitUsage
+	}
 
 	var c checker
 	if isURL(src) {
@@ -113,16 +124,22 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			fmt.Fprintf(stderr, "robotstxt: %v\n", err)
 			return exitUsage
 		}
-		c = newSiteChecker(site, *agent)
+		c = newSiteChecker(site, *agent, *timeout)
 		defer c.(*siteChecker).close()
 	} else {
-		body, truncated, err := readFile(src, parseLimit)
+		body, size, err := readFile(src, stdin, parseLimit+1)
 		if err != nil {
 			fmt.Fprintf(stderr, "robotstxt: %v\n", err)
 			return exitUsage
 		}
-		if truncated {
-			fmt.Fprintf(stderr, "robotstxt: warning: %s is larger than 500 KiB; like crawlers, check ignores the rest\n", src)
+		if size != int64(len(body)) || len(body) > parseLimit {
+			body = matcher.Truncate(body, parseLimit)
+			name := src
+			if src == "-" {
+				name = "standard input"
+			}
+			fmt.Fprintf(stderr, "robotstxt: warning: %s is %s; like crawlers, check reads only the first 500 KiB, to line %d, and ignores the rest\n",
+				name, sizeText(size), lineCount(body))
 		}
 		c = &fileChecker{src: newSource(body), agent: *agent}
 	}
@@ -157,25 +174,54 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		return code
 	}
-	sc := bufio.NewScanner(stdin)
-	sc.Buffer(make([]byte, 4096), maxURLLine)
-	for sc.Scan() {
-		t := strings.TrimSpace(sc.Text())
+	err := eachLine(stdin, maxURLLine, func(n int, line []byte, tooLong bool) bool {
+		if tooLong {
+			w.Flush()
+			fmt.Fprintf(stderr, "robotstxt: standard input, line %d: longer than %d KiB, skipped\n", n, maxURLLine>>10)
+			code = exitUsage
+			return true
+		}
+		t := strings.TrimSpace(string(line))
 		if t == "" || strings.HasPrefix(t, "#") {
-			continue
+			return true
 		}
 		one(t)
-		if ctx.Err() != nil {
-			break
-		}
 		w.Flush() // stream: a verdict per line read
-	}
-	if err := sc.Err(); err != nil {
+		return ctx.Err() == nil
+	})
+	if err != nil {
 		w.Flush()
 		fmt.Fprintf(stderr, "robotstxt: reading URLs: %v\n", err)
 		return exitUsage
 	}
 	return code
+}
+
+// eachLine calls fn with each line of r and its 1-based number, without the
+// line end, until fn returns false. A line longer than max bytes is not kept:
+// fn gets its number and tooLong, and the lines after it follow.
+func eachLine(r io.Reader, max int, fn func(n int, line []byte, tooLong bool) bool) error {
+	br := bufio.NewReaderSize(r, max)
+	for n := 1; ; n++ {
+		line, err := br.ReadSlice('\n')
+		tooLong := false
+		for errors.Is(err, bufio.ErrBufferFull) {
+			tooLong = true
+			_, err = br.ReadSlice('\n') // skip the rest of the line
+		}
+		if len(line) == 0 && err == io.EOF {
+			return nil
+		}
+		if err != nil && err != io.EOF {
+			return err
+		}
+		if tooLong {
+			line = nil
+		}
+		if !fn(n, bytes.TrimRight(line, "\r\n"), tooLong) || err == io.EOF {
+			return nil
+		}
+	}
 }
 
 // checker gives the verdict for one URL.
@@ -190,6 +236,9 @@ type fileChecker struct {
 }
 
 func (c *fileChecker) check(_ context.Context, target string) (*verdict, error) {
+	if _, err := url.Parse(target); err != nil {
+		return nil, err
+	}
 	m := c.src.robots.Group(c.agent).Match(target)
 	return &verdict{
 		URL:     target,
@@ -212,13 +261,15 @@ type siteChecker struct {
 	sources map[string]*source // by origin
 }
 
-func newSiteChecker(site *url.URL, agent string) *siteChecker {
-	rec := &recorder{base: baseTransport(), limit: parseLimit}
+func newSiteChecker(site *url.URL, agent string, timeout time.Duration) *siteChecker {
+	rec := &recorder{base: baseTransport(timeout), limit: parseLimit}
+	tr := robots.NewTransport(rec, agent)
+	tr.FetchTimeout = timeout
 	return &siteChecker{
 		site:    site,
 		agent:   agent,
 		rec:     rec,
-		tr:      robots.NewTransport(rec, agent),
+		tr:      tr,
 		sources: make(map[string]*source),
 	}
 }

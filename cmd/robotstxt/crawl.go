@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/f9014239/robots"
+	"github.com/f9014239/robots/matcher"
 )
 
 const (
@@ -31,19 +32,19 @@ const (
 
 func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("crawl", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	agent := fs.String("agent", defaultAgent, "the crawler's product `token`")
 	max := fs.Int("max", defaultMax, "stop after `N` URLs, fetched or refused")
 	demo := fs.Bool("demo", false, "start a demo site on 127.0.0.1 and crawl it")
+	timeout := fs.Duration("timeout", fetchTimeout, "time limit for fetching robots.txt and for each request")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: robotstxt crawl [-agent TOKEN] [-max N] [-demo] [URL]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: robotstxt crawl [-agent TOKEN] [-max N] [-timeout D] [-demo] [URL]\n\n"+
 			"Crawls URL and the pages it links to on the same site, obeying its robots.txt\n"+
 			"and Crawl-delay. With -demo, starts a small site on 127.0.0.1 and crawls it.\n"+
 			"Exit status: 0 the crawl ran, 1 the start URL could not be fetched, 2 bad usage.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	if !validToken(*agent) {
 		fmt.Fprintf(stderr, "robotstxt: -agent %q is not a product token (letters, digits, '-' and '_')\n", *agent)
@@ -51,6 +52,10 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if *max < 1 {
 		fmt.Fprintf(stderr, "robotstxt: -max must be at least 1\n")
+		return exitUsage
+	}
+	if *timeout <= 0 {
+		fmt.Fprintf(stderr, "robotstxt: -timeout must be positive\n")
 		return exitUsage
 	}
 	if *demo == (fs.NArg() == 1) || fs.NArg() > 1 {
@@ -68,12 +73,13 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		defer stop()
 		start = site
 		fmt.Fprintf(stdout, "demo site at %s, serving this robots.txt:\n\n", site)
+		body := demoRobots(site.Host, demoCrawlDelay)
 		n := 0
-		for line := range strings.Lines(demoRobots(site.Host, demoCrawlDelay)) {
+		for line := range strings.Lines(body) {
 			n++
 			fmt.Fprintf(stdout, "%6d  %s", n, line)
 		}
-		fmt.Fprintln(stdout)
+		fmt.Fprintf(stdout, "\n%s\n\n", obeying([]byte(body), *agent))
 	} else {
 		u, err := parseSite(fs.Arg(0))
 		if err != nil || u.Scheme != "http" && u.Scheme != "https" {
@@ -83,7 +89,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		start = u
 	}
 
-	c := newCrawler(*agent, *max, stdout, stderr)
+	c := newCrawler(*agent, *max, *timeout, stdout, stderr)
 	defer c.client.CloseIdleConnections()
 	return c.crawl(ctx, start)
 }
@@ -115,15 +121,20 @@ type crawler struct {
 	capped bool            // a link was not queued because of max
 
 	// Totals for the summary.
-	statuses map[int]int
-	refused  int
-	errors   int
+	statuses    map[int]int
+	refused     int // by a rule
+	unreachable int // because robots.txt was unreachable
+	errors      int
+
+	timeout time.Duration // of each request, once its response has begun
 }
 
-func newCrawler(agent string, max int, stdout, stderr io.Writer) *crawler {
-	tr := robots.NewTransport(baseTransport(), agent)
+func newCrawler(agent string, max int, timeout time.Duration, stdout, stderr io.Writer) *crawler {
+	tr := robots.NewTransport(baseTransport(timeout), agent)
+	tr.FetchTimeout = timeout
 	c := &crawler{
 		tr:       tr,
+		timeout:  timeout,
 		agent:    agent,
 		max:      max,
 		out:      bufio.NewWriter(stdout),
@@ -183,7 +194,11 @@ func (c *crawler) crawl(ctx context.Context, start *url.URL) int {
 	if len(parts) > 0 {
 		fmt.Fprintf(c.out, " (%s)", strings.Join(parts, ", "))
 	}
-	fmt.Fprintf(c.out, ", %d refused by robots.txt, %s", c.refused, count(c.errors, "error"))
+	fmt.Fprintf(c.out, ", %d disallowed by rules", c.refused)
+	if c.unreachable > 0 {
+		fmt.Fprintf(c.out, ", %d refused: robots.txt unreachable", c.unreachable)
+	}
+	fmt.Fprintf(c.out, ", %s", count(c.errors, "error"))
 	if len(c.queue) > 0 || c.capped {
 		fmt.Fprintf(c.out, "; stopped at -max %d", c.max)
 	}
@@ -227,7 +242,11 @@ func (c *crawler) visit(ctx context.Context, u *url.URL) bool {
 	req.Header.Set("User-Agent", userAgent(c.agent))
 	resp, err := c.client.Do(req)
 	if de, ok := errors.AsType[*robots.DisallowedError](err); ok {
-		c.refused++
+		if errors.Is(err, robots.ErrUnreachable) {
+			c.unreachable++
+		} else {
+			c.refused++
+		}
 		why := "robots.txt unreachable"
 		switch {
 		case de.Rule != "":
@@ -246,7 +265,7 @@ func (c *crawler) visit(ctx context.Context, u *url.URL) bool {
 		c.line("error", u, errorText(err))
 		return false
 	}
-	timer := time.AfterFunc(fetchTimeout, cancel)
+	timer := time.AfterFunc(c.timeout, cancel)
 	defer timer.Stop()
 	defer resp.Body.Close()
 
@@ -399,4 +418,63 @@ func (p *progress) clear() {
 	}
 	fmt.Fprint(p.w, "\r\x1b[K")
 	p.shown = false
+}
+
+// obeying says which group of the robots.txt body the crawler with product
+// token agent obeys, where it is, and which crawl-delay it keeps, as in
+// "demobot obeys the group of user-agent: demobot (lines 5–9), not the *
+// group, crawl-delay 1s".
+func obeying(body []byte, agent string) string {
+	g := matcher.Parse(body).Group(agent)
+	lines := g.Lines()
+	if len(lines) == 0 {
+		return fmt.Sprintf("no group names %s and there is no * group: %s may crawl everything", agent, agent)
+	}
+	infos := matcher.Lint(body).Groups
+	var parts []string
+	star := false
+	for i, gi := range infos {
+		if !slices.Contains(lines, gi.Line) {
+			continue
+		}
+		next := 0 // the first line past the group
+		if i+1 < len(infos) {
+			next = infos[i+1].Line
+		}
+		star = star || slices.Contains(gi.Agents, "*")
+		parts = append(parts, fmt.Sprintf("user-agent: %s (lines %d–%d)",
+			strings.Join(gi.Agents, ", "), gi.Line, groupEnd(body, gi.Line, next)))
+	}
+	s := agent + " obeys the group of " + strings.Join(parts, " and of ")
+	switch {
+	case star:
+		s += ", as no group names " + agent
+	case slices.ContainsFunc(infos, func(gi matcher.GroupInfo) bool { return slices.Contains(gi.Agents, "*") }):
+		s += ", not the * group"
+	}
+	if d, ok := g.CrawlDelay(); ok {
+		return s + ", crawl-delay " + d.String()
+	}
+	return s + ", no crawl-delay"
+}
+
+// groupEnd returns the last line of the group that starts at line start of
+// body: the last line before line next (or the end of the file, when next is
+// 0) that is not blank, a comment or a sitemap, which belongs to no group.
+func groupEnd(body []byte, start, next int) int {
+	end, n := start, 0
+	for line := range strings.Lines(string(body)) {
+		n++
+		if n <= start {
+			continue
+		}
+		if next > 0 && n >= next {
+			break
+		}
+		t := strings.ToLower(strings.TrimSpace(line))
+		if t != "" && !strings.HasPrefix(t, "#") && !strings.HasPrefix(t, "sitemap") {
+			end = n
+		}
+	}
+	return end
 }

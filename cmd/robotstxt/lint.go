@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,11 +23,14 @@ type lintJSON struct {
 	Source      string           `json:"source"`            // file name or robots.txt URL
 	Status      int              `json:"status,omitempty"`  // HTTP status, for a URL
 	Verdict     string           `json:"verdict,omitempty"` // for a URL: the status, or what crawlers make of it
-	Size        int              `json:"size"`              // bytes read
+	Kind        string           `json:"kind,omitempty"`    // "html", "utf-16", "gzip" or "binary" when the file is not a text robots.txt
+	Size        int64            `json:"size"`              // bytes in the file; -1 when over 1 GiB
+	Read        int              `json:"read"`              // bytes crawlers read: the file up to the last line end within 500 KiB
+	ReadLines   int              `json:"read_lines"`        // the lines crawlers read; the next one is the first they ignore
 	Truncated   bool             `json:"truncated,omitempty"`
 	Diagnostics []diagnosticJSON `json:"diagnostics"`
 	Groups      []lintGroupJSON  `json:"groups"`
-	Sitemaps    []string         `json:"sitemaps"`
+	Sitemaps    []string         `json:"sitemaps"` // those crawlers read
 }
 
 type diagnosticJSON struct {
@@ -37,27 +42,37 @@ type diagnosticJSON struct {
 type lintGroupJSON struct {
 	Line       int      `json:"line"`
 	Agents     []string `json:"agents"`
-	Rules      int      `json:"rules"`
-	CrawlDelay *float64 `json:"crawl_delay,omitempty"` // seconds
+	Rules      int      `json:"rules"`                 // rules crawlers read
+	Ignored    int      `json:"ignored,omitempty"`     // rules past the 500 KiB cut
+	CrawlDelay *float64 `json:"crawl_delay,omitempty"` // seconds, as crawlers read it
 }
 
-func runLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// maxShown is how many problems lint lists without -all.
+const maxShown = 20
+
+func runLint(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lint", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "write the report as one JSON object")
+	asJSON := fs.Bool("json", false, "write the report as one JSON object, with every problem")
+	all := fs.Bool("all", false, fmt.Sprintf("list every problem, not only the first %d", maxShown))
+	timeout := fs.Duration("timeout", fetchTimeout, "time limit for fetching robots.txt")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: robotstxt lint [-json] FILE|URL\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: robotstxt lint [-json] [-all] [-timeout D] FILE|URL|-\n\n"+
 			"Reports the lines of a robots.txt file that crawlers ignore and why, its\n"+
-			"groups, crawl-delays and sitemaps. For a URL, fetches the site's /robots.txt.\n"+
+			"groups, crawl-delays and sitemaps. For a URL, fetches the site's /robots.txt;\n"+
+			"\"-\" reads the file from standard input.\n"+
 			"Exit status: 0 nothing to report, 1 diagnostics or a status that stops\n"+
 			"crawlers, 2 bad usage or the file cannot be read.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
+		return exitUsage
+	}
+	if *timeout <= 0 {
+		fmt.Fprintf(stderr, "robotstxt: -timeout must be positive\n")
 		return exitUsage
 	}
 	src := fs.Arg(0)
@@ -71,9 +86,9 @@ func runLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "robotstxt: %v\n", err)
 			return exitUsage
 		}
-		base := baseTransport()
+		base := baseTransport(*timeout)
 		defer base.CloseIdleConnections()
-		f := fetchRobots(ctx, base, site, defaultAgent, lintLimit)
+		f := fetchRobots(ctx, base, site, defaultAgent, lintLimit, *timeout)
 		out.Source, out.Status = f.url.String(), f.status
 		switch {
 		case errors.Is(f.err, errTooManyRedirects):
@@ -87,7 +102,7 @@ func runLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		case f.status/100 == 2:
 			out.Verdict = f.statusMsg
-			body, out.Truncated = f.body, f.truncated
+			body, out.Size = f.body, f.size
 		case f.status/100 == 4 && f.status != http.StatusTooManyRequests:
 			out.Verdict = "no robots.txt (" + f.statusMsg + "): crawlers crawl without restrictions"
 		default:
@@ -99,7 +114,7 @@ func runLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	} else {
 		var err error
-		body, out.Truncated, err = readFile(src, lintLimit)
+		body, out.Size, err = readFile(src, stdin, lintLimit)
 		if err != nil {
 			fmt.Fprintf(stderr, "robotstxt: %v\n", err)
 			return exitUsage
@@ -107,21 +122,8 @@ func runLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	if body != nil {
-		rep := matcher.Lint(body)
-		out.Size = rep.Size
-		for _, d := range rep.Diagnostics {
-			out.Diagnostics = append(out.Diagnostics, diagnosticJSON{Line: d.Line, Text: d.Text, Message: d.Message})
-		}
-		for _, g := range rep.Groups {
-			j := lintGroupJSON{Line: g.Line, Agents: g.Agents, Rules: g.Rules}
-			if g.HasCrawlDelay {
-				s := g.CrawlDelay.Seconds()
-				j.CrawlDelay = &s
-			}
-			out.Groups = append(out.Groups, j)
-		}
-		out.Sitemaps = append(out.Sitemaps, rep.Sitemaps...)
-		if len(out.Diagnostics) > 0 {
+		lintBody(&out, body)
+		if len(out.Diagnostics) > 0 || out.Kind != "" {
 			code = exitFlagged
 		}
 	}
@@ -133,12 +135,137 @@ func runLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		enc.Encode(out)
 		return code
 	}
-	printLint(stdout, &out, body != nil)
+	shown := maxShown
+	if *all {
+		shown = len(out.Diagnostics)
+	}
+	printLint(stdout, &out, body != nil, shown)
 	return code
 }
 
-// printLint writes the report as text. read says whether a file was read.
-func printLint(stdout io.Writer, out *lintJSON, read bool) {
+// lintBody fills in the report of out for body, the first lintLimit bytes
+// (or all) of a file of out.Size bytes.
+func lintBody(out *lintJSON, body []byte) {
+	out.Kind = fileKind(body)
+	out.Truncated = out.Size != int64(len(body))
+	whole := body
+	if out.Truncated {
+		whole = matcher.Truncate(body, lintLimit) // no cut line
+	}
+	// What crawlers read: the file up to the last line end within 500 KiB.
+	read := matcher.Truncate(body, parseLimit)
+	out.Read, out.ReadLines = len(read), lineCount(read)
+	cut := len(read) < len(body)
+
+	rep := matcher.Lint(whole)
+	readRep := rep
+	if cut {
+		readRep = matcher.Lint(read)
+	}
+	for _, d := range rep.Diagnostics {
+		// matcher.Lint's size warning gives the size of what lint read,
+		// not of the file: it is replaced by the one below.
+		if harmless(d) || strings.HasPrefix(d.Message, "file is ") {
+			continue
+		}
+		out.Diagnostics = append(out.Diagnostics, diagnosticJSON{Line: d.Line, Text: d.Text, Message: d.Message})
+	}
+
+	readRules := make(map[int]*matcher.GroupInfo, len(readRep.Groups))
+	for i := range readRep.Groups {
+		readRules[readRep.Groups[i].Line] = &readRep.Groups[i]
+	}
+	ignored := 0
+	for _, g := range rep.Groups {
+		j := lintGroupJSON{Line: g.Line, Agents: g.Agents}
+		if r := readRules[g.Line]; r != nil {
+			j.Rules = r.Rules
+			if r.HasCrawlDelay {
+				s := r.CrawlDelay.Seconds()
+				j.CrawlDelay = &s
+			}
+		}
+		j.Ignored = g.Rules - j.Rules
+		ignored += j.Ignored
+		out.Groups = append(out.Groups, j)
+	}
+	out.Sitemaps = append(out.Sitemaps, readRep.Sitemaps...)
+	if out.Kind == "binary" && slices.ContainsFunc(out.Groups, func(g lintGroupJSON) bool { return g.Rules > 0 }) {
+		// A robots.txt with a run of NUL bytes in it, as some servers
+		// send: the rules around them still count.
+		out.Kind = ""
+	}
+
+	if cut {
+		msg := fmt.Sprintf("the file is %s; crawlers read only the first 500 KiB (%d bytes), which end at line %d: this line and the rest are ignored",
+			sizeText(out.Size), parseLimit, out.ReadLines)
+		if ignored > 0 {
+			msg += fmt.Sprintf(", %s among them", count(ignored, "rule"))
+		}
+		if n := len(rep.Sitemaps) - len(readRep.Sitemaps); n > 0 {
+			msg += fmt.Sprintf(", and %s", count(n, "sitemap"))
+		}
+		d := diagnosticJSON{Line: out.ReadLines + 1, Message: msg}
+		i, _ := slices.BinarySearchFunc(out.Diagnostics, d.Line, func(e diagnosticJSON, line int) int { return e.Line - line })
+		out.Diagnostics = slices.Insert(out.Diagnostics, i, d)
+	}
+}
+
+// sizeText returns a file size as in "853123 bytes".
+func sizeText(size int64) string {
+	if size < 0 {
+		return "over 1 GiB"
+	}
+	return count(int(size), "byte")
+}
+
+// fileKind tells a file that is not a robots.txt at all, from its first
+// bytes: "html", "utf-16", "gzip" or "binary"; "" for a text file.
+func fileKind(body []byte) string {
+	head := body[:min(len(body), 1024)]
+	switch {
+	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
+		return "gzip"
+	case bytes.HasPrefix(head, []byte{0xff, 0xfe}), bytes.HasPrefix(head, []byte{0xfe, 0xff}):
+		return "utf-16"
+	}
+	if bytes.IndexByte(head, 0) >= 0 {
+		// UTF-16 without a byte-order mark has a NUL in every other
+		// byte of ASCII text.
+		var nul [2]int
+		for i, c := range head {
+			if c == 0 {
+				nul[i%2]++
+			}
+		}
+		if max(nul[0], nul[1]) > len(head)/3 && min(nul[0], nul[1]) < len(head)/20 {
+			return "utf-16"
+		}
+		return "binary"
+	}
+	text := bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
+	if len(text) > 0 && text[0] == '<' {
+		lower := bytes.ToLower(head)
+		for _, tag := range []string{"<!doctype html", "<html", "<head", "<body"} {
+			if bytes.Contains(lower, []byte(tag)) {
+				return "html"
+			}
+		}
+	}
+	return ""
+}
+
+// kindText says what a file of the kind is, for the report.
+var kindText = map[string]string{
+	"html":   "this is an HTML page, not a robots.txt",
+	"utf-16": "this is UTF-16 text; robots.txt must be UTF-8",
+	"gzip":   "this is gzip-compressed data, not a robots.txt",
+	"binary": "this is binary data, not a robots.txt",
+}
+
+// printLint writes the report as text, listing at most shown problems. read
+// says whether a file was read.
+func printLint(stdout io.Writer, out *lintJSON, read bool, shown int) {
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
 	fmt.Fprintf(w, "%s: ", out.Source)
@@ -150,20 +277,35 @@ func printLint(stdout io.Writer, out *lintJSON, read bool) {
 		}
 		fmt.Fprint(w, ", ")
 	}
-	size := strconv.Itoa(out.Size) + " bytes"
-	if out.Truncated {
-		size = "more than " + size + " (stopped reading)"
+	rules, ignored := 0, 0
+	for _, g := range out.Groups {
+		rules += g.Rules
+		ignored += g.Ignored
 	}
-	fmt.Fprintf(w, "%s, %s, %s, %s\n", size, count(len(out.Groups), "group"),
-		count(len(out.Sitemaps), "sitemap"), count(len(out.Diagnostics), "problem"))
+	fmt.Fprintf(w, "%s, %s, %s, %s, %s\n", sizeText(out.Size), count(len(out.Groups), "group"),
+		count(rules, "rule"), count(len(out.Sitemaps), "sitemap"), count(len(out.Diagnostics), "problem"))
+	if out.Kind != "" {
+		fmt.Fprintf(w, "%s: crawlers will read %s\n", kindText[out.Kind], rulesRead(rules))
+	}
+	if out.Read < int(out.Size) || out.Size < 0 {
+		fmt.Fprintf(w, "crawlers read the first 500 KiB, lines 1–%d (%s, %s), and ignore the rest",
+			out.ReadLines, count(out.Read, "byte"), count(rules, "rule"))
+		if ignored > 0 {
+			fmt.Fprintf(w, " (%s)", count(ignored, "rule"))
+		}
+		fmt.Fprintln(w)
+	}
 
 	if len(out.Diagnostics) > 0 {
 		fmt.Fprintf(w, "\nproblems:\n")
-		for _, d := range out.Diagnostics {
+		for _, d := range out.Diagnostics[:min(shown, len(out.Diagnostics))] {
 			fmt.Fprintf(w, "  line %d: %s\n", d.Line, d.Message)
 			if d.Text != "" {
 				fmt.Fprintf(w, "      %s\n", quoteLine(d.Text))
 			}
+		}
+		if n := len(out.Diagnostics) - shown; n > 0 {
+			fmt.Fprintf(w, "  … and %d more; -all to show all\n", n)
 		}
 	}
 	if len(out.Groups) > 0 {
@@ -174,6 +316,9 @@ func printLint(stdout io.Writer, out *lintJSON, read bool) {
 				agents = "(no product token)"
 			}
 			fmt.Fprintf(w, "  line %d: %s: %s", g.Line, agents, count(g.Rules, "rule"))
+			if g.Ignored > 0 {
+				fmt.Fprintf(w, " read by crawlers, %d more past line %d", g.Ignored, out.ReadLines)
+			}
 			if g.CrawlDelay != nil {
 				d := time.Duration(*g.CrawlDelay * float64(time.Second))
 				fmt.Fprintf(w, ", crawl-delay %v", d)
@@ -187,6 +332,23 @@ func printLint(stdout io.Writer, out *lintJSON, read bool) {
 			fmt.Fprintf(w, "  %s\n", s)
 		}
 	}
+}
+
+// rulesRead returns "no rules", or "only the 2 rules that happen to parse".
+func rulesRead(n int) string {
+	if n == 0 {
+		return "no rules"
+	}
+	return "only the " + count(n, "rule") + " that happen to parse"
+}
+
+// harmless reports whether a diagnostic of [matcher.Lint] names nothing a
+// site owner needs to fix. An empty Disallow is the documented way to allow
+// everything (RFC 9309 §2.2.2; "User-agent: *" then "Disallow:" is the most
+// common robots.txt there is): matcher.Lint reports it as an ignored rule,
+// which it is, but it is not a problem.
+func harmless(d matcher.Diagnostic) bool {
+	return d.Message == "empty disallow value ignored"
 }
 
 // count returns "1 rule", "2 rules".

@@ -3,21 +3,25 @@
 //
 // Usage:
 //
-//	robotstxt check [-agent TOKEN] [-json] FILE|URL [URL...]
-//	robotstxt lint [-json] FILE|URL
-//	robotstxt crawl [-agent TOKEN] [-max N] [-demo] [URL]
+//	robotstxt check [-agent TOKEN] [-json] [-timeout D] FILE|URL|- [URL...]
+//	robotstxt lint [-json] [-all] [-timeout D] FILE|URL|-
+//	robotstxt crawl [-agent TOKEN] [-max N] [-timeout D] [-demo] [URL]
+//	robotstxt help [COMMAND]
 //
 // # check
 //
 // Check prints a verdict for each URL: allowed or disallowed, the group of
 // the robots.txt file that applied, and the rule that decided, with its line
-// number. The first argument is the robots.txt source: a local file, or any
+// number. The first argument is the robots.txt source: a local file ("-" for
+// standard input; the URLs must then be arguments), or any
 // http or https URL of the site, which only names the site (it is not itself
 // checked). The site's /robots.txt is then fetched through a robots.Transport,
 // which decides as a crawler would: for a 4xx everything is allowed, for a 429,
 // a 5xx or a network error everything is disallowed (RFC 9309 §2.3.1). The URLs
 // to check follow; without them, they are read from standard input, one a line
-// (blank lines and lines starting with # are skipped). URLs may be paths
+// (blank lines and lines starting with # are skipped; a line over 64 KiB is
+// reported as an error and skipped). Like crawlers, check reads the first
+// 500 KiB of a file, without the line that limit cuts. URLs may be paths
 // ("/private/a?b=c") or absolute; in site mode paths are resolved against the
 // site URL, and an absolute URL of another site is checked against that site's
 // robots.txt. With -json, check writes one JSON object per URL, one a line
@@ -48,6 +52,13 @@
 // more than 5 redirects), 2 on bad usage or when the file cannot be read at
 // all (a missing file, a network error).
 //
+// A file that is not a robots.txt at all (an HTML page, UTF-16 text, gzip or
+// other binary data) is named as such, once. The text report lists the first
+// 20 problems (-all lists all; -json always holds all). Rule counts are of the
+// rules crawlers read: those within the first 500 KiB, up to the last whole
+// line there, whose number lint gives. An empty "Disallow:", which allows
+// everything, is not a problem.
+//
 // # crawl
 //
 // Crawl fetches URL and the pages it links to on the same origin, breadth
@@ -60,16 +71,27 @@
 //
 //	go run ./cmd/robotstxt crawl -demo
 //
+// The demo also says which group of its robots.txt the crawler obeys, and
+// which crawl-delay it keeps. The summary counts the URLs fetched, those
+// disallowed by rules, and those refused because robots.txt was unreachable.
+//
 // Every response body is read up to a fixed size and every request has a
-// time limit. Crawl stops after -max URLs (fetched or refused). On a
-// terminal, a progress line is kept on standard error.
+// time limit (-timeout, which also bounds the fetch of robots.txt). Crawl
+// stops after -max URLs (fetched or refused). On a terminal, a progress line
+// is kept on standard error.
+//
+// Every command prints its usage to standard output and exits 0 for -h or
+// --help; a usage error prints it to standard error and exits 2.
 //
 // Exit status: 0 when the crawl ran, 1 when the start URL could not be fetched
 // (refused, or a network error), 2 on bad usage.
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -91,9 +113,9 @@ const (
 )
 
 const usage = `usage:
-  robotstxt check [-agent TOKEN] [-json] FILE|URL [URL...]
-  robotstxt lint [-json] FILE|URL
-  robotstxt crawl [-agent TOKEN] [-max N] [-demo] [URL]
+  robotstxt check [-agent TOKEN] [-json] [-timeout D] FILE|URL|- [URL...]
+  robotstxt lint [-json] [-all] [-timeout D] FILE|URL|-
+  robotstxt crawl [-agent TOKEN] [-max N] [-timeout D] [-demo] [URL]
 
 Run "robotstxt COMMAND -h" for the flags of a command.
 `
@@ -113,13 +135,39 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	case "check":
 		return runCheck(ctx, args[1:], stdin, stdout, stderr)
 	case "lint":
-		return runLint(ctx, args[1:], stdout, stderr)
+		return runLint(ctx, args[1:], stdin, stdout, stderr)
 	case "crawl":
 		return runCrawl(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
+		if len(args) == 2 && args[0] == "help" && args[1] != "help" {
+			return runContext(ctx, []string{args[1], "-h"}, stdin, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "robotstxt: unknown command %q\n%s", args[0], usage)
 	return exitUsage
+}
+
+// parseFlags parses the flags of a subcommand, the same way for every one.
+// An explicit -h or --help prints the usage to stdout: ok is false and code
+// is exitOK. A bad flag prints the error and the usage to stderr: ok is false
+// and code is exitUsage. Afterwards fs writes to stderr, so that fs.Usage
+// reports a usage error.
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	var msg bytes.Buffer
+	fs.SetOutput(&msg)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stdout)
+		fs.Usage()
+		fs.SetOutput(stderr)
+		return exitOK, false
+	case err != nil:
+		stderr.Write(msg.Bytes())
+		return exitUsage, false
+	}
+	return exitOK, true
 }

@@ -357,7 +357,7 @@ func TestLintLargeFile(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("lint -json: %v in %s", err, stdout)
 	}
-	if code != exitFlagged || rep.Size != len(body) || len(rep.Diagnostics) == 0 {
+	if code != exitFlagged || rep.Size != int64(len(body)) || len(rep.Diagnostics) == 0 {
 		t.Errorf("lint of a %d-byte file = %d, %+v; want 1, the size, a diagnostic", len(body), code, rep)
 	}
 }
@@ -378,7 +378,7 @@ func TestLintSite(t *testing.T) {
 		}
 	}))
 	code, stdout, stderr := runCmd(t, "", "lint", s.URL+"/some/page")
-	if code != exitOK || !strings.HasPrefix(stdout, s.URL+"/robots.txt: 200 OK (redirected to "+s.URL+"/moved/robots.txt), 95 bytes, 1 group, 1 sitemap, 0 problems\n") ||
+	if code != exitOK || !strings.HasPrefix(stdout, s.URL+"/robots.txt: 200 OK (redirected to "+s.URL+"/moved/robots.txt), 95 bytes, 1 group, 2 rules, 1 sitemap, 0 problems\n") ||
 		!strings.Contains(stdout, "line 1: *: 2 rules") {
 		t.Errorf("lint of a redirected robots.txt = %d\n%s\nstderr: %s", code, stdout, stderr)
 	}
@@ -457,11 +457,14 @@ func TestCrawlDemo(t *testing.T) {
 			t.Errorf("crawl -demo output lacks %q:\n%s", want, stdout)
 		}
 	}
+	if w := "robotstxt obeys the group of user-agent: robotstxt, examplebot (lines 3–9), not the * group, crawl-delay 20ms"; !contains(got, w) {
+		t.Errorf("crawl -demo does not say which group it obeys (%q):\n%s", w, stdout)
+	}
 	if strings.Contains(stdout, "elsewhere.invalid") {
 		t.Errorf("crawl -demo left the site:\n%s", stdout)
 	}
 	if sum := got[len(got)-2]; !strings.HasPrefix(sum, "10 URLs in ") ||
-		!strings.HasSuffix(sum, ": 5 fetched (4 × 200, 1 × 404), 5 refused by robots.txt, 0 errors") {
+		!strings.HasSuffix(sum, ": 5 fetched (4 × 200, 1 × 404), 5 disallowed by rules, 0 errors") {
 		t.Errorf("summary = %q", sum)
 	}
 	if want := "robots.txt fetched 1 time (1 ok); 9 of 10 requests decided from the cache"; got[len(got)-1] != want {
@@ -556,6 +559,9 @@ func TestCrawlDown(t *testing.T) {
 	if code != exitFlagged || !strings.Contains(stdout, "refused  /  robots.txt unreachable") {
 		t.Errorf("crawl of a site that is down = %d\n%s", code, stdout)
 	}
+	if !strings.Contains(stdout, ": 0 fetched, 0 disallowed by rules, 1 refused: robots.txt unreachable, 0 errors\n") {
+		t.Errorf("crawl of a site that is down: summary does not count it unreachable\n%s", stdout)
+	}
 }
 
 // TestCheckSiteMixed checks URLs of two sites and a URL that does not parse.
@@ -606,5 +612,22 @@ func TestProgress(t *testing.T) {
 	want := "\r\x1b[K[1/50] /" + strings.Repeat("x", 77-8) + "…" + "\r\x1b[K"
 	if buf.String() != want {
 		t.Errorf("progress wrote %q, want %q", buf.String(), want)
+	}
+}
+
+// TestLintAllowAll: an empty Disallow, the documented way to allow
+// everything, is not a problem.
+func TestLintAllowAll(t *testing.T) {
+	code, stdout, _ := runCmd(t, "", "lint", "testdata/allow-all.txt")
+	if code != exitOK || !strings.Contains(stdout, "0 problems") {
+		t.Errorf("lint allow-all.txt = %d\n%s\nwant 0 and no problems", code, stdout)
+	}
+	// An empty Allow still is.
+	f := filepath.Join(t.TempDir(), "robots.txt")
+	if err := os.WriteFile(f, []byte("User-agent: *\nAllow:\nDisallow: /x\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, _ := runCmd(t, "", "lint", f); code != exitFlagged || !strings.Contains(stdout, "line 2: empty allow value ignored") {
+		t.Errorf("lint of an empty Allow = %d\n%s\nwant 1 and the line", code, stdout)
 	}
 }

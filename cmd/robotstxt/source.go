@@ -26,7 +26,8 @@ const (
 	// say by how much a file is over parseLimit.
 	lintLimit = 4 << 20
 
-	// fetchTimeout bounds every request the command sends, body included.
+	// fetchTimeout is the default of -timeout, which bounds the fetch of
+	// robots.txt and every other request the command sends, body included.
 	fetchTimeout = 30 * time.Second
 
 	// maxRedirects is how many redirects a robots.txt fetch follows
@@ -77,32 +78,70 @@ func originOf(u *url.URL) string {
 	return scheme + "://" + host
 }
 
-// readFile reads at most limit bytes of the named file. truncated reports
-// whether the file is longer.
-func readFile(name string, limit int64) (body []byte, truncated bool, err error) {
+// countLimit bounds how far readCounted reads to learn a file's size.
+const countLimit = 1 << 30
+
+// readFile reads at most keep bytes of the named file, or of stdin when name
+// is "-", and counts the rest: size is the length of the file, or -1 when it
+// is longer than countLimit.
+func readFile(name string, stdin io.Reader, keep int64) (body []byte, size int64, err error) {
+	if name == "-" {
+		if stdin == nil {
+			return nil, 0, errors.New("no standard input")
+		}
+		return readCounted(stdin, keep)
+	}
 	f, err := os.Open(name)
 	if err != nil {
-		return nil, false, err
+		return nil, 0, err
 	}
 	defer f.Close()
-	return readLimited(f, limit)
+	return readCounted(f, keep)
 }
 
-// readLimited reads at most limit bytes of r. truncated reports whether r
-// had more.
-func readLimited(r io.Reader, limit int64) (body []byte, truncated bool, err error) {
-	body, err = io.ReadAll(io.LimitReader(r, limit+1))
-	if int64(len(body)) > limit {
-		return body[:limit], true, err
+// readCounted reads at most keep bytes of r and counts the rest, up to
+// countLimit bytes in all: size is the length of r, or -1 when it is longer.
+func readCounted(r io.Reader, keep int64) (body []byte, size int64, err error) {
+	body, err = io.ReadAll(io.LimitReader(r, keep))
+	size = int64(len(body))
+	if err != nil || size < keep {
+		return body, size, err
 	}
-	return body, false, err
+	n, err := io.Copy(io.Discard, io.LimitReader(r, countLimit-size+1))
+	size += n
+	if size > countLimit {
+		size = -1
+	}
+	return body, size, err
+}
+
+// lineCount returns the number of lines in body, which ends at a line end
+// (as [matcher.Truncate] leaves it) or at the end of the file: a line ends at
+// LF, CR or CR LF, as in the matcher.
+func lineCount(body []byte) int {
+	n := 0
+	for i := 0; i < len(body); i++ {
+		switch body[i] {
+		case '\r':
+			if i+1 < len(body) && body[i+1] == '\n' {
+				i++
+			}
+			n++
+		case '\n':
+			n++
+		}
+	}
+	if len(body) > 0 && body[len(body)-1] != '\n' && body[len(body)-1] != '\r' {
+		n++ // a last line without a line end
+	}
+	return n
 }
 
 // baseTransport returns the transport every command sends through: the
-// default one, with a bound on the wait for response headers.
-func baseTransport() *http.Transport {
+// default one, with timeout as a bound on the wait for response headers.
+func baseTransport(timeout time.Duration) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.ResponseHeaderTimeout = fetchTimeout
+	t.ResponseHeaderTimeout = timeout
 	return t
 }
 
@@ -114,7 +153,7 @@ type fetched struct {
 	statusMsg string   // as in "404 Not Found"
 	redirects int      // how many were followed
 	body      []byte   // up to the reader's limit; nil unless status is 2xx
-	truncated bool     // body was cut at the limit
+	size      int64    // of the whole body, as for readCounted
 	err       error    // a network error, timeout or too many redirects
 }
 
@@ -123,10 +162,10 @@ var errTooManyRedirects = errors.New("more than 5 redirects")
 
 // fetchRobots sends GET /robots.txt for the origin of site through base,
 // following up to maxRedirects redirects, and reads up to limit bytes of the
-// body, all within fetchTimeout.
-func fetchRobots(ctx context.Context, base http.RoundTripper, site *url.URL, agent string, limit int64) *fetched {
+// body and counts the rest, all within timeout.
+func fetchRobots(ctx context.Context, base http.RoundTripper, site *url.URL, agent string, limit int64, timeout time.Duration) *fetched {
 	f := &fetched{url: robotsURL(site)}
-	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	client := &http.Client{
 		Transport: base,
@@ -160,15 +199,17 @@ func fetchRobots(ctx context.Context, base http.RoundTripper, site *url.URL, age
 	}
 	f.status, f.statusMsg = resp.StatusCode, resp.Status
 	if resp.StatusCode/100 == 2 {
-		f.body, f.truncated, f.err = readLimited(resp.Body, limit)
+		f.body, f.size, f.err = readCounted(resp.Body, limit)
 	}
 	return f
 }
 
 // recorder is an [http.RoundTripper] that sends requests through base and
 // records, for each response, its status and as much of its body as the
-// caller reads (up to limit bytes). Check uses it to see the robots.txt file
-// a [robots.Transport] fetched, so that it can name the group that applied.
+// caller reads, up to limit bytes, and one byte more if the caller stops
+// there, to tell a body of limit bytes from a longer one. Check uses it to
+// see the robots.txt file a [robots.Transport] fetched, so that it can name
+// the group that applied.
 type recorder struct {
 	base  http.RoundTripper
 	limit int
@@ -183,6 +224,7 @@ type recording struct {
 	msg    string
 	err    error
 	body   bytes.Buffer
+	eof    bool // the body was read to its end
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -223,7 +265,8 @@ func (r *recorder) take() *fetched {
 		err:       last.err,
 	}
 	if last.err == nil && last.status/100 == 2 {
-		f.body = bytes.Clone(last.body.Bytes())
+		// What crawlers read: not the line the limit cuts.
+		f.body = bytes.Clone(matcher.Truncate(last.body.Bytes(), r.limit))
 	}
 	r.recs = nil
 	return f
@@ -238,9 +281,29 @@ type recordingBody struct {
 func (b *recordingBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.r.mu.Lock()
-	if room := b.r.limit - b.rec.body.Len(); room > 0 {
+	if room := b.r.limit + 1 - b.rec.body.Len(); room > 0 {
 		b.rec.body.Write(p[:min(n, room)])
+	}
+	if err == io.EOF {
+		b.rec.eof = true
 	}
 	b.r.mu.Unlock()
 	return n, err
+}
+
+// Close reads one byte past the limit if the caller stopped there, so that
+// [matcher.Truncate] can tell whether the limit cuts a line.
+func (b *recordingBody) Close() error {
+	b.r.mu.Lock()
+	peek := !b.rec.eof && b.rec.body.Len() == b.r.limit
+	b.r.mu.Unlock()
+	if peek {
+		var one [1]byte
+		if n, _ := io.ReadFull(b.ReadCloser, one[:]); n == 1 {
+			b.r.mu.Lock()
+			b.rec.body.WriteByte(one[0])
+			b.r.mu.Unlock()
+		}
+	}
+	return b.ReadCloser.Close()
 }
