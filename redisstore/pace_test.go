@@ -444,3 +444,53 @@ func TestFleetCrawlDelay(t *testing.T) {
 		t.Errorf("%d requests arrived, want the late one not sent", n)
 	}
 }
+
+// TestTransportWaits has a Transport wait for turns that another process of
+// the fleet holds: the Transport does the waiting and counts it, and a
+// request whose turn comes after its deadline fails at once.
+func TestTransportWaits(t *testing.T) {
+	addr := redisAddr(t)
+	prefix := testPrefix(t, addr)
+	s := newSite(t, disallowPrivate)
+	p := newProcess(t, addr, prefix, nil)
+	other := New(newClient(t, addr))
+	other.Prefix = prefix
+	checkVerdicts(t, p.client, s.URL) // caches robots.txt; no crawl-delay
+	before := p.tr.Stats()
+
+	// Another process paused the origin for 2s: a request with a
+	// deadline 800ms away fails at once, and is not sent.
+	until := time.Now().Add(2 * time.Second)
+	if err := other.Pause(context.Background(), s.origin(), until); err != nil {
+		t.Fatal(err)
+	}
+	sent := len(s.arrived())
+	ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := get(ctx, p.client, s.URL+"/late"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("GET with its turn past its deadline: %v, want context.DeadlineExceeded", err)
+	}
+	if elapsed := time.Since(start); elapsed > 200*time.Millisecond {
+		t.Errorf("GET with its turn past its deadline failed after %v, want at once", elapsed)
+	}
+	if n := len(s.arrived()); n != sent {
+		t.Errorf("%d requests arrived, want the late one not sent", n-sent)
+	}
+
+	// Without a deadline, it waits for the end of the pause.
+	want := time.Until(until)
+	if err := get(context.Background(), p.client, s.URL+"/page"); err != nil {
+		t.Fatal(err)
+	}
+	if arrived := s.arrived(); arrived[len(arrived)-1].Before(until.Add(-waitTolerance)) {
+		t.Errorf("GET in a pause sent at %v, before the pause ended at %v", arrived[len(arrived)-1], until)
+	}
+	st := p.tr.Stats()
+	if n := st.PaceWaits - before.PaceWaits; n != 1 {
+		t.Errorf("Stats.PaceWaits grew by %d, want 1", n)
+	}
+	if d := st.PaceWait - before.PaceWait; d < want-waitTolerance || d > want+waitTolerance {
+		t.Errorf("Stats.PaceWait grew by %v, want %v", d, want)
+	}
+}
