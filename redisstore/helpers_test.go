@@ -44,8 +44,7 @@ func newClient(t testing.TB, addr string) *redis.Client {
 }
 
 // testPrefix returns a key prefix of its own for t, and deletes the keys
-// under it (including the pace keys, which redis_rate prefixes with "rate:")
-// when t ends.
+// under it when t ends.
 func testPrefix(t testing.TB, addr string) string {
 	prefix := "robots-test:" + strings.ReplaceAll(t.Name(), " ", "_") + ":" + rand.Text()[:8] + ":"
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -57,14 +56,12 @@ func testPrefix(t testing.TB, addr string) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		for _, pattern := range []string{prefix + "*", "rate:" + prefix + "*"} {
-			iter := admin.Scan(ctx, 0, pattern, 100).Iterator()
-			for iter.Next(ctx) {
-				admin.Del(ctx, iter.Val())
-			}
-			if err := iter.Err(); err != nil {
-				t.Errorf("deleting test keys: %v", err)
-			}
+		iter := admin.Scan(ctx, 0, prefix+"*", 100).Iterator()
+		for iter.Next(ctx) {
+			admin.Del(ctx, iter.Val())
+		}
+		if err := iter.Err(); err != nil {
+			t.Errorf("deleting test keys: %v", err)
 		}
 	})
 	return prefix

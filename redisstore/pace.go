@@ -2,12 +2,10 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/f9014239/robots"
@@ -15,108 +13,157 @@ import (
 
 var _ robots.Pacer = (*Store)(nil)
 
-// paceKey is the key of origin's turns, under which redis_rate keeps its
-// GCRA state (redis_rate adds "rate:" before it).
-func (s *Store) paceKey(origin string) string  { return s.cfg.prefix + "pace:" + origin }
-func (s *Store) pauseKey(origin string) string { return s.cfg.prefix + "pause:" + origin }
+// paceKey is the key of origin's next free turn, and pauseKey the key of the
+// end of its pause. The origin is their hash tag, so that both are in one
+// hash slot of a Redis Cluster, as the scripts that use both need.
+func (s *Store) paceKey(origin string) string  { return s.cfg.prefix + "pace:{" + origin + "}" }
+func (s *Store) pauseKey(origin string) string { return s.cfg.prefix + "pause:{" + origin + "}" }
 
-// Reserve implements [robots.Pacer] with GCRA (redis_rate, one request per
-// every, no burst), shared by every user of the Redis: it waits until
-// origin's pause, if any, is over and then for its next turn, and returns a
-// wait of zero once it has the turn. It returns at once, with ok false and
-// the wait it foresees, when that wait is longer than maxWait from the call.
-// If ctx is done while it waits, it returns an error that wraps ctx's error.
+// Both keys hold a time in microseconds since the Unix epoch on the clock of
+// the Redis server, never on a Store's own: the processes of a fleet agree on
+// the time of a turn however far apart their clocks are. A key expires
+// keyMargin after the time it holds, once it can no longer delay a turn.
+//
+// Scripts written for Redis 3.2 and 4 must call redis.replicate_commands
+// before TIME; Redis 5 and later replicate the effects of every script, and
+// keep the function, deprecated, as one that does nothing.
+const scriptHead = `
+if redis.replicate_commands then redis.replicate_commands() end
+local keyMargin = 1000 -- ms
+local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+
+-- read returns the time under key, or nil and 1 if key holds anything
+-- else, which it deletes.
+local function read(key)
+	local v = redis.pcall("GET", key)
+	if v == false then
+		return nil, 0
+	end
+	if type(v) == "string" and #v <= 16 and string.match(v, "^%d+$") then
+		return tonumber(v), 0
+	end
+	redis.call("DEL", key)
+	return nil, 1
+end
+
+-- write sets key to the time at, until keyMargin after it.
+local function write(key, at)
+	redis.call("SET", key, string.format("%.0f", at), "PX", math.floor((at - now) / 1000) + keyMargin)
+end
+`
+
+// reserveScript takes the next turn of an origin, unless it is further away
+// than a caller can wait, and returns {wait, taken, unreadable}: the wait for
+// the turn in microseconds, 1 if the turn is taken and 0 if not, and a bit
+// set (1 for KEYS[1], 2 for KEYS[2]) of the keys that held values it could
+// not read.
+//
+// KEYS[1] holds the origin's next free turn (the theoretical arrival time of
+// GCRA, with no burst) and KEYS[2] the end of its pause; ARGV[1] is the
+// least time between two turns and ARGV[2] the longest wait the caller
+// takes, both in microseconds. The turn is the latest of now, the end of the
+// pause and the next free turn. Taking it moves the next free turn to ARGV[1]
+// after it; with an ARGV[1] of zero, only the pause is read and nothing is
+// written.
+var reserveScript = redis.NewScript(scriptHead + `
+local every = tonumber(ARGV[1])
+local maxWait = tonumber(ARGV[2])
+local turn, unreadable = now, 0
+local pause, bad = read(KEYS[2])
+if pause and pause > turn then turn = pause end
+unreadable = unreadable + 2 * bad
+if every > 0 then
+	local free, bad = read(KEYS[1])
+	if free and free > turn then turn = free end
+	unreadable = unreadable + bad
+end
+local wait = turn - now
+if wait > 0 and wait > maxWait then
+	return {wait, 0, unreadable}
+end
+if every > 0 then
+	write(KEYS[1], turn + every)
+end
+return {wait, 1, unreadable}
+`)
+
+// pauseScript holds back the turns of an origin until ARGV[1] microseconds
+// from now, unless KEYS[1] holds a pause that ends later. It returns 1 if it
+// set the pause, and 0 if not.
+var pauseScript = redis.NewScript(scriptHead + `
+local till = now + tonumber(ARGV[1])
+local pause = read(KEYS[1])
+if pause and pause >= till then
+	return 0
+end
+write(KEYS[1], till)
+return 1
+`)
+
+// Reserve implements [robots.Pacer] with GCRA (one request per every, no
+// burst) kept in Redis and shared by every user of the Redis: it takes
+// origin's next turn, at least every after the turn before it and not before
+// origin's pause ends, and returns how long the caller must wait for it,
+// without waiting itself. When that wait is longer than maxWait, it takes no
+// turn and returns ok false and the wait. Turns are handed out first come,
+// first served, each once, and timed by the clock of the Redis server.
+//
+// Each call is one Redis command: a Lua script that reads the pause and the
+// next free turn, and, if every is not zero and the caller can wait, moves
+// the next free turn every after the one it takes. A caller's every sets the
+// time to the turn after the one it takes.
 func (s *Store) Reserve(ctx context.Context, origin string, every, maxWait time.Duration) (wait time.Duration, ok bool, err error) {
 	s.once.Do(s.init)
-	start := time.Now()
-	limit := redis_rate.Limit{Rate: 1, Burst: 1, Period: every}
-	retried := false
-	for {
-		// A pause holds every turn back until it ends; afterwards the
-		// turns are taken one per every again.
-		var pause time.Duration
-		err := s.do(ctx, "pace", func(ctx context.Context) error {
-			var err error
-			pause, err = s.client.PTTL(ctx, s.pauseKey(origin)).Result()
-			return err
-		})
-		if err != nil {
-			return 0, false, err
-		}
-		if pause <= 0 && every <= 0 {
-			return 0, true, nil
-		}
-		if pause <= 0 {
-			var res *redis_rate.Result
-			err := s.do(ctx, "pace", func(ctx context.Context) error {
-				var err error
-				res, err = s.limiter().Allow(ctx, s.paceKey(origin), limit)
-				return err
-			})
-			var rerr redis.Error
-			if errors.As(err, &rerr) && !retried {
-				// redis_rate could not read the value under the
-				// key: it was not written by redis_rate. Drop it.
-				s.log(ctx, slog.LevelWarn, "redisstore: ignoring unreadable pace", "key", "rate:"+s.paceKey(origin), "err", err)
-				s.do(ctx, "pace", func(ctx context.Context) error {
-					return s.client.Del(ctx, "rate:"+s.paceKey(origin)).Err()
-				})
-				retried = true
-				continue
-			}
-			if err != nil {
-				return 0, false, err
-			}
-			if res.Allowed > 0 {
-				return 0, true, nil
-			}
-			pause = res.RetryAfter
-		}
-		if pause > maxWait-time.Since(start) {
-			return pause, false, nil
-		}
-		if err := sleep(ctx, pause); err != nil {
-			return 0, false, fmt.Errorf("redisstore: waiting for the turn of %s: %w", origin, err)
-		}
+	keys := []string{s.paceKey(origin), s.pauseKey(origin)}
+	var res []int64
+	err = s.do(ctx, "pace", func(ctx context.Context) error {
+		var err error
+		// every rounds up, so that turns are never closer than
+		// every; maxWait rounds down.
+		res, err = reserveScript.Run(ctx, s.client, keys, ceilMicros(every), max(maxWait, 0).Microseconds()).Int64Slice()
+		return err
+	})
+	if err != nil {
+		return 0, false, err
 	}
+	if len(res) != 3 {
+		return 0, false, fmt.Errorf("redisstore: pace: script returned %v", res)
+	}
+	s.unreadable(ctx, res[2], keys...)
+	return time.Duration(res[0]) * time.Microsecond, res[1] == 1, nil
 }
 
 // Pause implements [robots.Pacer]: it holds back origin's turns, for every
-// user of the Redis, until at least until.
+// user of the Redis, until at least until. It never shortens a pause that
+// ends later. The pause is kept on the clock of the Redis server: it ends as
+// long after the call as until is after the call on the caller's clock.
 func (s *Store) Pause(ctx context.Context, origin string, until time.Time) error {
 	s.once.Do(s.init)
 	d := time.Until(until)
 	if d <= 0 {
 		return nil
 	}
+	key := s.pauseKey(origin)
 	return s.do(ctx, "pause", func(ctx context.Context) error {
-		return pauseScript.Run(ctx, s.client, []string{s.pauseKey(origin)}, d.Milliseconds()+1).Err()
+		return pauseScript.Run(ctx, s.client, []string{key}, ceilMicros(d)).Err()
 	})
 }
 
-// pauseScript sets a pause of ARGV[1] milliseconds, unless one that ends
-// later is set.
-var pauseScript = redis.NewScript(`
-if redis.call("PTTL", KEYS[1]) < tonumber(ARGV[1]) then
-	redis.call("SET", KEYS[1], "1", "PX", ARGV[1])
-end
-return 0
-`)
-
-// limiter returns the Store's redis_rate limiter, made on first use.
-func (s *Store) limiter() *redis_rate.Limiter {
-	s.limOnce.Do(func() { s.lim = redis_rate.NewLimiter(s.client) })
-	return s.lim
+// unreadable logs each of keys whose bit is set in bits: a value that a
+// script could not read as a time, and deleted.
+func (s *Store) unreadable(ctx context.Context, bits int64, keys ...string) {
+	for i, key := range keys {
+		if bits&(1<<i) != 0 {
+			s.log(ctx, slog.LevelWarn, "redisstore: ignoring unreadable pace", "key", key)
+		}
+	}
 }
 
-// sleep waits for d, or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+// ceilMicros returns d in microseconds, rounded up; zero if d is negative.
+func ceilMicros(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
 	}
+	return int64((d-1)/time.Microsecond) + 1
 }

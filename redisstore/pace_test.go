@@ -7,9 +7,14 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // spacingTolerance is how much closer than their interval two turns may
@@ -29,125 +34,310 @@ func checkSpacing(t *testing.T, times []time.Time, every time.Duration) {
 	}
 }
 
-// TestReserveSpacing has three Stores, on three clients, take turns of one
-// origin at once: the turns they get are spaced by the interval.
-func TestReserveSpacing(t *testing.T) {
+// waitTolerance is how far a wait that Reserve returns may be from the one
+// a test computes from its own clock: the time between the test reading its
+// clock and Redis reading its own, which a loaded machine can stretch.
+const waitTolerance = 100 * time.Millisecond
+
+// forever is a maxWait that every wait is within.
+const forever = time.Duration(math.MaxInt64)
+
+// newStores returns n Stores on one prefix, each with a client of its own,
+// as n processes of a fleet have.
+func newStores(t *testing.T, n int) []*Store {
 	addr := redisAddr(t)
 	prefix := testPrefix(t, addr)
-	const every = 600 * time.Millisecond
-	var mu sync.Mutex
-	var turns []time.Time
-	var wg sync.WaitGroup
-	for range 3 {
-		s := New(newClient(t, addr))
-		s.Prefix = prefix
-		for range 2 {
-			wg.Go(func() {
-				wait, ok, err := s.Reserve(context.Background(), "https://example.com", every, math.MaxInt64)
-				if err != nil || !ok || wait != 0 {
-					t.Errorf("Reserve = %v, %v, %v; want 0, true, nil", wait, ok, err)
-					return
-				}
-				mu.Lock()
-				turns = append(turns, time.Now())
-				mu.Unlock()
-			})
+	stores := make([]*Store, n)
+	for i := range stores {
+		stores[i] = New(newClient(t, addr))
+		stores[i].Prefix = prefix
+	}
+	return stores
+}
+
+// reserve calls s.Reserve and fails t on an error.
+func reserve(t *testing.T, s *Store, origin string, every, maxWait time.Duration) (time.Duration, bool) {
+	t.Helper()
+	wait, ok, err := s.Reserve(context.Background(), origin, every, maxWait)
+	if err != nil {
+		t.Fatalf("Reserve(%s, %v, %v): %v", origin, every, maxWait, err)
+	}
+	return wait, ok
+}
+
+// checkWait fails t unless wait is want, within waitTolerance.
+func checkWait(t *testing.T, what string, wait, want time.Duration) {
+	t.Helper()
+	if wait < want-waitTolerance || wait > want+waitTolerance {
+		t.Errorf("%s: wait %v, want %v", what, wait, want)
+	}
+}
+
+// TestReserveWaits takes turns back to back: Reserve returns at once, with
+// waits that grow by every, and another origin has turns of its own.
+func TestReserveWaits(t *testing.T) {
+	s := newStores(t, 1)[0]
+	const every = 300 * time.Millisecond
+	start := time.Now()
+	for i := range 5 {
+		wait, ok := reserve(t, s, "https://example.com", every, forever)
+		if !ok {
+			t.Fatalf("turn %d not taken", i)
+		}
+		// The next free turn moves by every exactly: the wait is
+		// i*every less the time since the first turn was taken.
+		want := time.Duration(i) * every
+		if wait > want || wait < want-time.Since(start)-time.Millisecond {
+			t.Errorf("turn %d: wait %v, want %v less at most %v", i, wait, want, time.Since(start))
 		}
 	}
-	wg.Wait()
-	if len(turns) != 6 {
-		t.Fatalf("%d turns, want 6", len(turns))
+	if elapsed := time.Since(start); elapsed > every {
+		t.Errorf("5 reservations took %v: Reserve must not wait", elapsed)
 	}
-	checkSpacing(t, turns, every)
-
-	// Another origin has turns of its own.
-	s := New(newClient(t, addr))
-	s.Prefix = prefix
-	if wait, ok, err := s.Reserve(context.Background(), "https://example.org", every, 0); wait != 0 || !ok || err != nil {
-		t.Errorf("Reserve of another origin = %v, %v, %v; want its turn at once", wait, ok, err)
+	if wait, ok := reserve(t, s, "https://example.org", every, 0); wait != 0 || !ok {
+		t.Errorf("Reserve of another origin = %v, %v; want its turn at once", wait, ok)
+	}
+	// A caller past its deadline still has a turn that is due now.
+	if wait, ok := reserve(t, s, "https://example.net", every, -time.Second); wait != 0 || !ok {
+		t.Errorf("Reserve of a free origin with a negative maxWait = %v, %v; want the turn at once", wait, ok)
 	}
 }
 
-func TestReserveDeadline(t *testing.T) {
-	addr := redisAddr(t)
-	s := New(newClient(t, addr))
-	s.Prefix = testPrefix(t, addr)
-	ctx := context.Background()
+// TestReserveMaxWait has callers that cannot wait for the next turn: they
+// take none, and the next caller that can wait gets the turn they were told
+// of.
+func TestReserveMaxWait(t *testing.T) {
+	stores := newStores(t, 2)
+	a, b := stores[0], stores[1]
 	const origin = "https://example.com"
-	if _, ok, err := s.Reserve(ctx, origin, time.Hour, 0); !ok || err != nil {
-		t.Fatalf("first Reserve = %v, %v; want the turn", ok, err)
+	if wait, ok := reserve(t, a, origin, time.Hour, 0); wait != 0 || !ok {
+		t.Fatalf("first Reserve = %v, %v; want the turn at once", wait, ok)
 	}
-	// The next turn is an hour away: past a maxWait of a second, Reserve
-	// returns at once, saying how far.
-	wait, ok, err := s.Reserve(ctx, origin, time.Hour, time.Second)
-	if ok || err != nil || wait < 59*time.Minute || wait > time.Hour {
-		t.Errorf("Reserve past maxWait = %v, %v, %v; want about 1h, false, nil", wait, ok, err)
+	for _, s := range []*Store{a, b, a} {
+		wait, ok := reserve(t, s, origin, time.Hour, time.Second)
+		if ok {
+			t.Fatalf("Reserve with a turn an hour away and a maxWait of 1s took it (wait %v)", wait)
+		}
+		checkWait(t, "Reserve past maxWait", wait, time.Hour)
 	}
-	// A caller whose context ends while it waits gets its error.
-	s2 := New(s.client)
-	s2.Prefix = s.Prefix
-	if _, ok, _ := s2.Reserve(ctx, "https://example.net", 300*time.Millisecond, 0); !ok {
-		t.Fatal("Reserve failed")
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	time.AfterFunc(50*time.Millisecond, cancel)
-	if _, _, err := s2.Reserve(cctx, "https://example.net", 300*time.Millisecond, math.MaxInt64); !errors.Is(err, context.Canceled) {
-		t.Errorf("Reserve canceled while waiting: %v, want context.Canceled", err)
+	for i, s := range []*Store{b, a} {
+		wait, ok := reserve(t, s, origin, time.Hour, forever)
+		if !ok {
+			t.Fatalf("Reserve with no bound on the wait: no turn (wait %v)", wait)
+		}
+		checkWait(t, fmt.Sprintf("turn %d after the refusals", i+1), wait, time.Duration(i+1)*time.Hour)
 	}
 }
 
+// TestPause pauses an origin from one Store and reserves its turns from
+// another: the pause delays every turn, even without a crawl-delay, a
+// shorter pause does not shorten it, and the turns it held back are spaced
+// by every from its end.
 func TestPause(t *testing.T) {
-	addr := redisAddr(t)
-	prefix := testPrefix(t, addr)
-	a, b := New(newClient(t, addr)), New(newClient(t, addr))
-	a.Prefix, b.Prefix = prefix, prefix
+	stores := newStores(t, 2)
+	a, b := stores[0], stores[1]
 	ctx := context.Background()
 	const origin = "https://example.com"
 
-	until := time.Now().Add(400 * time.Millisecond)
+	until := time.Now().Add(2 * time.Second)
 	if err := a.Pause(ctx, origin, until); err != nil {
 		t.Fatal(err)
 	}
-	// A shorter pause does not shorten it.
-	if err := a.Pause(ctx, origin, time.Now().Add(10*time.Millisecond)); err != nil {
-		t.Fatal(err)
+	for _, d := range []time.Duration{10 * time.Millisecond, -time.Second} {
+		if err := b.Pause(ctx, origin, time.Now().Add(d)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	// The pause holds back the turns of every user of the Redis, even
-	// without a crawl-delay.
-	if wait, ok, err := b.Reserve(ctx, origin, 0, 100*time.Millisecond); ok || err != nil || wait < 300*time.Millisecond {
-		t.Errorf("Reserve in a pause, past maxWait = %v, %v, %v; want about 400ms, false, nil", wait, ok, err)
+	for range 2 {
+		wait, ok := reserve(t, b, origin, 0, 100*time.Millisecond)
+		if ok {
+			t.Fatalf("Reserve in a pause, past maxWait, took the turn (wait %v)", wait)
+		}
+		checkWait(t, "Reserve in a pause, past maxWait", wait, time.Until(until))
 	}
-	if _, ok, err := b.Reserve(ctx, origin, 0, math.MaxInt64); !ok || err != nil {
-		t.Fatalf("Reserve = %v, %v; want the turn after the pause", ok, err)
-	}
-	if now := time.Now(); now.Before(until.Add(-spacingTolerance)) {
-		t.Errorf("turn at %v before the pause ended, %v", now, until)
+	// Without a crawl-delay, every turn is the end of the pause.
+	for range 2 {
+		wait, ok := reserve(t, b, origin, 0, forever)
+		if !ok {
+			t.Fatal("Reserve in a pause: no turn")
+		}
+		checkWait(t, "Reserve in a pause", wait, time.Until(until))
 	}
 
-	// After a pause, the turns held back leave one per interval.
-	const every = 600 * time.Millisecond
-	if err := a.Pause(ctx, origin, time.Now().Add(200*time.Millisecond)); err != nil {
+	// With one, the turns are every apart from the end of the pause on.
+	const every = 300 * time.Millisecond
+	for i, s := range []*Store{a, b, a, b} {
+		wait, ok := reserve(t, s, origin, every, forever)
+		if !ok {
+			t.Fatalf("turn %d after the pause not taken", i)
+		}
+		checkWait(t, fmt.Sprintf("turn %d after the pause", i), wait, time.Until(until)+time.Duration(i)*every)
+	}
+
+	// A longer pause, from either Store, extends it.
+	until = time.Now().Add(5 * time.Second)
+	if err := b.Pause(ctx, origin, until); err != nil {
 		t.Fatal(err)
 	}
+	wait, _ := reserve(t, a, origin, 0, 0)
+	checkWait(t, "Reserve in an extended pause", wait, time.Until(until))
+}
+
+// TestReserveFleet has two Stores, on two clients as two processes have,
+// reserve turns of one origin at once, some with a maxWait too short for
+// most turns: the turns taken are every apart, and leave no gaps for the
+// ones refused. A turn's time is when its caller got the answer, plus the
+// wait: what a caller would wait for.
+func TestReserveFleet(t *testing.T) {
+	stores := newStores(t, 2)
+	const every = 500 * time.Millisecond
 	var mu sync.Mutex
-	var turns []time.Time
+	var turns []time.Time // guarded by mu
 	var wg sync.WaitGroup
-	for _, s := range []*Store{a, b, a, b} {
+	for i := range 16 {
+		s := stores[i%2]
+		maxWait := forever
+		if i%4 == 3 {
+			maxWait = every
+		}
 		wg.Go(func() {
-			if _, ok, err := s.Reserve(ctx, origin, every, math.MaxInt64); !ok || err != nil {
-				t.Errorf("Reserve = %v, %v", ok, err)
+			for range 3 {
+				wait, ok, err := s.Reserve(context.Background(), "https://example.com", every, maxWait)
+				at := time.Now().Add(wait)
+				if err != nil {
+					t.Errorf("Reserve: %v", err)
+					return
+				}
+				if !ok {
+					if wait <= maxWait {
+						t.Errorf("Reserve refused a wait of %v with a maxWait of %v", wait, maxWait)
+					}
+					continue
+				}
+				mu.Lock()
+				turns = append(turns, at)
+				mu.Unlock()
 			}
-			mu.Lock()
-			turns = append(turns, time.Now())
-			mu.Unlock()
 		})
 	}
 	wg.Wait()
+	if len(turns) < 36 {
+		t.Fatalf("%d turns taken, want at least the 36 of the callers that wait for them", len(turns))
+	}
 	checkSpacing(t, turns, every)
+	want := time.Duration(len(turns)-1) * every
+	if span := turns[len(turns)-1].Sub(turns[0]); span < want-spacingTolerance || span > want+spacingTolerance {
+		t.Errorf("%d turns span %v, want %v: no gaps", len(turns), span, want)
+	}
 }
 
-// TestUnreadablePace puts a value that redis_rate cannot read where the
-// turns of an origin are kept: it is logged and replaced.
+// commandCounter is a redis.Hook that counts the commands a client sends.
+type commandCounter struct{ n atomic.Int64 }
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// serverCounts returns the number of commands the Redis server has run
+// (those that scripts call included) and of scripts it has run.
+func serverCounts(t *testing.T, admin *redis.Client) (commands, scripts int64) {
+	t.Helper()
+	info, err := admin.Info(context.Background(), "stats", "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		name, val, _ := strings.Cut(strings.TrimSpace(line), ":")
+		switch name {
+		case "total_commands_processed":
+			commands, _ = strconv.ParseInt(val, 10, 64)
+		case "cmdstat_eval", "cmdstat_evalsha":
+			calls, _, _ := strings.Cut(strings.TrimPrefix(val, "calls="), ",")
+			n, _ := strconv.ParseInt(calls, 10, 64)
+			scripts += n
+		}
+	}
+	return commands, scripts
+}
+
+// TestReserveCommands counts the Redis commands that Reserve costs: one for
+// each request, paced or not, in a pause or not, taking its turn or not.
+func TestReserveCommands(t *testing.T) {
+	addr := redisAddr(t)
+	s := New(newClient(t, addr))
+	s.Prefix = testPrefix(t, addr)
+	var sent commandCounter
+	s.client.AddHook(&sent)
+	admin := newClient(t, addr)
+	const n = 50
+	for _, c := range []struct {
+		name    string
+		origin  string
+		every   time.Duration
+		maxWait time.Duration
+		pause   bool
+	}{
+		{"unpaced", "https://a.example", 0, forever, false},
+		{"paced", "https://b.example", time.Second, forever, false},
+		{"paced past maxWait", "https://c.example", time.Hour, time.Second, false},
+		{"unpaced in a pause", "https://d.example", 0, forever, true},
+		{"paced in a pause", "https://e.example", time.Second, forever, true},
+	} {
+		if c.pause {
+			if err := s.Pause(context.Background(), c.origin, time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		reserve(t, s, c.origin, c.every, forever) // connects, loads the script
+		before, sent0 := sent.n.Load(), int64(0)
+		cmds0, scripts0 := serverCounts(t, admin)
+		for range n {
+			reserve(t, s, c.origin, c.every, c.maxWait)
+		}
+		cmds1, scripts1 := serverCounts(t, admin)
+		sent0 = sent.n.Load() - before
+		// The first INFO counts in the second's total.
+		inner := cmds1 - cmds0 - 1 - (scripts1 - scripts0)
+		t.Logf("%s: %d Reserve, %d commands sent, %d scripts run, %d commands called by them",
+			c.name, n, sent0, scripts1-scripts0, inner)
+		if sent0 > n {
+			t.Errorf("%s: %d Reserve sent %d commands, want at most %d", c.name, n, sent0, n)
+		}
+		if scripts1-scripts0 > n {
+			t.Errorf("%s: %d Reserve ran %d scripts, want at most %d", c.name, n, scripts1-scripts0, n)
+		}
+	}
+}
+
+// TestReserveCanceled reserves with a done context: Reserve fails with the
+// context's error, and does not take Redis for down.
+func TestReserveCanceled(t *testing.T) {
+	s := newStores(t, 1)[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := s.Reserve(ctx, "https://example.com", time.Second, forever); !errors.Is(err, context.Canceled) {
+		t.Errorf("Reserve with a canceled context: %v, want context.Canceled", err)
+	}
+	if s.outage.Load() != nil {
+		t.Errorf("a canceled Reserve started the cooldown")
+	}
+}
+
+// TestUnreadablePace puts values that are not times, and values of other
+// types, where the turns and the pause of an origin are kept: they are
+// logged, deleted and replaced.
 func TestUnreadablePace(t *testing.T) {
 	addr := redisAddr(t)
 	log := &logRecorder{}
@@ -156,26 +346,63 @@ func TestUnreadablePace(t *testing.T) {
 	ctx := context.Background()
 	const origin = "https://example.com"
 	s.once.Do(s.init)
-	for _, set := range []func() error{
-		func() error { return s.client.Set(ctx, "rate:"+s.paceKey(origin), "not a time", 0).Err() },
-		func() error { return s.client.HSet(ctx, "rate:"+s.paceKey(origin), "a", "b").Err() },
-	} {
-		if err := set(); err != nil {
-			t.Fatal(err)
+	for _, key := range []string{s.paceKey(origin), s.pauseKey(origin)} {
+		for _, set := range []func() error{
+			func() error { return s.client.Set(ctx, key, "not a time", 0).Err() },
+			func() error { return s.client.Set(ctx, key, "inf", 0).Err() },
+			func() error { return s.client.HSet(ctx, key, "a", "b").Err() },
+		} {
+			if err := set(); err != nil {
+				t.Fatal(err)
+			}
+			if wait, ok := reserve(t, s, origin, time.Hour, 0); wait != 0 || !ok {
+				t.Errorf("Reserve over an unreadable %s = %v, %v; want the turn at once", key, wait, ok)
+			}
+			if _, ok := reserve(t, s, origin, time.Hour, 0); ok {
+				t.Errorf("second Reserve took a turn; want none for an hour")
+			}
+			s.client.Del(ctx, s.paceKey(origin), s.pauseKey(origin))
 		}
-		if _, ok, err := s.Reserve(ctx, origin, time.Hour, 0); !ok || err != nil {
-			t.Errorf("Reserve over an unreadable value = %v, %v; want the turn", ok, err)
-		}
-		if _, ok, err := s.Reserve(ctx, origin, time.Hour, 0); ok || err != nil {
-			t.Errorf("second Reserve = %v, %v; want no turn for an hour", ok, err)
-		}
-		s.client.Del(ctx, "rate:"+s.paceKey(origin))
 	}
-	if n := log.count(slog.LevelWarn, "redisstore: ignoring unreadable pace"); n != 2 {
-		t.Errorf("%d warnings of an unreadable pace, want 2", n)
+	if n := log.count(slog.LevelWarn, "redisstore: ignoring unreadable pace"); n != 6 {
+		t.Errorf("%d warnings of an unreadable pace, want 6", n)
 	}
 	if s.outage.Load() != nil {
 		t.Errorf("an unreadable value started the cooldown")
+	}
+}
+
+// TestKeysExpire checks that the keys of an origin's pace and pause expire
+// soon after they stop mattering, and share a hash slot of a Redis Cluster.
+func TestKeysExpire(t *testing.T) {
+	s := newStores(t, 1)[0]
+	ctx := context.Background()
+	const origin = "https://example.com"
+	reserve(t, s, origin, 2*time.Second, forever)
+	if err := s.Pause(ctx, origin, time.Now().Add(3*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]time.Duration{s.paceKey(origin): 2 * time.Second, s.pauseKey(origin): 3 * time.Second} {
+		ttl, err := s.client.PTTL(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl < want || ttl > want+2*time.Second {
+			t.Errorf("PTTL %s = %v, want a little more than %v", key, ttl, want)
+		}
+	}
+	// A Redis Cluster hashes only the hash tag of a key that has one: the
+	// text between its first "{" and the next "}".
+	tag := func(key string) string {
+		_, after, ok := strings.Cut(key, "{")
+		tag, _, ok2 := strings.Cut(after, "}")
+		if !ok || !ok2 || tag == "" {
+			return "no hash tag in " + key
+		}
+		return tag
+	}
+	if a, b := tag(s.paceKey(origin)), tag(s.pauseKey(origin)); a != origin || b != origin {
+		t.Errorf("hash tags of the pace and pause keys = %q, %q; want %q, so that they share a hash slot", a, b, origin)
 	}
 }
 
@@ -215,5 +442,55 @@ func TestFleetCrawlDelay(t *testing.T) {
 	}
 	if n := len(s.arrived()); n != 5 {
 		t.Errorf("%d requests arrived, want the late one not sent", n)
+	}
+}
+
+// TestTransportWaits has a Transport wait for turns that another process of
+// the fleet holds: the Transport does the waiting and counts it, and a
+// request whose turn comes after its deadline fails at once.
+func TestTransportWaits(t *testing.T) {
+	addr := redisAddr(t)
+	prefix := testPrefix(t, addr)
+	s := newSite(t, disallowPrivate)
+	p := newProcess(t, addr, prefix, nil)
+	other := New(newClient(t, addr))
+	other.Prefix = prefix
+	checkVerdicts(t, p.client, s.URL) // caches robots.txt; no crawl-delay
+	before := p.tr.Stats()
+
+	// Another process paused the origin for 2s: a request with a
+	// deadline 800ms away fails at once, and is not sent.
+	until := time.Now().Add(2 * time.Second)
+	if err := other.Pause(context.Background(), s.origin(), until); err != nil {
+		t.Fatal(err)
+	}
+	sent := len(s.arrived())
+	ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := get(ctx, p.client, s.URL+"/late"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("GET with its turn past its deadline: %v, want context.DeadlineExceeded", err)
+	}
+	if elapsed := time.Since(start); elapsed > 200*time.Millisecond {
+		t.Errorf("GET with its turn past its deadline failed after %v, want at once", elapsed)
+	}
+	if n := len(s.arrived()); n != sent {
+		t.Errorf("%d requests arrived, want the late one not sent", n-sent)
+	}
+
+	// Without a deadline, it waits for the end of the pause.
+	want := time.Until(until)
+	if err := get(context.Background(), p.client, s.URL+"/page"); err != nil {
+		t.Fatal(err)
+	}
+	if arrived := s.arrived(); arrived[len(arrived)-1].Before(until.Add(-waitTolerance)) {
+		t.Errorf("GET in a pause sent at %v, before the pause ended at %v", arrived[len(arrived)-1], until)
+	}
+	st := p.tr.Stats()
+	if n := st.PaceWaits - before.PaceWaits; n != 1 {
+		t.Errorf("Stats.PaceWaits grew by %d, want 1", n)
+	}
+	if d := st.PaceWait - before.PaceWait; d < want-waitTolerance || d > want+waitTolerance {
+		t.Errorf("Stats.PaceWait grew by %v, want %v", d, want)
 	}
 }

@@ -18,10 +18,12 @@
 // the others poll Redis for the entry it puts. A lock whose holder dies
 // expires after the Transport's FetchTimeout, and another process takes it.
 //
-// As a Pacer, a Store is asked for every request: it keeps each origin's
-// turns with GCRA (github.com/go-redis/redis_rate), one request per
-// crawl-delay across the fleet, and the pauses that Retry-After headers ask
-// for.
+// As a Pacer, a Store is asked for every request: it hands out each origin's
+// turns with GCRA, one request per crawl-delay across the fleet, and holds
+// them back for the pauses that Retry-After headers ask for. Each request
+// costs one Redis command, a Lua script that takes the turn and returns the
+// wait for it; the Transport does the waiting. Turns and pauses are timed by
+// the clock of the Redis server, so the processes need not agree on the time.
 //
 // When Redis is down or slow, a Store fails fast: each command is bounded by
 // Timeout, and after a failure the Store does not try Redis again for
@@ -41,7 +43,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/f9014239/robots"
@@ -77,8 +78,10 @@ var ErrUnavailable = errors.New("redisstore: redis unavailable")
 
 // Store is a [robots.Store], [robots.Locker] and [robots.Pacer] on Redis.
 // Entries are kept under Prefix+"entry:"+origin, fetch locks under
-// Prefix+"lock:"+origin, pauses under Prefix+"pause:"+origin, and turns
-// under "rate:"+Prefix+"pace:"+origin (redis_rate's own prefix first).
+// Prefix+"lock:"+origin, pauses under Prefix+"pause:{"+origin+"}", and
+// turns under Prefix+"pace:{"+origin+"}": the hash tag puts the two keys
+// that Reserve reads at once in one slot of a Redis Cluster, as long as
+// Prefix holds no "{".
 //
 // A Store's fields must not be modified after its first use. Store is safe
 // for concurrent use by multiple goroutines.
@@ -122,9 +125,6 @@ type Store struct {
 	cfg  config
 
 	outage atomic.Pointer[outage] // the last failure, or nil after a success
-
-	limOnce sync.Once
-	lim     *redis_rate.Limiter // set once, by limiter
 }
 
 var (
