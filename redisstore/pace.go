@@ -59,33 +59,39 @@ end
 // set (1 for KEYS[1], 2 for KEYS[2]) of the keys that held values it could
 // not read.
 //
-// KEYS[1] holds the origin's next free turn (the theoretical arrival time of
-// GCRA, with no burst) and KEYS[2] the end of its pause; ARGV[1] is the
-// least time between two turns and ARGV[2] the longest wait the caller
-// takes, both in microseconds. The turn is the latest of now, the end of the
-// pause and the next free turn. Taking it moves the next free turn to ARGV[1]
-// after it; with an ARGV[1] of zero, only the pause is read and nothing is
-// written.
+// KEYS[1] holds the origin's latest turn and KEYS[2] the end of its pause;
+// ARGV[1] is the least time between the latest turn and the caller's, and
+// ARGV[2] the longest wait the caller takes, both in microseconds. The turn
+// is the latest of now, the end of the pause and ARGV[1] after the latest
+// turn. Taking it makes it the latest turn (with an ARGV[1] of zero too, so
+// that a caller with a longer interval is spaced from it), kept until
+// lastKeep after it.
 var reserveScript = redis.NewScript(scriptHead + `
+local lastKeep = 60000000 -- µs
 local every = tonumber(ARGV[1])
 local maxWait = tonumber(ARGV[2])
 local turn, unreadable = now, 0
 local pause, bad = read(KEYS[2])
 if pause and pause > turn then turn = pause end
 unreadable = unreadable + 2 * bad
-if every > 0 then
-	local free, bad = read(KEYS[1])
-	if free and free > turn then turn = free end
-	unreadable = unreadable + bad
-end
+local last, bad1 = read(KEYS[1])
+if last and last + every > turn then turn = last + every end
+unreadable = unreadable + bad1
 local wait = turn - now
 if wait > 0 and wait > maxWait then
 	return {wait, 0, unreadable}
 end
-if every > 0 then
-	write(KEYS[1], turn + every)
-end
+if not last or turn > last then last = turn end
+redis.call("SET", KEYS[1], string.format("%.0f", last), "PX", math.floor((last + lastKeep - now) / 1000))
 return {wait, 1, unreadable}
+`)
+
+// pausedScript returns how many microseconds are left of the pause in
+// KEYS[1], or 0.
+var pausedScript = redis.NewScript(scriptHead + `
+local pause = read(KEYS[1])
+if pause and pause > now then return pause - now end
+return 0
 `)
 
 // pauseScript holds back the turns of an origin until ARGV[1] microseconds
@@ -101,18 +107,16 @@ write(KEYS[1], till)
 return 1
 `)
 
-// Reserve implements [robots.Pacer] with GCRA (one request per every, no
-// burst) kept in Redis and shared by every user of the Redis: it takes
-// origin's next turn, at least every after the turn before it and not before
-// origin's pause ends, and returns how long the caller must wait for it,
-// without waiting itself. When that wait is longer than maxWait, it takes no
-// turn and returns ok false and the wait. Turns are handed out first come,
-// first served, each once, and timed by the clock of the Redis server.
+// Reserve implements [robots.Pacer], kept in Redis and shared by every user
+// of the Redis: it takes origin's next turn, at least every after the latest
+// turn taken and not before origin's pause ends, and returns how long the
+// caller must wait for it, without waiting itself. When that wait is longer
+// than maxWait, it takes no turn and returns ok false and the wait. Turns are
+// handed out first come, first served, each once, and timed by the clock of
+// the Redis server.
 //
 // Each call is one Redis command: a Lua script that reads the pause and the
-// next free turn, and, if every is not zero and the caller can wait, moves
-// the next free turn every after the one it takes. A caller's every sets the
-// time to the turn after the one it takes.
+// latest turn, and, if the caller can wait, records its turn as the latest.
 func (s *Store) Reserve(ctx context.Context, origin string, every, maxWait time.Duration) (wait time.Duration, ok bool, err error) {
 	s.once.Do(s.init)
 	keys := []string{s.paceKey(origin), s.pauseKey(origin)}
@@ -149,6 +153,25 @@ func (s *Store) Pause(ctx context.Context, origin string, until time.Time) error
 		return pauseScript.Run(ctx, s.client, []string{key}, ceilMicros(d)).Err()
 	})
 }
+
+// PausedUntil implements [robots.PauseChecker]: when origin's pause ends, on
+// the caller's clock, or the zero time if it is not paused. It is one Redis
+// command.
+func (s *Store) PausedUntil(ctx context.Context, origin string) (time.Time, error) {
+	s.once.Do(s.init)
+	var left int64
+	err := s.do(ctx, "pace", func(ctx context.Context) error {
+		var err error
+		left, err = pausedScript.Run(ctx, s.client, []string{s.pauseKey(origin)}).Int64()
+		return err
+	})
+	if err != nil || left <= 0 {
+		return time.Time{}, err
+	}
+	return time.Now().Add(time.Duration(left) * time.Microsecond), nil
+}
+
+var _ robots.PauseChecker = (*Store)(nil)
 
 // unreadable logs each of keys whose bit is set in bits: a value that a
 // script could not read as a time, and deleted.
