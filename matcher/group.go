@@ -67,10 +67,10 @@ func makeMeta(line int, allow bool, kind uint8, written bool) uint32 {
 	return m
 }
 
-func (r *rule) allow() bool    { return r.meta&1 != 0 }
-func (r *rule) kind() uint8    { return uint8(r.meta>>1) & 3 }
-func (r *rule) written() bool  { return r.meta&8 != 0 }
-func (r *rule) line() int      { return int(r.meta >> 4) }
+func (r *rule) allow() bool                 { return r.meta&1 != 0 }
+func (r *rule) kind() uint8                 { return uint8(r.meta>>1) & 3 }
+func (r *rule) written() bool               { return r.meta&8 != 0 }
+func (r *rule) line() int                   { return int(r.meta >> 4) }
 func (r *rule) pattern(arena string) string { return arena[r.pat : r.pat+r.n] }
 
 // asWritten returns r's pattern as written in the file.
