@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"hash/maphash"
 	"math/bits"
 	"slices"
 	"strings"
@@ -134,8 +135,11 @@ const (
 
 // wildRule is a rule with a wildcard, with what a path needs to match it.
 type wildRule struct {
-	bytes byteSet // every byte of the pattern's literal segments
-	rule  int32
+	// every byte of the pattern's literal segments, folded to 64 bits (a
+	// byte and the byte 64 apart share a bit) and split in two halves, so
+	// that a wildRule takes 12 bytes
+	lo, hi uint32
+	rule   int32
 }
 
 // urlByteRank ranks bytes by how common they are in URL paths, most common
@@ -177,6 +181,9 @@ func (s *byteSet) has(c byte) bool {
 	c &= 127
 	return s[c>>6]&(1<<(c&63)) != 0
 }
+
+// fold returns s in 64 bits: bit c&63 is set for each byte c in s.
+func (s *byteSet) fold() uint64 { return s[0] | s[1] }
 
 // subsetOf reports whether every byte of s is in t.
 func (s *byteSet) subsetOf(t *byteSet) bool {
@@ -369,6 +376,7 @@ func buildIndex(arena string, rules []rule) *index {
 			switch r.kind() {
 			case kindWild:
 				p := pending{kind: runAny, w: wildRule{rule: int32(j)}}
+				var set byteSet
 				rest := r.pattern(arena)[r.lit:]
 				if strings.HasSuffix(rest, "$") {
 					rest = rest[:len(rest)-1]
@@ -378,12 +386,14 @@ func buildIndex(arena string, rules []rule) *index {
 				}
 				for k := 0; k < len(rest); k++ {
 					if c := rest[k]; c != '*' {
-						p.w.bytes.add(c)
+						set.add(c)
 						if p.kind != runTail && (p.kind == runAny || rarity(c) > rarity(p.need)) {
 							p.kind, p.need = runHas, c
 						}
 					}
 				}
+				f := set.fold()
+				p.w.lo, p.w.hi = uint32(f), uint32(f>>32)
 				wilds = append(wilds, p)
 			case kindExact:
 				if e.exact < 0 {
@@ -428,21 +438,30 @@ func buildIndex(arena string, rules []rule) *index {
 }
 
 // indexSize returns how many bytes the index of a group of rules will
-// take: at most that, as it counts a literal prefix shared by rules that
-// are not adjacent in the file once for each.
-func indexSize(arena string, rules []rule) int {
-	nEntries, nWild := 0, 0
+// take. It counts the distinct literal prefixes by their hashes, sorted in
+// buf, which it returns for reuse.
+func indexSize(arena string, rules []rule, buf []uint64) (int, []uint64) {
+	buf = buf[:0]
+	nWild := 0
 	for i := range rules {
 		r := &rules[i]
-		if i == 0 || arena[r.pat:r.pat+r.lit] != arena[rules[i-1].pat:rules[i-1].pat+rules[i-1].lit] {
-			nEntries++
-		}
+		buf = append(buf, maphash.String(litSeed, arena[r.pat:r.pat+r.lit]))
 		if r.kind() == kindWild {
 			nWild++
 		}
 	}
-	return allocSize(int(unsafe.Sizeof(index{}))) + allocSize(8*indexWords(nEntries, nWild))
+	slices.Sort(buf)
+	nEntries := 0
+	for i, h := range buf {
+		if i == 0 || h != buf[i-1] {
+			nEntries++
+		}
+	}
+	return allocSize(int(unsafe.Sizeof(index{}))) + allocSize(8*indexWords(nEntries, nWild)), buf
 }
+
+// litSeed seeds the hashes by which indexSize counts literal prefixes.
+var litSeed = maphash.MakeSeed()
 
 // indexWords returns how many uint64 words the arrays of an index take.
 func indexWords(nEntries, nWild int) int {
@@ -537,6 +556,7 @@ func (g *Group) find(p string) int {
 	best := int32(-1)
 	var bestRule *rule
 	var pathBytes byteSet
+	var pathFold uint64
 	haveBytes := false
 	for i >= 0 {
 		e := &ix.entries[i]
@@ -553,6 +573,7 @@ func (g *Group) find(p string) int {
 			run := &ix.runs[k]
 			if !haveBytes {
 				pathBytes.addString(p)
+				pathFold = pathBytes.fold()
 				haveBytes = true
 			}
 			switch {
@@ -566,7 +587,7 @@ func (g *Group) find(p string) int {
 				if bestRule != nil && !better(r, bestRule) {
 					break // the rest of the run are worse still
 				}
-				if w.bytes.subsetOf(&pathBytes) && matchWild(r.pattern(arena)[e.n:], p[e.n:]) {
+				if (w.lo&^uint32(pathFold)|w.hi&^uint32(pathFold>>32)) == 0 && matchWild(r.pattern(arena)[e.n:], p[e.n:]) {
 					best, bestRule = w.rule, r
 					break
 				}

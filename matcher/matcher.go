@@ -193,6 +193,7 @@ type scratch struct {
 	smaps  []byte
 	groups []groupSpec
 	ids    []int
+	hashes []uint64
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -323,7 +324,9 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 		if rs := r.rules[g.lo:g.hi]; len(rs) <= linearMax {
 			sortBest(rs)
 		} else {
-			indexed += indexSize(r.arena, rs)
+			var n int
+			n, sc.hashes = indexSize(r.arena, rs, sc.hashes)
+			indexed += n
 		}
 	}
 	for i, g := range agentGroups {
@@ -332,6 +335,9 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 	r.size = r.computeSize(indexed, len(specs))
 	if cap(specs) <= maxScratch/16 && cap(ids) <= maxScratch/8 {
 		sc.groups, sc.ids = specs, ids
+	}
+	if cap(sc.hashes) > maxScratch/8 {
+		sc.hashes = nil
 	}
 	return r
 }
