@@ -123,7 +123,7 @@ func FuzzMatch(f *testing.F) {
 			if got := g.Match("https://example.com" + path); got != want {
 				t.Fatalf("robots.txt:\n%sMatch(%q) = %+v\nreference:  %+v", body, path, got, want)
 			}
-			if extra > 0 && g.idx == nil {
+			if extra > 0 && g.idx.Load() == nil {
 				t.Fatalf("%d rules, not indexed", len(rs))
 			}
 			if !strings.HasPrefix(path, "//") {

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"hash/maphash"
 	"math/bits"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -17,19 +18,17 @@ import (
 // URLs. A Group is immutable and safe for concurrent use by multiple
 // goroutines.
 type Group struct {
-	// The fields a query reads come first, to share a cache line.
-	once  sync.Once // guards prepare, which writes rules' order and idx
-	idx   *index    // for groups of more than linearMax rules; nil for the others
-	arena string    // normalised and as-written patterns, shared with the other groups of the file
-
-	// rules are sorted best first (see better) when the group is small
-	// enough to be scanned, and in no particular order otherwise.
-	rules []rule
-
-	delay    time.Duration
-	hasDelay bool
-	lines    []int // of the first user-agent line of each group combined, in file order
+	r      *Robots
+	lo, hi uint32                // its rules: r.rules[lo:hi]
+	idx    atomic.Pointer[index] // for groups of more than linearMax rules, once built; guarded by r.mu while built
+	ln, nl uint32                // the first user-agent line of each block combined: r.lines[ln:ln+nl]
+	delay  time.Duration         // the crawl-delay, or -1
 }
+
+// rules returns g's rules. They are sorted best first (see better) when
+// the group is small enough to be scanned; the rules of a larger group are
+// in no particular order until its index is built, which sorts them.
+func (g *Group) rules() []rule { return g.r.rules[g.lo:g.hi] }
 
 // index is the index of a large group. entries holds the distinct literal
 // prefixes of the rules (a pattern up to its first '*', or the whole
@@ -49,21 +48,38 @@ const linearMax = 16
 
 // rule is one allow or disallow line.
 type rule struct {
-	pat     uint32 // offset in arena of the normalised pattern
-	n       uint32 // its length, which is the rule's priority
-	line    uint32
-	lit     uint32 // length of the literal prefix: the pattern up to the first '*', or without a final '$'
-	allow   bool
-	kind    uint8 // kindPlain, kindExact or kindWild
-	written bool  // the pattern as written differs from the normalised one and follows it in arena, after its length as a uvarint
+	pat  uint32 // offset in arena of the normalised pattern
+	n    uint32 // its length, which is the rule's priority
+	lit  uint32 // length of the literal prefix: the pattern up to the first '*', or without a final '$'
+	meta uint32 // line<<4 | written<<3 | kind<<1 | allow
 }
 
-// asWritten returns r's pattern as written in the file.
-func (g *Group) asWritten(r *rule) string {
-	if !r.written {
-		return g.pattern(r)
+// makeMeta packs a rule's line (up to maxLine), whether it allows, its kind
+// and whether the pattern as written differs from the normalised one and
+// follows it in arena, after its length as a uvarint.
+func makeMeta(line int, allow bool, kind uint8, written bool) uint32 {
+	m := uint32(min(line, maxLine))<<4 | uint32(kind)<<1
+	if allow {
+		m |= 1
 	}
-	rest := g.arena[r.pat+r.n:]
+	if written {
+		m |= 8
+	}
+	return m
+}
+
+func (r *rule) allow() bool                 { return r.meta&1 != 0 }
+func (r *rule) kind() uint8                 { return uint8(r.meta>>1) & 3 }
+func (r *rule) written() bool               { return r.meta&8 != 0 }
+func (r *rule) line() int                   { return int(r.meta >> 4) }
+func (r *rule) pattern(arena string) string { return arena[r.pat : r.pat+r.n] }
+
+// asWritten returns r's pattern as written in the file.
+func (r *rule) asWritten(arena string) string {
+	if !r.written() {
+		return r.pattern(arena)
+	}
+	rest := arena[r.pat+r.n:]
 	n, k := binary.Uvarint([]byte(rest[:min(len(rest), binary.MaxVarintLen64)]))
 	return rest[k : k+int(n)]
 }
@@ -75,15 +91,18 @@ const (
 	kindWild         // has a '*' after the literal prefix
 )
 
-// setKind sets r.lit and r.kind from the normalised pattern pat.
-func (r *rule) setKind(pat []byte) {
+// setKind sets r.lit from the normalised pattern pat and returns its kind.
+func (r *rule) setKind(pat []byte) uint8 {
 	switch i := bytes.IndexByte(pat, '*'); {
 	case i >= 0:
-		r.lit, r.kind = uint32(i), kindWild
+		r.lit = uint32(i)
+		return kindWild
 	case len(pat) > 0 && pat[len(pat)-1] == '$':
-		r.lit, r.kind = uint32(len(pat)-1), kindExact
+		r.lit = uint32(len(pat) - 1)
+		return kindExact
 	default:
-		r.lit, r.kind = uint32(len(pat)), kindPlain
+		r.lit = uint32(len(pat))
+		return kindPlain
 	}
 }
 
@@ -116,8 +135,11 @@ const (
 
 // wildRule is a rule with a wildcard, with what a path needs to match it.
 type wildRule struct {
-	bytes byteSet // every byte of the pattern's literal segments
-	rule  int32
+	// every byte of the pattern's literal segments, folded to 64 bits (a
+	// byte and the byte 64 apart share a bit) and split in two halves, so
+	// that a wildRule takes 12 bytes
+	lo, hi uint32
+	rule   int32
 }
 
 // urlByteRank ranks bytes by how common they are in URL paths, most common
@@ -160,24 +182,29 @@ func (s *byteSet) has(c byte) bool {
 	return s[c>>6]&(1<<(c&63)) != 0
 }
 
+// fold returns s in 64 bits: bit c&63 is set for each byte c in s.
+func (s *byteSet) fold() uint64 { return s[0] | s[1] }
+
 // subsetOf reports whether every byte of s is in t.
 func (s *byteSet) subsetOf(t *byteSet) bool {
 	return s[0]&^t[0] == 0 && s[1]&^t[1] == 0
 }
 
 // emptyGroup allows everything.
-var emptyGroup = &Group{}
+var emptyGroup = &Group{r: &Robots{star: -1}, delay: -1}
 
 // better reports whether rule a wins over rule b when both match: the longer
 // pattern wins, allow wins a tie, and the earlier line breaks what is left.
+// Patterns lie in arena in file order, so the earlier pattern is the
+// earlier line.
 func better(a, b *rule) bool {
 	if a.n != b.n {
 		return a.n > b.n
 	}
-	if a.allow != b.allow {
-		return a.allow
+	if a.allow() != b.allow() {
+		return a.allow()
 	}
-	return a.line < b.line
+	return a.pat < b.pat
 }
 
 func compareRules(a, b *rule) int {
@@ -190,9 +217,7 @@ func compareRules(a, b *rule) int {
 	return 0
 }
 
-func (g *Group) pattern(r *rule) string { return g.arena[r.pat : r.pat+r.n] }
-
-func (g *Group) literal(e *entry) string { return g.arena[e.off : e.off+e.n] }
+func (e *entry) literal(arena string) string { return arena[e.off : e.off+e.n] }
 
 // key8 returns the first 8 bytes of s as a big-endian number, zero-padded,
 // so that comparing keys compares the strings' first 8 bytes. Normalised
@@ -241,34 +266,52 @@ func (k key16) commonPrefix(o key16) uint32 {
 	return 8 + uint32(bits.LeadingZeros64(k.lo^o.lo)/8)
 }
 
-// init makes g a group of rules, which it may reorder.
-func (g *Group) init(arena string, rules []rule, delay time.Duration, hasDelay bool) {
-	g.arena, g.rules, g.delay, g.hasDelay = arena, rules, delay, hasDelay
-}
-
 // Lines returns the 1-based line number of the first user-agent line of each
 // group of the file that g combines, in file order: the lines that
 // [GroupInfo.Line] reports. It returns nil when no group of the file applies
 // and g allows everything.
-func (g *Group) Lines() []int { return slices.Clone(g.lines) }
-
-// prepare sorts a small group's rules, or indexes a large group's. It runs
-// once, on the group's first use, so that the groups of a file that a
-// crawler never asks about cost nothing more than their rules.
-func (g *Group) prepare() {
-	arena, rules := g.arena, g.rules
-	if len(rules) <= linearMax {
-		// Insertion sort, best first.
-		for i := 1; i < len(rules); i++ {
-			r := rules[i]
-			j := i
-			for ; j > 0 && better(&r, &rules[j-1]); j-- {
-				rules[j] = rules[j-1]
-			}
-			rules[j] = r
-		}
-		return
+func (g *Group) Lines() []int {
+	if g.nl == 0 {
+		return nil
 	}
+	lines := make([]int, g.nl)
+	for i, l := range g.r.lines[g.ln : g.ln+g.nl] {
+		lines[i] = int(l)
+	}
+	return lines
+}
+
+// sortBest sorts a small group's rules best first, by insertion.
+func sortBest(rules []rule) {
+	for i := 1; i < len(rules); i++ {
+		r := rules[i]
+		j := i
+		for ; j > 0 && better(&r, &rules[j-1]); j-- {
+			rules[j] = rules[j-1]
+		}
+		rules[j] = r
+	}
+}
+
+// index returns g's index, building it on first use, so that the groups of
+// a file that a crawler never asks about cost nothing more than their
+// rules. It sorts g's rules, which nothing reads before it returns.
+func (g *Group) index() *index {
+	if ix := g.idx.Load(); ix != nil {
+		return ix
+	}
+	g.r.mu.Lock()
+	defer g.r.mu.Unlock()
+	ix := g.idx.Load()
+	if ix == nil {
+		ix = buildIndex(g.r.arena, g.rules())
+		g.idx.Store(ix)
+	}
+	return ix
+}
+
+// buildIndex sorts the rules of a large group and indexes them.
+func buildIndex(arena string, rules []rule) *index {
 	// Sort the rules by literal prefix, best rule first within a prefix.
 	// Comparing the prefixes' first 16 bytes as numbers settles most pairs.
 	type sortKey struct {
@@ -302,22 +345,20 @@ func (g *Group) prepare() {
 		if i == 0 || arena[rules[i].pat:rules[i].pat+rules[i].lit] != arena[rules[i-1].pat:rules[i-1].pat+rules[i-1].lit] {
 			nEntries++
 		}
-		if rules[i].kind == kindWild {
+		if rules[i].kind() == kindWild {
 			nWild++
 		}
 	}
 	// The index's arrays share one allocation, in the order a query reads
 	// them, so that a query touches fewer cache lines and pages. Each
 	// starts on a cache line, so that no entry straddles two.
-	words := words[key16](nEntries) + words[entry](nEntries) + words[wildRun](nWild) + words[wildRule](nWild)
-	block := make([]uint64, words+4*(lineWords-1))
+	block := make([]uint64, indexWords(nEntries, nWild))
 	ix := &index{
 		keys:    carve[key16](&block, nEntries),
 		entries: carve[entry](&block, nEntries),
 		runs:    carve[wildRun](&block, nWild),
 		wild:    carve[wildRule](&block, nWild),
 	}
-	g.idx = ix
 	type pending struct {
 		kind uint8
 		need byte
@@ -332,10 +373,11 @@ func (g *Group) prepare() {
 		wilds = wilds[:0]
 		for ; j < len(rules) && arena[rules[j].pat:rules[j].pat+rules[j].lit] == lit; j++ {
 			r := &rules[j]
-			switch r.kind {
+			switch r.kind() {
 			case kindWild:
 				p := pending{kind: runAny, w: wildRule{rule: int32(j)}}
-				rest := g.pattern(r)[r.lit:]
+				var set byteSet
+				rest := r.pattern(arena)[r.lit:]
 				if strings.HasSuffix(rest, "$") {
 					rest = rest[:len(rest)-1]
 					if c := rest[len(rest)-1]; c != '*' {
@@ -344,12 +386,14 @@ func (g *Group) prepare() {
 				}
 				for k := 0; k < len(rest); k++ {
 					if c := rest[k]; c != '*' {
-						p.w.bytes.add(c)
+						set.add(c)
 						if p.kind != runTail && (p.kind == runAny || rarity(c) > rarity(p.need)) {
 							p.kind, p.need = runHas, c
 						}
 					}
 				}
+				f := set.fold()
+				p.w.lo, p.w.hi = uint32(f), uint32(f>>32)
 				wilds = append(wilds, p)
 			case kindExact:
 				if e.exact < 0 {
@@ -378,7 +422,7 @@ func (g *Group) prepare() {
 			ix.runs[len(ix.runs)-1].hi = uint32(len(ix.wild))
 		}
 		e.runHi = uint32(len(ix.runs))
-		for len(stack) > 0 && !strings.HasPrefix(lit, g.literal(&ix.entries[stack[len(stack)-1]])) {
+		for len(stack) > 0 && !strings.HasPrefix(lit, ix.entries[stack[len(stack)-1]].literal(arena)) {
 			stack = stack[:len(stack)-1]
 		}
 		if len(stack) > 0 {
@@ -389,6 +433,57 @@ func (g *Group) prepare() {
 		ix.entries = append(ix.entries, e)
 		ix.keys = append(ix.keys, makeKey16(lit))
 		i = j
+	}
+	return ix
+}
+
+// indexSize returns how many bytes the index of a group of rules will
+// take. It counts the distinct literal prefixes by their hashes, sorted in
+// buf, which it returns for reuse.
+func indexSize(arena string, rules []rule, buf []uint64) (int, []uint64) {
+	buf = buf[:0]
+	nWild := 0
+	for i := range rules {
+		r := &rules[i]
+		buf = append(buf, maphash.String(litSeed, arena[r.pat:r.pat+r.lit]))
+		if r.kind() == kindWild {
+			nWild++
+		}
+	}
+	slices.Sort(buf)
+	nEntries := 0
+	for i, h := range buf {
+		if i == 0 || h != buf[i-1] {
+			nEntries++
+		}
+	}
+	return allocSize(int(unsafe.Sizeof(index{}))) + allocSize(8*indexWords(nEntries, nWild)), buf
+}
+
+// litSeed seeds the hashes by which indexSize counts literal prefixes.
+var litSeed = maphash.MakeSeed()
+
+// indexWords returns how many uint64 words the arrays of an index take.
+func indexWords(nEntries, nWild int) int {
+	return words[key16](nEntries) + words[entry](nEntries) + words[wildRun](nWild) + words[wildRule](nWild) + 4*(lineWords-1)
+}
+
+// allocSize returns about how many bytes the allocator takes for an object
+// of n bytes: never less, and at most an eighth more than it does.
+func allocSize(n int) int {
+	switch {
+	case n == 0:
+		return 0
+	case n <= 16:
+		return (n + 7) &^ 7
+	case n <= 256:
+		return (n + 15) &^ 15
+	case n <= 32<<10:
+		// Size classes are at most an eighth apart.
+		step := 1 << (bits.Len(uint(n)) - 3)
+		return (n + step - 1) &^ (step - 1)
+	default:
+		return (n + 8191) &^ 8191 // whole pages
 	}
 }
 
@@ -419,11 +514,11 @@ func carve[T any](block *[]uint64, n int) []T {
 // find returns the index of the rule that decides the normalised path p, or
 // -1 when no rule matches.
 func (g *Group) find(p string) int {
-	g.once.Do(g.prepare)
-	ix := g.idx
-	if ix == nil {
-		return g.scan(p)
+	arena, rules := g.r.arena, g.rules()
+	if len(rules) <= linearMax {
+		return scan(arena, rules, p)
 	}
+	ix := g.index()
 	// The greatest entry <= p.
 	pk := makeKey16(p)
 	lo, n := 0, len(ix.keys)
@@ -433,7 +528,7 @@ func (g *Group) find(p string) int {
 		k := &ix.keys[m]
 		le := k.hi < pk.hi
 		if k.hi == pk.hi {
-			le = k.lo < pk.lo || k.lo == pk.lo && (ix.entries[m].n <= 16 || g.literal(&ix.entries[m]) <= p)
+			le = k.lo < pk.lo || k.lo == pk.lo && (ix.entries[m].n <= 16 || ix.entries[m].literal(arena) <= p)
 		}
 		// Written so that the compiler can use conditional moves.
 		next := half
@@ -453,7 +548,7 @@ func (g *Group) find(p string) int {
 	if e := &ix.entries[i]; e.n <= 16 {
 		l = min(ix.keys[i].commonPrefix(pk), e.n)
 	} else {
-		l = uint32(commonPrefix(g.literal(e), p))
+		l = uint32(commonPrefix(e.literal(arena), p))
 	}
 	for i >= 0 && ix.entries[i].n > l {
 		i = ix.entries[i].parent
@@ -461,22 +556,24 @@ func (g *Group) find(p string) int {
 	best := int32(-1)
 	var bestRule *rule
 	var pathBytes byteSet
+	var pathFold uint64
 	haveBytes := false
 	for i >= 0 {
 		e := &ix.entries[i]
 		if bestRule != nil && e.maxPrio < bestRule.n {
 			break // nothing at or above this entry can win
 		}
-		if e.plain >= 0 && (bestRule == nil || better(&g.rules[e.plain], bestRule)) {
-			best, bestRule = e.plain, &g.rules[e.plain]
+		if e.plain >= 0 && (bestRule == nil || better(&rules[e.plain], bestRule)) {
+			best, bestRule = e.plain, &rules[e.plain]
 		}
-		if e.exact >= 0 && int(e.n) == len(p) && (bestRule == nil || better(&g.rules[e.exact], bestRule)) {
-			best, bestRule = e.exact, &g.rules[e.exact]
+		if e.exact >= 0 && int(e.n) == len(p) && (bestRule == nil || better(&rules[e.exact], bestRule)) {
+			best, bestRule = e.exact, &rules[e.exact]
 		}
 		for k := e.runLo; k < e.runHi; k++ {
 			run := &ix.runs[k]
 			if !haveBytes {
 				pathBytes.addString(p)
+				pathFold = pathBytes.fold()
 				haveBytes = true
 			}
 			switch {
@@ -486,11 +583,11 @@ func (g *Group) find(p string) int {
 			}
 			for k := run.lo; k < run.hi; k++ {
 				w := &ix.wild[k]
-				r := &g.rules[w.rule]
+				r := &rules[w.rule]
 				if bestRule != nil && !better(r, bestRule) {
 					break // the rest of the run are worse still
 				}
-				if w.bytes.subsetOf(&pathBytes) && matchWild(g.pattern(r)[e.n:], p[e.n:]) {
+				if (w.lo&^uint32(pathFold)|w.hi&^uint32(pathFold>>32)) == 0 && matchWild(r.pattern(arena)[e.n:], p[e.n:]) {
 					best, bestRule = w.rule, r
 					break
 				}
@@ -501,16 +598,16 @@ func (g *Group) find(p string) int {
 	return int(best)
 }
 
-// scan returns the index of the first rule, best first, that matches the
-// normalised path p, or -1.
-func (g *Group) scan(p string) int {
-	for i := range g.rules {
-		r := &g.rules[i]
+// scan returns the index of the first of rules, sorted best first, that
+// matches the normalised path p, or -1.
+func scan(arena string, rules []rule, p string) int {
+	for i := range rules {
+		r := &rules[i]
 		// Most rules that fail, fail on the literal's last byte: test it first.
-		if len(p) < int(r.lit) || r.lit > 0 && p[r.lit-1] != g.arena[r.pat+r.lit-1] || p[:r.lit] != g.arena[r.pat:r.pat+r.lit] {
+		if len(p) < int(r.lit) || r.lit > 0 && p[r.lit-1] != arena[r.pat+r.lit-1] || p[:r.lit] != arena[r.pat:r.pat+r.lit] {
 			continue
 		}
-		switch r.kind {
+		switch r.kind() {
 		case kindPlain:
 			return i
 		case kindExact:
@@ -518,7 +615,7 @@ func (g *Group) scan(p string) int {
 				return i
 			}
 		default:
-			if matchWild(g.pattern(r)[r.lit:], p[r.lit:]) {
+			if matchWild(r.pattern(arena)[r.lit:], p[r.lit:]) {
 				return i
 			}
 		}
@@ -600,7 +697,7 @@ func (g *Group) decideNormalized(p string) int {
 // or a path with an optional query, raw or percent-encoded; see [Group.Match].
 func (g *Group) Allowed(url string) bool {
 	i := g.decide(url)
-	return i < 0 || g.rules[i].allow
+	return i < 0 || g.r.rules[g.lo+uint32(i)].allow()
 }
 
 // Match returns the verdict for url under g and the rule that decided it.
@@ -619,17 +716,22 @@ func (g *Group) Match(url string) Match {
 	if i < 0 {
 		return Match{Allowed: true}
 	}
-	r := &g.rules[i]
+	r := &g.r.rules[g.lo+uint32(i)]
 	key := "Disallow: "
-	if r.allow {
+	if r.allow() {
 		key = "Allow: "
 	}
-	return Match{Allowed: r.allow, Rule: key + g.asWritten(r), Line: int(r.line)}
+	return Match{Allowed: r.allow(), Rule: key + r.asWritten(g.r.arena), Line: r.line()}
 }
 
 // CrawlDelay returns the group's crawl-delay and whether it has one. When
 // several groups are combined, the largest delay is returned.
-func (g *Group) CrawlDelay() (time.Duration, bool) { return g.delay, g.hasDelay }
+func (g *Group) CrawlDelay() (time.Duration, bool) {
+	if g.delay < 0 {
+		return 0, false
+	}
+	return g.delay, true
+}
 
 // normalPath returns the normalised path and query of url: url's own bytes
 // when they need no change, else a string made of buf with the normalised

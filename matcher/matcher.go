@@ -54,22 +54,47 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // Robots is a parsed robots.txt file. It is immutable once returned by
 // [Parse] and safe for concurrent use by multiple goroutines.
+//
+// All of a file's strings lie in one arena and all of its rules in one
+// array, each group's rules side by side, so that a file of many small
+// groups costs few allocations and little memory.
 type Robots struct {
+	arena    string       // normalised and as-written patterns, then tokens, then sitemaps
+	rules    []rule       // the groups' rules, each group's in a range of its own
 	agents   []agentGroup // sorted by token
-	star     *Group       // the "*" groups combined, or nil
-	sitemaps []string
+	tokEnd   uint32       // the end of the last agent's token in arena
+	groups   []Group
+	star     int32    // the group of "*", or -1
+	lines    []int32  // the first user-agent line of each block of each group
+	sitemaps []uint32 // the end of each sitemap in arena; the first starts at tokEnd
+	size     int      // see Size
+
+	mu sync.Mutex // serialises the building of the groups' indexes
 }
 
 // agentGroup is the combined group of one product token.
 type agentGroup struct {
 	key   uint64 // keyFold8(token)
-	token string // lower case
-	group *Group
+	tok   uint32 // the token, lower case, in arena up to the next agent's tok (or tokEnd)
+	group uint32 // in groups
 }
+
+// token returns the token of agents[i].
+func (r *Robots) token(i int) string {
+	end := r.tokEnd
+	if i+1 < len(r.agents) {
+		end = r.agents[i+1].tok
+	}
+	return r.arena[r.agents[i].tok:end]
+}
+
+// agentGroup returns the group of agents[i].
+func (r *Robots) agentGroup(i int) *Group { return &r.groups[r.agents[i].group] }
 
 // block is one group as written in the file: user-agent lines, then rules.
 type block struct {
@@ -93,13 +118,14 @@ type block struct {
 func Parse(body []byte) *Robots {
 	sc := scratchPool.Get().(*scratch)
 	var (
-		s        scanner
-		blocks   = sc.blocks[:0]
-		cur      *block
-		tokens   = sc.tokens[:0]
-		rules    = sc.rules[:0]
-		arena    = sc.arena[:0]
-		sitemaps []string
+		s      scanner
+		blocks = sc.blocks[:0]
+		cur    *block
+		tokens = sc.tokens[:0]
+		rules  = sc.rules[:0]
+		arena  = sc.arena[:0]
+		smaps  = sc.smaps[:0]
+		ends   []uint32
 	)
 	s.init(body)
 	for s.next() {
@@ -120,22 +146,24 @@ func Parse(body []byte) *Robots {
 			if len(v) == 0 || v[0] != '/' && v[0] != '*' {
 				continue // an empty rule is ignored; any other matches nothing
 			}
-			r := rule{pat: uint32(len(arena)), line: uint32(s.num), allow: s.field == fieldAllow}
+			r := rule{pat: uint32(len(arena))}
 			arena = appendNormRule(arena, v)
 			r.n = uint32(len(arena)) - r.pat
-			r.setKind(arena[r.pat:])
-			if string(arena[r.pat:]) != string(v) {
+			kind := r.setKind(arena[r.pat:])
+			written := string(arena[r.pat:]) != string(v)
+			if written {
 				// Keep the pattern as written too, after the normalised
 				// one, with its length first.
-				r.written = true
 				arena = binary.AppendUvarint(arena, uint64(len(v)))
 				arena = append(arena, v...)
 			}
+			r.meta = makeMeta(s.num, s.field == fieldAllow, kind, written)
 			rules = append(rules, r)
 			cur.rulesHi = len(rules)
 		case fieldSitemap:
 			if len(s.value) > 0 {
-				sitemaps = append(sitemaps, string(s.value))
+				smaps = append(smaps, s.value...)
+				ends = append(ends, uint32(len(smaps)))
 			}
 		case fieldCrawlDelay:
 			if cur == nil {
@@ -146,9 +174,10 @@ func Parse(body []byte) *Robots {
 			}
 		}
 	}
-	r := build(arena, slices.Clone(rules), blocks, tokens, sitemaps)
-	if cap(arena) <= maxScratch && cap(rules) <= maxScratch/16 {
-		sc.blocks, sc.tokens, sc.rules, sc.arena = blocks, tokens, rules, arena
+	r := build(sc, arena, rules, blocks, tokens, smaps, ends)
+	if cap(arena) <= maxScratch && cap(rules) <= maxScratch/16 && cap(smaps) <= maxScratch && cap(tokens) <= maxScratch/16 {
+		clear(tokens) // drop the token strings
+		sc.blocks, sc.tokens, sc.rules, sc.arena, sc.smaps = blocks, tokens, rules, arena, smaps
 		scratchPool.Put(sc)
 	}
 	return r
@@ -161,6 +190,10 @@ type scratch struct {
 	tokens []tokenBlock
 	rules  []rule
 	arena  []byte
+	smaps  []byte
+	groups []groupSpec
+	ids    []int
+	hashes []uint64
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -174,14 +207,16 @@ type tokenBlock struct {
 	block int
 }
 
+// groupSpec is a group to build: the blocks it combines, ids[lo:hi].
+type groupSpec struct {
+	lo, hi int
+}
+
 // build combines the blocks that name each token into one Group each.
-// arena holds the normalised patterns; build adds the tokens to it, so that
-// all of a file's strings lie together in memory.
-func build(arena []byte, rules []rule, blocks []block, tokens []tokenBlock, sitemaps []string) *Robots {
-	r := &Robots{sitemaps: sitemaps}
-	if len(tokens) == 0 {
-		return r
-	}
+// arena holds the normalised patterns; build adds the tokens and then the
+// sitemaps to it, so that all of a file's strings lie together in memory.
+func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tokenBlock, smaps []byte, ends []uint32) *Robots {
+	r := &Robots{star: -1}
 	slices.SortFunc(tokens, func(a, b tokenBlock) int {
 		if c := strings.Compare(a.token, b.token); c != 0 {
 			return c
@@ -189,86 +224,147 @@ func build(arena []byte, rules []rule, blocks []block, tokens []tokenBlock, site
 		return a.block - b.block
 	})
 	// One agent per distinct token other than "*", its token in the arena.
-	type span struct{ off, n int }
-	var spans []span
+	nAgents := 0
 	for i, t := range tokens {
 		if (i == 0 || t.token != tokens[i-1].token) && t.token != "*" {
-			spans = append(spans, span{len(arena), len(t.token)})
+			nAgents++
+		}
+	}
+	r.agents = make([]agentGroup, 0, nAgents)
+	for i, t := range tokens {
+		if (i == 0 || t.token != tokens[i-1].token) && t.token != "*" {
+			r.agents = append(r.agents, agentGroup{key: keyFold8(t.token), tok: uint32(len(arena))})
 			arena = append(arena, t.token...)
 		}
 	}
-	all := string(arena)
-	r.agents = make([]agentGroup, 0, len(spans))
-	for _, s := range spans {
-		tok := all[s.off : s.off+s.n]
-		r.agents = append(r.agents, agentGroup{key: keyFold8(tok), token: tok})
+	r.tokEnd = uint32(len(arena))
+	if len(ends) > 0 {
+		r.sitemaps = make([]uint32, len(ends))
+		for i, e := range ends {
+			r.sitemaps[i] = r.tokEnd + e
+		}
+		arena = append(arena, smaps...)
+	}
+	r.arena = string(arena)
+	if len(tokens) == 0 {
+		r.size = r.computeSize(0, 0)
+		return r
 	}
 
-	single := make([]*Group, len(blocks)) // groups of one block, shared by the tokens that name only it
-	var multi map[string]*Group           // groups of several blocks, by their block numbers
-	// The groups live side by side in one array, which never grows: there
-	// are at most as many as distinct tokens.
-	groups := make([]Group, 0, len(spans)+1)
-	newGroup := func(rules []rule, delay time.Duration, hasDelay bool, ids []int) *Group {
-		groups = groups[:len(groups)+1]
-		g := &groups[len(groups)-1]
-		g.init(all, rules, delay, hasDelay)
-		g.lines = make([]int, len(ids))
-		for i, b := range ids {
-			g.lines[i] = blocks[b].line
-		}
-		return g
-	}
-	var ids []int
-	agent := 0
+	// The groups: one per distinct set of blocks that some token names.
+	// Blocks are numbered in file order, so a set is a sorted list.
+	specs, ids := sc.groups[:0], sc.ids[:0]
+	single := make([]int32, len(blocks)) // 1 + the group of one block, shared by the tokens that name only it
+	var multi map[string]int32           // groups of several blocks, by their block numbers
+	agentGroups := make([]int32, 0, len(r.agents)+1)
+	nRules, nLines := 0, 0
 	for i := 0; i < len(tokens); {
 		tok := tokens[i].token
-		ids = ids[:0]
+		lo := len(ids)
 		for ; i < len(tokens) && tokens[i].token == tok; i++ {
-			if b := tokens[i].block; len(ids) == 0 || ids[len(ids)-1] != b {
+			if b := tokens[i].block; len(ids) == lo || ids[len(ids)-1] != b {
 				ids = append(ids, b)
 			}
 		}
-		var g *Group
-		if len(ids) == 1 {
-			b := &blocks[ids[0]]
-			if g = single[ids[0]]; g == nil {
-				g = newGroup(rules[b.rulesLo:b.rulesHi:b.rulesHi], b.delay, b.hasDelay, ids)
-				single[ids[0]] = g
+		g := int32(-1)
+		var key string
+		if len(ids)-lo == 1 {
+			g = single[ids[lo]] - 1
+		} else {
+			k := make([]byte, 0, 8*(len(ids)-lo))
+			for _, b := range ids[lo:] {
+				k = strconv.AppendInt(k, int64(b), 10)
+				k = append(k, ',')
+			}
+			key = string(k)
+			if gi, ok := multi[key]; ok {
+				g = gi
+			}
+		}
+		if g < 0 {
+			g = int32(len(specs))
+			specs = append(specs, groupSpec{lo, len(ids)})
+			for _, b := range ids[lo:] {
+				nRules += blocks[b].rulesHi - blocks[b].rulesLo
+			}
+			nLines += len(ids) - lo
+			if len(ids)-lo == 1 {
+				single[ids[lo]] = g + 1
+			} else {
+				if multi == nil {
+					multi = make(map[string]int32)
+				}
+				multi[key] = g
 			}
 		} else {
-			key := make([]byte, 0, 8*len(ids))
-			for _, b := range ids {
-				key = strconv.AppendInt(key, int64(b), 10)
-				key = append(key, ',')
-			}
-			if g = multi[string(key)]; g == nil {
-				var rs []rule
-				var delay time.Duration
-				hasDelay := false
-				for _, bi := range ids {
-					b := &blocks[bi]
-					rs = append(rs, rules[b.rulesLo:b.rulesHi]...)
-					if b.hasDelay && (!hasDelay || b.delay > delay) {
-						delay, hasDelay = b.delay, true
-					}
-				}
-				g = newGroup(rs, delay, hasDelay, ids)
-				if multi == nil {
-					multi = make(map[string]*Group)
-				}
-				multi[string(key)] = g
-			}
+			ids = ids[:lo]
 		}
 		if tok == "*" {
 			r.star = g
 		} else {
-			r.agents[agent].group = g
-			agent++
+			agentGroups = append(agentGroups, g)
 		}
+	}
+	r.groups = make([]Group, len(specs))
+	r.rules = make([]rule, 0, nRules)
+	r.lines = make([]int32, 0, nLines)
+	indexed := 0 // bytes of the indexes, once built
+	for gi, sp := range specs {
+		g := &r.groups[gi]
+		g.r, g.lo, g.ln, g.delay = r, uint32(len(r.rules)), uint32(len(r.lines)), -1
+		for _, bi := range ids[sp.lo:sp.hi] {
+			b := &blocks[bi]
+			r.rules = append(r.rules, rules[b.rulesLo:b.rulesHi]...)
+			if b.hasDelay && b.delay > g.delay {
+				g.delay = b.delay
+			}
+			r.lines = append(r.lines, int32(min(b.line, maxLine)))
+		}
+		g.hi, g.nl = uint32(len(r.rules)), uint32(len(r.lines))-g.ln
+		if rs := r.rules[g.lo:g.hi]; len(rs) <= linearMax {
+			sortBest(rs)
+		} else {
+			var n int
+			n, sc.hashes = indexSize(r.arena, rs, sc.hashes)
+			indexed += n
+		}
+	}
+	for i, g := range agentGroups {
+		r.agents[i].group = uint32(g)
+	}
+	r.size = r.computeSize(indexed, len(specs))
+	if cap(specs) <= maxScratch/16 && cap(ids) <= maxScratch/8 {
+		sc.groups, sc.ids = specs, ids
+	}
+	if cap(sc.hashes) > maxScratch/8 {
+		sc.hashes = nil
 	}
 	return r
 }
+
+// computeSize returns the bytes r holds, counting indexed, the bytes of
+// the indexes that its groups will build when first used.
+func (r *Robots) computeSize(indexed, groups int) int {
+	return allocSize(int(unsafe.Sizeof(*r))) +
+		allocSize(len(r.arena)) +
+		allocSize(cap(r.rules)*int(unsafe.Sizeof(rule{}))) +
+		allocSize(cap(r.agents)*int(unsafe.Sizeof(agentGroup{}))) +
+		allocSize(groups*int(unsafe.Sizeof(Group{}))) +
+		allocSize(cap(r.lines)*4) +
+		allocSize(cap(r.sitemaps)*4) +
+		indexed
+}
+
+// Size returns about how many bytes of memory r holds, counting each
+// group's index as built: an index is built when its group is first
+// matched against, and Size counts it from the start. It is meant for a
+// cache that bounds the memory its parsed files take, so it may count a
+// little more than r holds but not less. Size takes constant time.
+func (r *Robots) Size() int { return r.size }
+
+// maxLine is the largest line number a rule or group records: a rule on a
+// later line reports this one.
+const maxLine = 1<<28 - 1
 
 // parseDelay reads a crawl-delay value: a non-negative decimal number of
 // seconds, such as "10" or "0.5". Anything else, including a value too large
@@ -327,23 +423,34 @@ func (r *Robots) Group(agent string) *Group {
 	lo, hi := 0, len(r.agents)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if a := &r.agents[m]; a.key < key || a.key == key && compareFold(agent, a.token) > 0 {
+		if a := &r.agents[m]; a.key < key || a.key == key && compareFold(agent, r.token(m)) > 0 {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	if lo < len(r.agents) && compareFold(agent, r.agents[lo].token) == 0 {
-		return r.agents[lo].group
+	if lo < len(r.agents) && compareFold(agent, r.token(lo)) == 0 {
+		return &r.groups[r.agents[lo].group]
 	}
-	if r.star != nil {
-		return r.star
+	if r.star >= 0 {
+		return &r.groups[r.star]
 	}
 	return emptyGroup
 }
 
 // Sitemaps returns the values of the sitemap lines, in file order.
-func (r *Robots) Sitemaps() []string { return slices.Clone(r.sitemaps) }
+func (r *Robots) Sitemaps() []string {
+	if len(r.sitemaps) == 0 {
+		return nil
+	}
+	s := make([]string, len(r.sitemaps))
+	start := r.tokEnd
+	for i, end := range r.sitemaps {
+		s[i] = r.arena[start:end]
+		start = end
+	}
+	return s
+}
 
 // Match is a verdict and the rule that decided it.
 type Match struct {

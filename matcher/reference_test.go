@@ -265,9 +265,10 @@ func bruteFind(g *Group, p string) int {
 		return -1
 	}
 	best := -1
-	for i := range g.rules {
-		r := &g.rules[i]
-		if refGlob(g.pattern(r), p) && (best < 0 || better(r, &g.rules[best])) {
+	rules := g.rules()
+	for i := range rules {
+		r := &rules[i]
+		if refGlob(r.pattern(g.r.arena), p) && (best < 0 || better(r, &rules[best])) {
 			best = i
 		}
 	}
