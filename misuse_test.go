@@ -1,0 +1,317 @@
+package robots
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/jarcoal/httpmock"
+)
+
+const ownGroup = "User-agent: mybot\nDisallow: /\n\nUser-agent: *\nAllow: /\n"
+
+// TestAgentGivenAsUserAgent: an Agent given with a version, or as a whole
+// User-Agent header, names its token, not "*".
+func TestAgentGivenAsUserAgent(t *testing.T) {
+	for _, agent := range []string{"MyBot", "MyBot/1.0", "Mozilla/5.0 (compatible; MyBot/1.0; +https://example.com/bot)", "mybot"} {
+		mock := newMock()
+		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, ownGroup))
+		client := &http.Client{Transport: NewTransport(mock, agent)}
+		de := wantRefused(t, client, "https://example.com/page")
+		if de.Agent != "MyBot" && de.Agent != "mybot" {
+			t.Errorf("Agent %q: refused as %q, want MyBot", agent, de.Agent)
+		}
+	}
+}
+
+// TestAgentWithoutToken: an Agent that names no token is loud.
+func TestAgentWithoutToken(t *testing.T) {
+	for _, agent := range []string{"/1.0", "(bot)", "  ", "***"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("NewTransport(nil, %q) did not panic", agent)
+				}
+			}()
+			NewTransport(nil, agent)
+		}()
+		mock := newMock()
+		client := &http.Client{Transport: &Transport{Base: mock, Agent: agent}}
+		err := get(client, "https://example.com/page")
+		if err == nil || errors.Is(err, ErrDisallowed) || !strings.Contains(err.Error(), "names no product token") {
+			t.Errorf("Agent %q: err = %v, want an error that says the agent names no token", agent, err)
+		}
+		if n := mock.GetTotalCallCount(); n != 0 {
+			t.Errorf("Agent %q: %d requests sent, want none", agent, n)
+		}
+	}
+}
+
+// TestBareProductUserAgent: with Agent empty, "User-Agent: ExampleBot" names
+// ExampleBot.
+func TestBareProductUserAgent(t *testing.T) {
+	mock := newMock()
+	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200,
+		"User-agent: examplebot\nDisallow: /\n\nUser-agent: *\nAllow: /\n"))
+	tr := &Transport{Base: mock}
+	req, _ := http.NewRequest("GET", "https://example.com/page", nil)
+	req.Header.Set("User-Agent", "ExampleBot")
+	if _, err := tr.RoundTrip(req); !errors.Is(err, ErrDisallowed) {
+		t.Errorf("err = %v, want refused by the ExampleBot group", err)
+	}
+	if err := tr.CheckRequest(req); !errors.Is(err, ErrDisallowed) {
+		t.Errorf("CheckRequest: %v, want what RoundTrip says", err)
+	}
+	if err := tr.Check(context.Background(), req.URL); err != nil {
+		t.Errorf("Check (no User-Agent, so *): %v, want allowed", err)
+	}
+}
+
+// TestDefaultUserAgent: a request without User-Agent leaves with one that
+// names the crawler, on a copy; one that has a User-Agent keeps it.
+func TestDefaultUserAgent(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	base := rtFunc(func(req *http.Request) (*http.Response, error) {
+		mu.Lock()
+		got = append(got, req.URL.Path+" "+req.Header.Get("User-Agent"))
+		mu.Unlock()
+		return httpmock.NewStringResponse(200, ""), nil
+	})
+	for _, c := range []struct {
+		tr   *Transport
+		ctx  context.Context
+		hdr  string
+		want string
+	}{
+		{NewTransport(base, "ExampleBot"), context.Background(), "", "ExampleBot"},
+		{NewTransport(base, "ExampleBot/2.1"), context.Background(), "", "ExampleBot/2.1"},
+		{&Transport{Base: base, Agent: "ExampleBot", UserAgent: "ExampleBot/2.1 (+https://example.com/bot)"}, context.Background(), "", "ExampleBot/2.1 (+https://example.com/bot)"},
+		{NewTransport(base, "ExampleBot"), context.Background(), "Custom/1.0", "Custom/1.0"},
+		{NewTransport(base, "ExampleBot"), WithAgent(context.Background(), "OtherBot/3"), "", "OtherBot/3"},
+	} {
+		got = nil
+		req, _ := http.NewRequestWithContext(c.ctx, "GET", "https://example.com/page", nil)
+		if c.hdr != "" {
+			req.Header.Set("User-Agent", c.hdr)
+		}
+		before := len(req.Header)
+		if _, err := c.tr.RoundTrip(req); err != nil {
+			t.Fatal(err)
+		}
+		if len(req.Header) != before {
+			t.Errorf("the caller's request was modified: %v", req.Header)
+		}
+		want := []string{"/robots.txt " + c.want, "/page " + c.want}
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("sent %q, want %q", got, want)
+		}
+	}
+}
+
+// TestAllowedRequestDoesNotAllocate: the hot path stays free of allocations
+// when the request has a User-Agent.
+func TestAllowedRequestDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocations are counted without the race detector")
+	}
+	base := benchBase{page: &http.Response{StatusCode: 200, Body: http.NoBody}}
+	tr := NewTransport(base, "ExampleBot")
+	req, _ := http.NewRequest("GET", "https://example.com/page", nil)
+	req.Header.Set("User-Agent", "ExampleBot/1.0")
+	tr.RoundTrip(req)
+	if n := testing.AllocsPerRun(100, func() { tr.RoundTrip(req) }); n != 0 {
+		t.Errorf("%v allocations per allowed request, want 0", n)
+	}
+}
+
+// TestDefaultTransportAssignment: the README's one line works, and so does a
+// zero Transport put in its place.
+func TestDefaultTransportAssignment(t *testing.T) {
+	saved := http.DefaultTransport
+	defer func() { http.DefaultTransport = saved }()
+	var mu sync.Mutex
+	sent := 0
+	own := rtFunc(func(req *http.Request) (*http.Response, error) {
+		mu.Lock()
+		sent++
+		mu.Unlock()
+		return httpmock.NewStringResponse(200, ""), nil
+	})
+	http.DefaultTransport = own // as if a program had set its own
+	http.DefaultTransport = NewTransport(nil, "ExampleBot")
+	if err := get(http.DefaultClient, "http://127.0.0.1:1/page"); err != nil {
+		t.Errorf("through NewTransport(nil, …) as http.DefaultTransport: %v", err)
+	}
+	if sent != 2 {
+		t.Errorf("%d requests through the http.DefaultTransport of NewTransport's call, want robots.txt and the page", sent)
+	}
+	// A zero Transport as http.DefaultTransport sends through net/http's
+	// own: nothing listens on port 1, so robots.txt is unreachable.
+	http.DefaultTransport = &Transport{Agent: "ExampleBot", FetchTimeout: 5 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- get(http.DefaultClient, "http://127.0.0.1:1/page") }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrUnreachable) {
+			t.Errorf("through a zero Transport as http.DefaultTransport: %v, want unreachable", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a request through http.DefaultTransport did not return")
+	}
+}
+
+// TestRefusalsToldApart: a rule, an unreachable robots.txt and a scheme the
+// Transport cannot check are three different errors.
+func TestRefusalsToldApart(t *testing.T) {
+	mock := newMock()
+	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /no\n"))
+	mock.RegisterResponder("GET", "https://down.example/robots.txt", httpmock.NewStringResponder(503, ""))
+	client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+
+	err := get(client, "https://example.com/no")
+	if !errors.Is(err, ErrDisallowed) || errors.Is(err, ErrUnreachable) {
+		t.Errorf("rule: err = %v, want ErrDisallowed only", err)
+	}
+	start := time.Now()
+	err = get(client, "https://down.example/page")
+	de, _ := errors.AsType[*DisallowedError](err)
+	if !errors.Is(err, ErrDisallowed) || !errors.Is(err, ErrUnreachable) || de == nil || de.RetryAt.Before(start.Add(RetryMin-time.Second)) {
+		t.Errorf("unreachable: err = %v (%+v), want ErrDisallowed and ErrUnreachable, RetryAt about a minute away", err, de)
+	}
+	err = get(client, "ftp://example.com/file")
+	if err == nil || errors.Is(err, ErrDisallowed) || !strings.Contains(err.Error(), "unsupported protocol scheme") {
+		t.Errorf("ftp: err = %v, want an unsupported scheme, not a refusal", err)
+	}
+	if n := calls(mock, "ftp://example.com/robots.txt"); n != 0 {
+		t.Errorf("%d fetches of an ftp robots.txt", n)
+	}
+}
+
+// TestInspect: what robots.txt says, through the Transport, with one fetch.
+func TestInspect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200,
+			"User-agent: *\nCrawl-delay: 2\nDisallow: /x\n\nUser-agent: Google-Extended\nDisallow: /\n\nSitemap: https://example.com/sitemap.xml\n"))
+		tr := NewTransport(mock, "ExampleBot")
+		ctx := context.Background()
+		u := mustURL("https://example.com/article")
+		rt, err := tr.RobotsTxt(ctx, u)
+		if err != nil || rt.Access != AccessSuccess || rt.Origin != "https://example.com" {
+			t.Fatalf("RobotsTxt = %+v, %v", rt, err)
+		}
+		if sm := rt.Robots.Sitemaps(); len(sm) != 1 || sm[0] != "https://example.com/sitemap.xml" {
+			t.Errorf("Sitemaps = %q", sm)
+		}
+		if d, err := tr.CrawlDelay(ctx, u); d != 2*time.Second || err != nil {
+			t.Errorf("CrawlDelay = %v, %v, want 2s", d, err)
+		}
+		if err := tr.Check(WithAgent(ctx, "Google-Extended"), u); !errors.Is(err, ErrDisallowed) {
+			t.Errorf("Check as Google-Extended: %v, want refused", err)
+		}
+		if err := tr.Check(ctx, u); err != nil {
+			t.Errorf("Check as ExampleBot: %v, want allowed", err)
+		}
+		if n := calls(mock, exampleRobots); n != 1 {
+			t.Errorf("%d fetches, want 1", n)
+		}
+		tr.Forget(u)
+		if _, err := tr.RobotsTxt(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		if n := calls(mock, exampleRobots); n != 2 {
+			t.Errorf("%d fetches after Forget, want 2", n)
+		}
+		// The pace outlives Forget: the fetch after it waited its turn.
+		if st := tr.Stats(); st.PaceWaits == 0 {
+			t.Errorf("the fetch after Forget did not wait for its turn: %+v", st)
+		}
+	})
+}
+
+// TestWithAgentPerRequest: one Transport, several identities.
+func TestWithAgentPerRequest(t *testing.T) {
+	mock := newMock()
+	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, ownGroup))
+	client := &http.Client{Transport: NewTransport(mock, "OtherBot")}
+	req, _ := http.NewRequestWithContext(WithAgent(context.Background(), "MyBot/1.0"), "GET", "https://example.com/p", nil)
+	if _, err := client.Do(req); !errors.Is(err, ErrDisallowed) {
+		t.Errorf("as MyBot: err = %v, want refused", err)
+	}
+	wantAllowed(t, client, "https://example.com/p")
+	req, _ = http.NewRequestWithContext(WithAgent(context.Background(), "(nobody)"), "GET", "https://example.com/p", nil)
+	if _, err := client.Do(req); err == nil || errors.Is(err, ErrDisallowed) {
+		t.Errorf("as an agent with no token: err = %v, want an error", err)
+	}
+}
+
+// TestZeroEntryRefuses: an Entry from a Store that says nothing but when it
+// expires refuses until then; so do entries whose fields are left at zero or
+// out of range.
+func TestZeroEntryRefuses(t *testing.T) {
+	far := time.Now().Add(time.Hour)
+	for name, e := range map[string]*Entry{
+		"only Expires":               {Expires: far},
+		"unreachable, no since":      {Access: AccessUnreachable, Expires: far, Failures: 3},
+		"unknown Access":             {Access: Access(7), Expires: far},
+		"negative Access":            {Access: Access(-1), Expires: far},
+		"unreachable 31 days, since": {Access: AccessUnreachable, Expires: far, UnreachableSince: time.Now().Add(-time.Hour)},
+	} {
+		store := &MemoryStore{}
+		store.Put(context.Background(), "https://example.com", e)
+		mock := newMock()
+		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Store: store}}
+		err := get(client, "https://example.com/page")
+		if !errors.Is(err, ErrUnreachable) {
+			t.Errorf("%s: err = %v, want refused as unreachable", name, err)
+		}
+		if n := mock.GetTotalCallCount(); n != 0 {
+			t.Errorf("%s: %d requests sent", name, n)
+		}
+	}
+	// The 30-day rule still holds for an entry that says since when.
+	store := &MemoryStore{}
+	store.Put(context.Background(), "https://example.com", &Entry{Expires: far, UnreachableSince: time.Now().Add(-UnreachableAllowAfter - time.Hour)})
+	client := &http.Client{Transport: &Transport{Base: newMock(), Agent: "ExampleBot", Store: store}}
+	wantAllowed(t, client, "https://example.com/page")
+}
+
+// TestFetchCarriesNoCallerTrace: the caller's httptrace hooks see its own
+// request only, not the Transport's fetch of robots.txt.
+func TestFetchCarriesNoCallerTrace(t *testing.T) {
+	var mu sync.Mutex
+	var traced []string
+	base := rtFunc(func(req *http.Request) (*http.Response, error) {
+		if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.GetConn != nil {
+			tr.GetConn(req.URL.Host)
+			mu.Lock()
+			traced = append(traced, req.URL.Path)
+			mu.Unlock()
+		}
+		return httpmock.NewStringResponse(200, ""), nil
+	})
+	tr := NewTransport(base, "ExampleBot")
+	for _, deadline := range []bool{false, true} {
+		traced = nil
+		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{GetConn: func(string) {}})
+		if deadline {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+		}
+		req, _ := http.NewRequestWithContext(ctx, "GET", "https://t"+map[bool]string{false: "1", true: "2"}[deadline]+".example/page", nil)
+		if _, err := tr.RoundTrip(req); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(traced, ",") != "/page" {
+			t.Errorf("deadline %v: traced %q, want the caller's request only", deadline, traced)
+		}
+	}
+}
