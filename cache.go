@@ -181,8 +181,10 @@ func hasUpper(s string) bool {
 type cache struct {
 	seed     maphash.Seed
 	shards   []shard
-	per      int   // origins per shard; len(shards)*per <= MaxOrigins
-	perBytes int64 // bytes per shard; len(shards)*perBytes <= MaxBytes
+	per      int           // origins per shard; len(shards)*per <= MaxOrigins
+	maxBytes int64         // MaxBytes
+	bytes    atomic.Int64  // the sum of the shards' bytes
+	sweep    atomic.Uint32 // the shard where the next eviction for bytes starts
 
 	parkMu    sync.Mutex
 	parked    map[originKey]*pace // guarded by parkMu
@@ -198,20 +200,19 @@ type shard struct {
 	bytes int64   // guarded by mu: the sum of the ring's site.bytes
 }
 
-// newCache returns a cache of at most maxOrigins origins and about maxBytes
-// bytes, for states of at most maxState bytes each. Its shards hold 64 to
-// 128 origins each, so that copying one on a miss stays cheap, and room for
-// two of the largest states, so that one large file does not empty a shard.
-func newCache(maxOrigins int, maxBytes, maxState int64) *cache {
+// newCache returns a cache of at most maxOrigins origins and maxBytes bytes
+// (beyond the state being added, when it alone is larger). Its shards hold
+// 64 to 128 origins each, so that copying one on a miss stays cheap.
+func newCache(maxOrigins int, maxBytes int64) *cache {
 	n := 1
-	for n < 1<<14 && n*2*64 <= maxOrigins && int64(n)*2*2*maxState <= 2*maxBytes {
+	for n < 1<<14 && n*2*64 <= maxOrigins {
 		n *= 2
 	}
 	return &cache{
 		seed:     maphash.MakeSeed(),
 		shards:   make([]shard, n),
 		per:      max(maxOrigins/n, 1),
-		perBytes: maxBytes / int64(n),
+		maxBytes: maxBytes,
 		parked:   make(map[originKey]*pace),
 	}
 }
@@ -291,6 +292,7 @@ func (c *cache) evict(sh *shard, now time.Duration, keep *site) *site {
 		sh.ring[last] = nil
 		sh.ring = sh.ring[:last]
 		sh.bytes -= v.bytes
+		c.bytes.Add(-v.bytes)
 		v.bytes, v.gone = 0, true
 		if !v.pace.drop(now) {
 			c.park(v.key, v.pace, now)
@@ -300,37 +302,53 @@ func (c *cache) evict(sh *shard, now time.Duration, keep *site) *site {
 	return nil
 }
 
-// account sets the bytes that s holds to n and evicts other sites of its
-// shard while the shard holds more than its share of MaxBytes or of
-// MaxOrigins. It returns
-// how many it evicted.
+// account sets the bytes that s holds to n, and evicts sites other than s
+// while the cache holds more than MaxBytes, or s's shard more than its share
+// of MaxOrigins. It returns how many it evicted.
 func (c *cache) account(s *site, n int64, now time.Duration) (evicted int) {
 	sh := c.shard(s.key)
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	if s.gone {
+		sh.mu.Unlock()
 		return 0 // evicted while it loaded: its state goes with it
 	}
 	sh.bytes += n - s.bytes
+	c.bytes.Add(n - s.bytes)
 	s.bytes = n
-	var victims []*site
 	// A shard may hold more than its share of origins when every other
 	// site was loading as one was added: the excess goes here.
-	for sh.bytes > c.perBytes || len(sh.ring) > c.per {
-		v := c.evict(sh, now, s)
-		if v == nil {
+	for len(sh.ring) > c.per {
+		if !c.evictFrom(sh, now, s) {
 			break
 		}
-		victims = append(victims, v)
+		evicted++
 	}
-	if len(victims) > 0 {
-		sh.replace(func(m map[originKey]*site) {
-			for _, v := range victims {
-				delete(m, v.key)
-			}
-		})
+	sh.mu.Unlock()
+	// Over MaxBytes: evict from the shards in turn, one site each, until
+	// under it or a whole round finds nothing to evict.
+	for idle := 0; c.bytes.Load() > c.maxBytes && idle < len(c.shards); {
+		v := &c.shards[int(c.sweep.Add(1))%len(c.shards)]
+		v.mu.Lock()
+		if c.evictFrom(v, now, s) {
+			evicted++
+			idle = 0
+		} else {
+			idle++
+		}
+		v.mu.Unlock()
 	}
-	return len(victims)
+	return evicted
+}
+
+// evictFrom evicts one site of sh other than keep, and reports whether it
+// found one. The caller holds sh.mu.
+func (c *cache) evictFrom(sh *shard, now time.Duration, keep *site) bool {
+	v := c.evict(sh, now, keep)
+	if v == nil {
+		return false
+	}
+	sh.replace(func(m map[originKey]*site) { delete(m, v.key) })
+	return true
 }
 
 // park keeps p, the pace of an evicted origin, until it no longer matters.

@@ -369,13 +369,7 @@ func (t *Transport) init() {
 		c.maxRetryAfter = DefaultMaxRetryAfter
 	}
 	t.cfg = c
-	// The largest state: a parsed file of maxBody bytes (at most 3 times
-	// its size), its body when a Store is set, and the overhead.
-	maxState := 3*c.maxBody + stateOverhead
-	if c.store != nil {
-		maxState += c.maxBody
-	}
-	t.cache = newCache(c.maxOrigins, c.maxBytes, maxState)
+	t.cache = newCache(c.maxOrigins, c.maxBytes)
 	t.epoch = time.Now()
 }
 
