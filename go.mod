@@ -6,7 +6,6 @@ require (
 	github.com/jarcoal/httpmock v1.4.2
 	go.uber.org/goleak v1.3.0
 	golang.org/x/net v0.62.0
-	golang.org/x/time v0.16.0
 )
 
 require golang.org/x/text v0.43.0 // indirect
