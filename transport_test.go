@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if _, err := os.Stat("../shared/corpus"); err != nil {
+		fmt.Fprintln(os.Stderr, "robots: ../shared/corpus is absent: the fuzz seeds from it are not added")
+	}
 	goleak.VerifyTestMain(m)
 }
 
