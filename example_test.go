@@ -151,3 +151,78 @@ func ExampleTransport_crawlDelay() {
 	// at least 1.5s: true
 	// requests that waited: 3
 }
+
+// A robots.txt that cannot be reached refuses everything for now: the
+// refusal matches ErrUnreachable as well as ErrDisallowed, and says when a
+// retry makes sense. A refusal by a rule is final.
+func ExampleErrUnreachable() {
+	mock := httpmock.NewMockTransport()
+	mock.RegisterResponder("GET", "https://down.example/robots.txt", httpmock.NewStringResponder(503, ""))
+	mock.RegisterResponder("GET", "https://up.example/robots.txt", httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n"))
+	client := &http.Client{Transport: robots.NewTransport(mock, "ExampleBot")}
+
+	for _, u := range []string{"https://down.example/page", "https://up.example/private", "ftp://up.example/file"} {
+		_, err := client.Get(u)
+		switch de, _ := errors.AsType[*robots.DisallowedError](err); {
+		case errors.Is(err, robots.ErrUnreachable):
+			fmt.Println(u, "→ retry in about", time.Until(de.RetryAt).Round(time.Minute))
+		case errors.Is(err, robots.ErrDisallowed):
+			fmt.Println(u, "→ drop:", de.Rule)
+		default:
+			fmt.Println(u, "→ not a robots.txt refusal")
+		}
+	}
+	// Output:
+	// https://down.example/page → retry in about 1m0s
+	// https://up.example/private → drop: Disallow: /private
+	// ftp://up.example/file → not a robots.txt refusal
+}
+
+// A Transport tells what robots.txt says from its cache: one fetch serves the
+// sitemaps, the crawl-delay, the verdict for another token and the requests.
+func ExampleTransport_RobotsTxt() {
+	site := newSite("User-agent: *\nCrawl-delay: 2\nDisallow: /drafts/\n\nUser-agent: Google-Extended\nDisallow: /\n\nSitemap: https://example.com/sitemap.xml\n")
+	defer site.Close()
+	t := robots.NewTransport(nil, "ExampleBot")
+	ctx := context.Background()
+	u, _ := url.Parse(site.URL + "/article")
+
+	rt, _ := t.RobotsTxt(ctx, u)
+	fmt.Println(rt.Access, rt.Robots.Sitemaps())
+	d, _ := t.CrawlDelay(ctx, u)
+	fmt.Println("crawl-delay", d)
+	fmt.Println("ExampleBot allowed:", t.Check(ctx, u) == nil)
+	fmt.Println("Google-Extended allowed:", t.Check(robots.WithAgent(ctx, "Google-Extended"), u) == nil)
+	fmt.Println("fetches:", t.Stats().FetchSuccess)
+	// Output:
+	// success [https://example.com/sitemap.xml]
+	// crawl-delay 2s
+	// ExampleBot allowed: true
+	// Google-Extended allowed: false
+	// fetches: 1
+}
+
+// An agent may be given as a User-Agent string; requests without a
+// User-Agent leave with it.
+func ExampleNewTransport() {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			io.WriteString(w, "User-agent: examplebot\nDisallow: /private\n")
+			return
+		}
+		io.WriteString(w, r.UserAgent())
+	}))
+	defer site.Close()
+	t := robots.NewTransport(nil, "ExampleBot/1.0 (+https://example.com/bot)")
+	client := &http.Client{Transport: t}
+
+	resp, _ := client.Get(site.URL + "/page")
+	ua, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(string(ua))
+	_, err := client.Get(site.URL + "/private")
+	fmt.Println(errors.Is(err, robots.ErrDisallowed))
+	// Output:
+	// ExampleBot/1.0 (+https://example.com/bot)
+	// true
+}
