@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"maps"
 	"math"
+	"net/netip"
 	"net/url"
 	"runtime/debug"
 	"strconv"
@@ -85,7 +86,20 @@ func keyOf(u *url.URL) (originKey, error) {
 	if err != nil {
 		return originKey{}, fmt.Errorf("robots: invalid port in host %q", host)
 	}
-	if !isASCII(name) {
+	if name == "" || name == "[]" {
+		return originKey{}, errNoHost
+	}
+	if name[0] == '[' {
+		// An IPv6 literal has many spellings of one address:
+		// "[0:0:0:0:0:0:0:1]" is "[::1]". Key it by the canonical one.
+		addr, err := netip.ParseAddr(name[1 : len(name)-1])
+		if err != nil || !addr.Is6() {
+			return originKey{}, fmt.Errorf("robots: invalid host %q", host)
+		}
+		if c := "[" + addr.String() + "]"; c != name {
+			name = c
+		}
+	} else if !isASCII(name) {
 		// An internationalised name: map it to its ASCII form (UTS
 		// 46, as browsers do). idna returns a partial result together
 		// with an error; that result is never used.
@@ -445,6 +459,14 @@ func (t *Transport) compile(e *Entry, robots *matcher.Robots) *state {
 	st := &state{entry: e, expires: t.clock(e.Expires), bytes: stateOverhead}
 	switch e.Access {
 	case AccessSuccess:
+		if int64(len(e.Body)) > t.cfg.maxBody {
+			// From a Store written by a Transport that reads more:
+			// this one obeys only what it would have read itself.
+			cut := *e
+			cut.Body = append([]byte(nil), matcher.Truncate(e.Body, int(t.cfg.maxBody))...)
+			e, robots = &cut, nil
+			st.entry = e
+		}
 		if robots == nil {
 			robots = matcher.Parse(e.Body)
 		}
@@ -691,17 +713,21 @@ func (t *Transport) obtain(logCtx context.Context, s *site, f *flight, prevSt *s
 	// spaced by the interval last known for the origin (none on a first
 	// visit) and never during a pause. With no deadline, waitTurn fails
 	// only if the Pacer and the memory both fail, which they cannot.
-	every := t.paceOf(s).known()
-	if every == 0 && prev != nil && prevSt == nil {
-		// The Store's entry says what this Transport has not seen:
-		// the crawl-delay that the fleet keeps.
-		every = t.compile(prev, nil).every
+	every := max(t.paceOf(s).known(), t.cfg.minDelay)
+	if prev != nil && prevSt == nil {
+		// The Store's entry says what this Transport may not have
+		// seen: the crawl-delay that the fleet keeps.
+		every = max(every, t.compile(prev, nil).every)
 	}
-	t.waitTurn(ctx, s, every, f)
+	t.waitTurn(ctx, s, every, f, true)
 
-	fctx, cancel := context.WithTimeout(ctx, t.cfg.fetchTimeout)
-	r := t.fetch(fctx, s.origin, userAgent)
-	cancel()
+	r := t.fetch(ctx, s.origin, userAgent)
+	if r.retryAfter > 0 && !t.cfg.ignoreRetryAfter {
+		// A robots.txt that asks to wait pauses its origin like a
+		// page does: the last good copy is obeyed, but no request
+		// goes out until the pause ends.
+		t.pause(logCtx, s, r.retryAfter)
+	}
 	now := time.Now()
 	e := next(prev, r, now)
 	t.stats.fetched(r.access)

@@ -54,12 +54,29 @@ var errNoResponse = errors.New("robots: Base returned no response and no error")
 //
 // A panic in Base, or in a body it returned, ends the fetch as unreachable
 // instead of ending the process or leaving the origin's waiters stuck.
-func (t *Transport) fetch(ctx context.Context, origin, userAgent string) *fetchResult {
+//
+// ctx bounds nothing itself: the fetch is bounded by FetchTimeout, not
+// counting the waits for the turns of the origins that redirects lead to
+// (each hop to another origin is a request to it, and waits its turn there).
+func (t *Transport) fetch(parent context.Context, origin, userAgent string) *fetchResult {
 	target, err := url.Parse(origin + "/robots.txt")
 	if err != nil {
 		return &fetchResult{err: fmt.Errorf("robots: %w", err)}
 	}
 	now := time.Now()
+	deadline := now.Add(t.cfg.fetchTimeout)
+	var cancels []context.CancelFunc
+	defer func() {
+		for _, c := range cancels {
+			c()
+		}
+	}()
+	bound := func() context.Context {
+		ctx, c := context.WithDeadline(parent, deadline)
+		cancels = append(cancels, c)
+		return ctx
+	}
+	ctx := bound()
 	for hop := 0; ; hop++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
 		if err != nil {
@@ -88,14 +105,26 @@ func (t *Transport) fetch(ctx context.Context, origin, userAgent string) *fetchR
 		}
 		if resp.StatusCode < 300 || resp.StatusCode > 399 {
 			var r *fetchResult
-			if perr := t.guard(ctx, target, func() { r = t.read(resp, target, now) }); perr != nil {
+			perr, done := bounded(ctx, resp.Body, func() error {
+				return t.guard(ctx, target, func() { r = t.read(resp, target, now) })
+			})
+			if !done {
+				return &fetchResult{status: resp.StatusCode, err: fmt.Errorf("robots: reading %s: %w", redact(target), ctx.Err())}
+			}
+			if perr != nil {
 				closeAfterPanic(resp.Body)
 				return &fetchResult{status: resp.StatusCode, err: perr}
 			}
 			return r
 		}
 		loc := resp.Header.Get("Location")
-		if perr := t.guard(ctx, target, func() { drain(resp.Body) }); perr != nil {
+		perr, done := bounded(ctx, resp.Body, func() error {
+			return t.guard(ctx, target, func() { drain(resp.Body) })
+		})
+		if !done {
+			return &fetchResult{status: resp.StatusCode, err: fmt.Errorf("robots: reading %s: %w", redact(target), ctx.Err())}
+		}
+		if perr != nil {
 			closeAfterPanic(resp.Body)
 			return &fetchResult{status: resp.StatusCode, err: perr}
 		}
@@ -110,7 +139,54 @@ func (t *Transport) fetch(ctx context.Context, origin, userAgent string) *fetchR
 			t.log(ctx, "robots.txt redirects too often", "origin", origin, "err", errTooManyRedirects)
 			return &fetchResult{access: AccessUnavailable, status: resp.StatusCode, lifetime: t.cfg.ttl}
 		}
+		if k, err := keyOf(next); err == nil && k.String() != originOf(target) {
+			// A hop to another origin is a request to it: it waits
+			// for that origin's turn, and the wait does not count
+			// against FetchTimeout.
+			start := time.Now()
+			if err := t.hopTurn(parent, k); err != nil {
+				return &fetchResult{status: resp.StatusCode, err: fmt.Errorf("robots: following a redirect to %s: %w", redact(next), err)}
+			}
+			deadline = deadline.Add(time.Since(start))
+			ctx = bound()
+		}
 		target = next
+	}
+}
+
+// originOf returns the origin of u as a Store names it, or "" if it has none.
+func originOf(u *url.URL) string {
+	k, err := keyOf(u)
+	if err != nil {
+		return ""
+	}
+	return k.String()
+}
+
+// hopTurn waits for the turn of origin k, for a redirect of a robots.txt
+// fetch that leads there.
+func (t *Transport) hopTurn(ctx context.Context, k originKey) error {
+	s := t.cache.siteOf(k, t.now())
+	return t.waitTurn(ctx, s, max(t.paceOf(s).known(), t.cfg.minDelay), nil, true)
+}
+
+// bounded calls f, which reads body, and returns its result and true, or
+// false once ctx is done first: then body is closed, and f goes on, on its
+// own goroutine, until body returns, its result dropped. A body that ignores
+// its request's context (Base breaking its contract) cannot hold a fetch
+// past FetchTimeout.
+func bounded(ctx context.Context, body io.Closer, f func() error) (error, bool) {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err, true
+	case <-ctx.Done():
+		go func() {
+			defer func() { recover() }() // a Close that panics: nothing more to do
+			body.Close()
+		}()
+		return nil, false
 	}
 }
 

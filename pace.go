@@ -114,7 +114,24 @@ func (p *pace) reserve(now, every, maxWait time.Duration) (wait time.Duration, o
 	if p.seq == 0 || at >= p.last {
 		p.last, p.seq = at, p.next
 	}
+	p.every = max(p.every, every)
 	return wait, true, tk
+}
+
+// record notes a turn at taken elsewhere (by a Pacer), so that the pace in
+// memory, which takes over when the Pacer fails, spaces the next request
+// from it. It cannot be given back.
+func (p *pace) record(at, every time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dropped.Load() {
+		return
+	}
+	p.next++
+	if p.seq == 0 || at >= p.last {
+		p.last, p.seq = at, p.next
+	}
+	p.every = max(p.every, every)
 }
 
 // giveBack returns the turn tk, if it is still the latest one taken.
@@ -144,15 +161,18 @@ func (p *pace) pause(until time.Duration) {
 	}
 }
 
-// know records every as the interval last known for the origin: the fetch
-// of its robots.txt is spaced by it.
+// know records every as an interval known for the origin. The pace keeps
+// the longest interval it has known, whatever crawler token asked for it:
+// the fetch of robots.txt is spaced by it, and the pace of an evicted origin
+// is kept while it can hold a request back by it. (A crawl-delay that
+// shrinks keeps the fetch spaced by the old one: more polite, never less.)
 func (p *pace) know(every time.Duration) {
 	p.mu.Lock()
-	p.every = every
+	p.every = max(p.every, every)
 	p.mu.Unlock()
 }
 
-// known returns the interval last known for the origin.
+// known returns the longest interval known for the origin.
 func (p *pace) known() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -216,8 +236,12 @@ func (t *Transport) delayOf(d time.Duration, ok bool) time.Duration {
 // here first. The fetch passes its flight f (nil for other requests): its
 // turn is taken even when no interval is known yet, and when it must wait,
 // f tells the requests waiting for it when it will be sent.
-func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, f *flight) error {
-	if t.cfg.pacer == nil && every <= 0 && f == nil && !s.pace.paused(t.now()) && !s.pace.dropped.Load() {
+//
+// A request that is not a fetch takes no turn when no interval applies and
+// the origin is not paused (the hot path), unless always is set: then it
+// takes one, so that a later request is spaced from it.
+func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, f *flight, always bool) error {
+	if t.cfg.pacer == nil && every <= 0 && f == nil && !always && !s.pace.paused(t.now()) && !s.pace.dropped.Load() {
 		return nil // the hot path: nothing to wait for
 	}
 	waited := false
@@ -273,6 +297,10 @@ func (t *Transport) reserve(ctx context.Context, s *site, every, maxWait time.Du
 	if p := t.cfg.pacer; p != nil {
 		wait, ok, err := p.Reserve(ctx, s.origin, every, maxWait)
 		if err == nil {
+			if ok {
+				now := t.now()
+				t.paceOf(s).record(now+max(wait, 0), every)
+			}
 			return wait, ok, turn{}
 		}
 		if ctx.Err() != nil {
@@ -296,6 +324,11 @@ func (t *Transport) pauseFor(ctx context.Context, s *site, resp *http.Response) 
 	if !ok || d <= 0 {
 		return
 	}
+	t.pause(ctx, s, d)
+}
+
+// pause pauses s for d, capped at MaxRetryAfter, in memory and in the Pacer.
+func (t *Transport) pause(ctx context.Context, s *site, d time.Duration) {
 	d = min(d, t.cfg.maxRetryAfter)
 	t.stats.pauses.Add(1)
 	// The pause is kept in memory in any case, so that the requests of

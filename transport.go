@@ -466,13 +466,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	var s *site
-	if req.URL.Path == "/robots.txt" {
+	if isRobotsTxt(req.URL) {
 		s, err = t.robotsTxtSite(ctx, req.URL)
 	} else {
 		var every time.Duration
 		s, every, err = t.check(ctx, req.URL, agent, fetchAgent(req.Header, ua))
 		if err == nil {
-			err = t.waitTurn(ctx, s, every, nil)
+			err = t.waitTurn(ctx, s, every, nil, false)
 		}
 	}
 	if err != nil {
@@ -515,7 +515,7 @@ func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL) (*site, error
 		s, evicted = t.cache.add(sh, k, t.now())
 		t.stats.evictions.Add(uint64(evicted))
 	}
-	return s, t.waitTurn(ctx, s, t.paceOf(s).known(), nil)
+	return s, t.waitTurn(ctx, s, max(t.paceOf(s).known(), t.cfg.minDelay), nil, true)
 }
 
 // Check returns the verdict of the Transport's robots.txt cache for u,
@@ -554,7 +554,7 @@ func (t *Transport) checkRequest(ctx context.Context, u *url.URL, hdr http.Heade
 	if err != nil {
 		return err
 	}
-	if u.Path == "/robots.txt" {
+	if isRobotsTxt(u) {
 		_, err := keyOf(u)
 		return err
 	}
@@ -590,6 +590,13 @@ func (t *Transport) check(ctx context.Context, u *url.URL, agent string, userAge
 		de.RetryAt = st.entry.Expires
 	}
 	return nil, 0, de
+}
+
+// isRobotsTxt reports whether u asks for /robots.txt itself: its path and
+// query as sent (see target), so that a URL whose Opaque says otherwise is
+// checked like any other.
+func isRobotsTxt(u *url.URL) bool {
+	return u.Opaque == "" && u.RawQuery == "" && !u.ForceQuery && u.EscapedPath() == "/robots.txt"
 }
 
 // target returns the path and query of u, as robots.txt rules are matched
