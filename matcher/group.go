@@ -180,30 +180,6 @@ func (g *Group) index() *index {
 	return ix
 }
 
-// words returns how many uint64 words n values of type T take.
-func words[T any](n int) int {
-	var v T
-	return (int(unsafe.Sizeof(v))*n + 7) / 8
-}
-
-// lineWords is the number of uint64 words in a cache line.
-const lineWords = 8
-
-// carve returns an empty slice of capacity n of values of type T, which
-// must hold no pointers, made of *block from its first cache-line
-// boundary on, and removes the words it used from *block.
-func carve[T any](block *[]uint64, n int) []T {
-	if n == 0 {
-		return nil
-	}
-	b := *block
-	skip := int(-uintptr(unsafe.Pointer(&b[0])) / 8 % lineWords) // words to the next line
-	b = b[skip:]
-	s := unsafe.Slice((*T)(unsafe.Pointer(&b[0])), n)[:0]
-	*block = b[words[T](n):]
-	return s
-}
-
 // scan returns the index of the first of rules, sorted best first, that
 // matches the normalised path p, or -1.
 func scan(arena string, rules []rule, p string) int {

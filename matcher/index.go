@@ -26,6 +26,7 @@ type index struct {
 	ents   []entry     // one per entry, then one whose start ends the last
 	heavy  []heavyRun  // sorted by entry
 	groups []wildGroup // the wildcard rules of heavy runs, by the byte they need
+	sets   []uint64    // of each wildcard rule of the groups, in order: foldSet of its pattern after the literal
 }
 
 // entry is one literal prefix in an index.
@@ -56,6 +57,7 @@ type heavyRun struct {
 // whole group.
 type wildGroup struct {
 	lo, hi uint32 // rules[lo:hi], best first
+	set    uint32 // sets[set:set+hi-lo] are theirs
 	kind   uint8
 	need   byte
 }
@@ -193,7 +195,7 @@ func buildIndex(arena string, rules []rule) *index {
 		i = j
 	}
 	ix.ents = append(ix.ents, entry{parent: -1, start: uint32(len(rules))})
-	ix.heavy, ix.groups = slices.Clone(ix.heavy), slices.Clone(ix.groups) // as indexSize counts them
+	ix.heavy, ix.groups, ix.sets = slices.Clone(ix.heavy), slices.Clone(ix.groups), slices.Clone(ix.sets) // as indexSize counts them
 	return ix
 }
 
@@ -222,7 +224,7 @@ func (ix *index) addHeavy(arena string, run []rule, e, start, lit uint32) {
 	h.glo = uint32(len(ix.groups))
 	if !worthGrouping(nGroups, len(wild)) {
 		if len(wild) > 0 {
-			ix.groups = append(ix.groups, wildGroup{lo: h.wild, hi: start + uint32(len(run)), kind: needAny})
+			ix.groups = append(ix.groups, wildGroup{lo: h.wild, hi: start + uint32(len(run)), set: uint32(len(ix.sets)), kind: needAny})
 		}
 	} else {
 		// Sort the wildcard rules by what they need, best first within.
@@ -244,10 +246,13 @@ func (ix *index) addHeavy(arena string, run []rule, e, start, lit uint32) {
 		for k, o := range idx {
 			n := needs[o]
 			if k == 0 || n != needs[idx[k-1]] {
-				ix.groups = append(ix.groups, wildGroup{lo: h.wild + uint32(k), kind: n.kind, need: n.need})
+				ix.groups = append(ix.groups, wildGroup{lo: h.wild + uint32(k), set: uint32(len(ix.sets)) + uint32(k), kind: n.kind, need: n.need})
 			}
 			ix.groups[len(ix.groups)-1].hi = h.wild + uint32(k) + 1
 		}
+	}
+	for k := range wild {
+		ix.sets = append(ix.sets, foldSet(wild[k].pattern(arena)[lit:]))
 	}
 	h.ghi = uint32(len(ix.groups))
 	ix.heavy = append(ix.heavy, h)
@@ -274,7 +279,19 @@ func distinctNeeds[T any](s []T, eq func(a, b T) bool) int {
 // worthGrouping reports whether n wildcard rules that need groups
 // distinct bytes are worth grouping by them: each group should hold two
 // rules on average.
-func worthGrouping(groups, n int) bool { return groups > 1 && 2*groups <= n }
+func worthGrouping(groups, n int) bool { return 2*groups <= n }
+
+// foldSet returns the set of the bytes of s other than '*' and '$' in 64
+// bits: byte c sets bit c&63. Normalised paths and patterns are ASCII.
+func foldSet(s string) uint64 {
+	var set uint64
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c != '*' && c != '$' {
+			set |= 1 << (c & 63)
+		}
+	}
+	return set
+}
 
 // literal returns the literal prefix of entry i.
 func (ix *index) literal(arena string, rules []rule, i int32) string {
@@ -312,7 +329,7 @@ func indexSize(arena string, rules []rule, buf []uint64) (int, []uint64) {
 		buf = append(buf, h)
 	}
 	slices.Sort(buf)
-	nEntries, nHeavy, nGroups := 0, 0, 0
+	nEntries, nHeavy, nGroups, nSets := 0, 0, 0, 0
 	for i := 0; i < len(buf); {
 		j := i + 1
 		for j < len(buf) && buf[j]>>10 == buf[i]>>10 {
@@ -330,6 +347,7 @@ func indexSize(arena string, rules []rule, buf []uint64) (int, []uint64) {
 					}
 				}
 			}
+			nSets += nWild
 			if worthGrouping(distinct, nWild) {
 				nGroups += distinct
 			} else if nWild > 0 {
@@ -342,7 +360,8 @@ func indexSize(arena string, rules []rule, buf []uint64) (int, []uint64) {
 		allocSize(8*nEntries) + allocSize(8*(nEntries+1))
 	if nHeavy > 0 {
 		size += allocSize(int(unsafe.Sizeof(heavyRun{}))*nHeavy) +
-			allocSize(int(unsafe.Sizeof(wildGroup{}))*nGroups)
+			allocSize(int(unsafe.Sizeof(wildGroup{}))*nGroups) +
+			allocSize(8*nSets)
 	}
 	return size, buf
 }
@@ -419,6 +438,7 @@ func (g *Group) find(p string) int {
 	best := int32(-1)
 	var bestRule *rule
 	var pathBytes [2]uint64
+	var pathFold uint64
 	haveBytes := false
 	for {
 		e := ix.ents[i]
@@ -445,24 +465,25 @@ func (g *Group) find(p string) int {
 					if len(p) == 0 || p[len(p)-1] != wg.need {
 						continue
 					}
-				case needHas:
-					if !haveBytes {
-						for k := 0; k < len(p); k++ {
-							c := p[k] & 127
-							pathBytes[c>>6] |= 1 << (c & 63)
-						}
-						haveBytes = true
-					}
-					if pathBytes[wg.need>>6&1]&(1<<(wg.need&63)) == 0 {
-						continue // the path lacks the byte all the group's rules need
-					}
 				}
+				if !haveBytes {
+					for k := 0; k < len(p); k++ {
+						c := p[k] & 127
+						pathBytes[c>>6] |= 1 << (c & 63)
+					}
+					pathFold = pathBytes[0] | pathBytes[1]
+					haveBytes = true
+				}
+				if wg.kind == needHas && pathBytes[wg.need>>6&1]&(1<<(wg.need&63)) == 0 {
+					continue // the path lacks the byte all the group's rules need
+				}
+				sets := ix.sets[wg.set : wg.set+wg.hi-wg.lo]
 				for k := wg.lo; k < wg.hi; k++ {
 					r := &rules[k]
 					if bestRule != nil && !better(r, bestRule) {
 						break // the rest of the group are worse still
 					}
-					if matchWild(r.pattern(arena)[n:], p[n:]) {
+					if sets[k-wg.lo]&^pathFold == 0 && matchWild(r.pattern(arena)[n:], p[n:]) {
 						best, bestRule = int32(k), r
 						break
 					}
