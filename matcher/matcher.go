@@ -69,10 +69,11 @@ type Robots struct {
 	agents   []agentGroup // sorted by token
 	tokEnd   uint32       // the end of the last agent's token in arena
 	groups   []Group
-	star     int32    // the group of "*", or -1
-	lines    []int32  // the first user-agent line of each block of each group
-	sitemaps []uint32 // the end of each sitemap in arena; the first starts at tokEnd
-	size     int      // see Size
+	star     int32           // the group of "*", or -1
+	lines    []int32         // the first user-agent line of each block of each group
+	sitemaps []uint32        // the end of each sitemap in arena; the first starts at tokEnd
+	delays   []time.Duration // the groups' crawl-delays
+	size     int             // see Size
 
 	mu sync.Mutex // serialises the building of the groups' indexes
 }
@@ -149,7 +150,7 @@ func Parse(body []byte) *Robots {
 			r := rule{pat: uint32(len(arena))}
 			arena = appendNormRule(arena, v)
 			r.n = uint32(len(arena)) - r.pat
-			kind := r.setKind(arena[r.pat:])
+			kind := patternKind(arena[r.pat:])
 			written := string(arena[r.pat:]) != string(v)
 			if written {
 				// Keep the pattern as written too, after the normalised
@@ -311,16 +312,23 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 	indexed := 0 // bytes of the indexes, once built
 	for gi, sp := range specs {
 		g := &r.groups[gi]
-		g.r, g.lo, g.ln, g.delay = r, uint32(len(r.rules)), uint32(len(r.lines)), -1
+		g.r, g.lo, g.ln = r, uint32(len(r.rules)), uint32(len(r.lines))
+		delay := time.Duration(-1)
 		for _, bi := range ids[sp.lo:sp.hi] {
 			b := &blocks[bi]
 			r.rules = append(r.rules, rules[b.rulesLo:b.rulesHi]...)
-			if b.hasDelay && b.delay > g.delay {
-				g.delay = b.delay
+			if b.hasDelay && b.delay > delay {
+				delay = b.delay
 			}
 			r.lines = append(r.lines, int32(min(b.line, maxLine)))
 		}
-		g.hi, g.nl = uint32(len(r.rules)), uint32(len(r.lines))-g.ln
+		g.hi = uint32(len(r.rules))
+		if delay >= 0 {
+			if k := len(r.delays); k == 0 || r.delays[k-1] != delay {
+				r.delays = append(r.delays, delay)
+			}
+			g.delay = uint32(len(r.delays))
+		}
 		if rs := r.rules[g.lo:g.hi]; len(rs) <= linearMax {
 			sortBest(rs)
 		} else {
@@ -352,6 +360,7 @@ func (r *Robots) computeSize(indexed, groups int) int {
 		allocSize(groups*int(unsafe.Sizeof(Group{}))) +
 		allocSize(cap(r.lines)*4) +
 		allocSize(cap(r.sitemaps)*4) +
+		allocSize(cap(r.delays)*8) +
 		indexed
 }
 

@@ -1,0 +1,532 @@
+package matcher
+
+import (
+	"cmp"
+	"hash/maphash"
+	"math/bits"
+	"slices"
+	"strings"
+	"unsafe"
+)
+
+// index is the index of a large group, built over the group's rules
+// themselves, which it sorts by literal prefix (a pattern up to its first
+// '*', or the whole pattern without a final '$'). Each distinct literal
+// prefix is an entry, whose rules lie side by side from its start.
+// Every entry that is a prefix of a path lies on the parent chain of the
+// greatest entry <= that path.
+//
+// An entry costs 16 bytes: an 8-byte key, the bytes of its literal that
+// follow the prefix all the group's literals share, and its parent and
+// start. Entries of more than heavyMin rules, which a file of many rules
+// with one literal makes, also have a heavyRun.
+type index struct {
+	cp     string      // the literal prefix common to all the rules
+	keys   []uint64    // key8 of each entry's literal after cp
+	ents   []entry     // one per entry, then one whose start ends the last
+	heavy  []heavyRun  // sorted by entry
+	groups []wildGroup // the wildcard rules of heavy runs, by the byte they need
+	sets   []uint64    // of each wildcard rule of the groups, in order: foldSet of its pattern after the literal
+}
+
+// entry is one literal prefix in an index.
+type entry struct {
+	parent int32  // the longest other entry that is a prefix of this one, or -1
+	start  uint32 // its first rule, in the group; heavyBit is set when it has a heavyRun
+}
+
+// heavyBit marks in entry.start an entry with a heavyRun.
+const heavyBit = 1 << 31
+
+// heavyMin is the most rules an entry has without a heavyRun. The rules of
+// such an entry, the rules without a wildcard first, each part best first,
+// are all tried in turn.
+const heavyMin = 8
+
+// heavyRun locates the rules of an entry with many: its best plain rule
+// at the entry's start, then its exact rules (best first) from exact, then
+// its wildcard rules from wild, in groups[glo:ghi].
+type heavyRun struct {
+	entry, exact, wild uint32
+	glo, ghi           uint32
+}
+
+// wildGroup is a group of the wildcard rules of a heavyRun that all need
+// the same byte in a path: as its last byte (needTail), or anywhere
+// (needHas), or nothing (needAny). A path that lacks the byte skips the
+// whole group.
+type wildGroup struct {
+	lo, hi uint32 // rules[lo:hi], best first
+	set    uint32 // sets[set:set+hi-lo] are theirs
+	kind   uint8
+	need   byte
+}
+
+// Kinds of wildGroup.
+const (
+	needAny = iota
+	needTail
+	needHas
+)
+
+// urlByteRank ranks bytes by how common they are in URL paths, most common
+// first; bytes not listed are rarer still. A wildcard rule is filed under
+// its rarest byte, which most paths then lack.
+const urlByteRank = "/-.etaoinsrhldcumpfgwybvk_0123456789=?&%+xjqz"
+
+// rarity returns how rare c is in URL paths: the higher, the rarer.
+func rarity(c byte) int {
+	if i := strings.IndexByte(urlByteRank, c); i >= 0 {
+		return i
+	}
+	return len(urlByteRank)
+}
+
+// wildNeed returns what a path needs to match a wildcard pattern whose
+// literal prefix is lit bytes long: its last byte, or a byte anywhere.
+func wildNeed(pat string, lit uint32) (kind uint8, need byte) {
+	rest := pat[lit:]
+	if strings.HasSuffix(rest, "$") {
+		rest = rest[:len(rest)-1]
+		if c := rest[len(rest)-1]; c != '*' {
+			return needTail, c
+		}
+	}
+	for k := 0; k < len(rest); k++ {
+		if c := rest[k]; c != '*' && (kind == needAny || rarity(c) > rarity(need)) {
+			kind, need = needHas, c
+		}
+	}
+	return kind, need
+}
+
+// key8 returns the first 8 bytes of s as a big-endian number, zero-padded,
+// so that comparing keys compares the strings' first 8 bytes. Normalised
+// strings hold no zero byte, so padding never reorders them.
+func key8(s string) uint64 {
+	if len(s) >= 8 {
+		_ = s[7]
+		return uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 | uint64(s[3])<<32 |
+			uint64(s[4])<<24 | uint64(s[5])<<16 | uint64(s[6])<<8 | uint64(s[7])
+	}
+	var k uint64
+	for i := range 8 {
+		k <<= 8
+		if i < len(s) {
+			k |= uint64(s[i])
+		}
+	}
+	return k
+}
+
+// buildIndex sorts the rules of a large group and indexes them.
+func buildIndex(arena string, rules []rule) *index {
+	lits := make([]uint32, len(rules))
+	for i := range rules {
+		lits[i] = rules[i].lit(arena)
+	}
+	// Sort the rules by literal prefix, then by kind, then best first. Comparing the prefixes' first 8 bytes as
+	// numbers settles most pairs.
+	type sortKey struct {
+		key uint64
+		i   int32
+	}
+	order := make([]sortKey, len(rules))
+	for i := range rules {
+		order[i] = sortKey{key8(arena[rules[i].pat : rules[i].pat+lits[i]]), int32(i)}
+	}
+	slices.SortFunc(order, func(a, b sortKey) int {
+		if c := cmp.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		ra, rb := &rules[a.i], &rules[b.i]
+		if la, lb := lits[a.i], lits[b.i]; la > 8 || lb > 8 {
+			if c := strings.Compare(arena[ra.pat:ra.pat+la], arena[rb.pat:rb.pat+lb]); c != 0 {
+				return c
+			}
+		}
+		if c := cmp.Compare(ra.kind(), rb.kind()); c != 0 {
+			return c // plain, then exact, then wildcard
+		}
+		return compareRules(ra, rb)
+	})
+	sorted := make([]rule, len(rules))
+	sortedLits := make([]uint32, len(rules))
+	for i, o := range order {
+		sorted[i], sortedLits[i] = rules[o.i], lits[o.i]
+	}
+	copy(rules, sorted)
+	lits = sortedLits
+	literal := func(i int) string { return arena[rules[i].pat : rules[i].pat+lits[i]] }
+
+	ix := &index{}
+	first, last := literal(0), literal(len(rules)-1)
+	ix.cp = first[:commonPrefix(first, last)]
+	cp := len(ix.cp)
+	nEntries := 0
+	for i := range rules {
+		if i == 0 || literal(i) != literal(i-1) {
+			nEntries++
+		}
+	}
+	ix.keys = make([]uint64, 0, nEntries)
+	ix.ents = make([]entry, 0, nEntries+1)
+	var stack []int32 // the parent chain of the last entry
+	for i := 0; i < len(rules); {
+		lit := literal(i)
+		j := i + 1
+		for j < len(rules) && literal(j) == lit {
+			j++
+		}
+		e := entry{parent: -1, start: uint32(i)}
+		for len(stack) > 0 && !strings.HasPrefix(lit, literal(int(ix.ents[stack[len(stack)-1]].start&^heavyBit))) {
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 {
+			e.parent = stack[len(stack)-1]
+		}
+		if j-i > heavyMin {
+			e.start |= heavyBit
+			ix.addHeavy(arena, rules[i:j], uint32(len(ix.ents)), uint32(i), uint32(len(lit)))
+		}
+		stack = append(stack, int32(len(ix.ents)))
+		ix.ents = append(ix.ents, e)
+		ix.keys = append(ix.keys, key8(lit[cp:]))
+		i = j
+	}
+	ix.ents = append(ix.ents, entry{parent: -1, start: uint32(len(rules))})
+	ix.heavy, ix.groups, ix.sets = slices.Clone(ix.heavy), slices.Clone(ix.groups), slices.Clone(ix.sets) // as indexSize counts them
+	return ix
+}
+
+// addHeavy records the heavyRun of entry e, whose rules, sorted without
+// wildcard first, are run, from rule start on, with a literal prefix of
+// lit bytes. It sorts the wildcard rules into groups.
+func (ix *index) addHeavy(arena string, run []rule, e, start, lit uint32) {
+	h := heavyRun{entry: e, exact: start, wild: start + uint32(len(run))}
+	for k := range run {
+		switch run[k].kind() {
+		case kindPlain:
+			h.exact = start + uint32(k) + 1
+		case kindWild:
+			if h.wild == start+uint32(len(run)) {
+				h.wild = start + uint32(k)
+			}
+		}
+	}
+	wild := run[h.wild-start:]
+	type needKey struct{ kind, need uint8 }
+	needs := make([]needKey, len(wild))
+	for k := range wild {
+		needs[k].kind, needs[k].need = wildNeed(wild[k].pattern(arena), lit)
+	}
+	nGroups := distinctNeeds(needs, func(a, b needKey) bool { return a == b })
+	h.glo = uint32(len(ix.groups))
+	if !worthGrouping(nGroups, len(wild)) {
+		if len(wild) > 0 {
+			ix.groups = append(ix.groups, wildGroup{lo: h.wild, hi: start + uint32(len(run)), set: uint32(len(ix.sets)), kind: needAny})
+		}
+	} else {
+		// Sort the wildcard rules by what they need, best first within.
+		idx := make([]int, len(wild))
+		for k := range idx {
+			idx[k] = k
+		}
+		slices.SortStableFunc(idx, func(a, b int) int {
+			if c := cmp.Compare(needs[a].kind, needs[b].kind); c != 0 {
+				return c
+			}
+			return cmp.Compare(needs[a].need, needs[b].need)
+		})
+		moved := make([]rule, len(wild))
+		for k, o := range idx {
+			moved[k] = wild[o]
+		}
+		copy(wild, moved)
+		for k, o := range idx {
+			n := needs[o]
+			if k == 0 || n != needs[idx[k-1]] {
+				ix.groups = append(ix.groups, wildGroup{lo: h.wild + uint32(k), set: uint32(len(ix.sets)) + uint32(k), kind: n.kind, need: n.need})
+			}
+			ix.groups[len(ix.groups)-1].hi = h.wild + uint32(k) + 1
+		}
+	}
+	for k := range wild {
+		ix.sets = append(ix.sets, foldSet(wild[k].pattern(arena)[lit:]))
+	}
+	h.ghi = uint32(len(ix.groups))
+	ix.heavy = append(ix.heavy, h)
+}
+
+// distinctNeeds returns how many distinct values s holds.
+func distinctNeeds[T any](s []T, eq func(a, b T) bool) int {
+	n := 0
+	for i := range s {
+		seen := false
+		for j := range i {
+			if eq(s[i], s[j]) {
+				seen = true
+				break
+			}
+		}
+		if !seen {
+			n++
+		}
+	}
+	return n
+}
+
+// worthGrouping reports whether n wildcard rules that need groups
+// distinct bytes are worth grouping by them: each group should hold two
+// rules on average.
+func worthGrouping(groups, n int) bool { return 2*groups <= n }
+
+// foldSet returns the set of the bytes of s other than '*' and '$' in 64
+// bits: byte c sets bit c&63. Normalised paths and patterns are ASCII.
+func foldSet(s string) uint64 {
+	var set uint64
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c != '*' && c != '$' {
+			set |= 1 << (c & 63)
+		}
+	}
+	return set
+}
+
+// literal returns the literal prefix of entry i.
+func (ix *index) literal(arena string, rules []rule, i int32) string {
+	return rules[ix.ents[i].start&^heavyBit].literal(arena)
+}
+
+// heavyOf returns the heavyRun of entry i.
+func (ix *index) heavyOf(i int32) *heavyRun {
+	lo, hi := 0, len(ix.heavy)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ix.heavy[m].entry < uint32(i) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return &ix.heavy[lo]
+}
+
+// indexSize returns how many bytes the index of a group of rules will
+// take. It counts the distinct literal prefixes by their hashes, sorted in
+// buf, which it returns for reuse.
+func indexSize(arena string, rules []rule, buf []uint64) (int, []uint64) {
+	buf = buf[:0]
+	for i := range rules {
+		r := &rules[i]
+		lit := r.lit(arena)
+		// The literal's hash above, and what a wildcard rule needs below.
+		h := maphash.String(litSeed, arena[r.pat:r.pat+lit]) &^ 0x3ff
+		if r.kind() == kindWild {
+			kind, need := wildNeed(r.pattern(arena), lit)
+			h |= 1<<9 | uint64(kind)<<7 | uint64(need&127)
+		}
+		buf = append(buf, h)
+	}
+	slices.Sort(buf)
+	nEntries, nHeavy, nGroups, nSets := 0, 0, 0, 0
+	for i := 0; i < len(buf); {
+		j := i + 1
+		for j < len(buf) && buf[j]>>10 == buf[i]>>10 {
+			j++
+		}
+		nEntries++
+		if j-i > heavyMin {
+			nHeavy++
+			nWild, distinct := 0, 0
+			for k := i; k < j; k++ {
+				if buf[k]&(1<<9) != 0 {
+					nWild++
+					if k == i || buf[k] != buf[k-1] {
+						distinct++
+					}
+				}
+			}
+			nSets += nWild
+			if worthGrouping(distinct, nWild) {
+				nGroups += distinct
+			} else if nWild > 0 {
+				nGroups++
+			}
+		}
+		i = j
+	}
+	size := allocSize(int(unsafe.Sizeof(index{}))) +
+		allocSize(8*nEntries) + allocSize(8*(nEntries+1))
+	if nHeavy > 0 {
+		size += allocSize(int(unsafe.Sizeof(heavyRun{}))*nHeavy) +
+			allocSize(int(unsafe.Sizeof(wildGroup{}))*nGroups) +
+			allocSize(8*nSets)
+	}
+	return size, buf
+}
+
+// litSeed seeds the hashes by which indexSize counts literal prefixes.
+var litSeed = maphash.MakeSeed()
+
+// allocSize returns about how many bytes the allocator takes for an object
+// of n bytes: never less, and at most an eighth more than it does.
+func allocSize(n int) int {
+	switch {
+	case n == 0:
+		return 0
+	case n <= 16:
+		return (n + 7) &^ 7
+	case n <= 256:
+		return (n + 15) &^ 15
+	case n <= 32<<10:
+		// Size classes are at most an eighth apart.
+		step := 1 << (bits.Len(uint(n)) - 3)
+		return (n + step - 1) &^ (step - 1)
+	default:
+		return (n + 8191) &^ 8191 // whole pages
+	}
+}
+
+// find returns the index of the rule that decides the normalised path p, or
+// -1 when no rule matches.
+func (g *Group) find(p string) int {
+	arena, rules := g.r.arena, g.rules()
+	if len(rules) <= linearMax {
+		return scan(arena, rules, p)
+	}
+	ix := g.index()
+	cp := len(ix.cp)
+	if len(p) < cp || p[:cp] != ix.cp {
+		return -1 // no literal is a prefix of p
+	}
+	// The greatest entry <= p.
+	q := p[cp:]
+	pk := key8(q)
+	lo, n := 0, len(ix.keys)
+	for n > 0 {
+		half := n >> 1
+		m := lo + half
+		k := ix.keys[m]
+		le := k < pk
+		if k == pk {
+			lit := ix.literal(arena, rules, int32(m))
+			le = len(lit) <= cp+8 || lit[cp:] <= q
+		}
+		// Written so that the compiler can use conditional moves.
+		next := half
+		if le {
+			lo = m + 1
+			next = n - half - 1
+		}
+		n = next
+	}
+	i := int32(lo - 1)
+	if i < 0 {
+		return -1
+	}
+	// Its ancestors no longer than the common prefix with p are exactly the
+	// entries that are prefixes of p.
+	lit := ix.literal(arena, rules, i)
+	l := commonPrefix(lit, p)
+	for len(lit) > l {
+		if i = ix.ents[i].parent; i < 0 {
+			return -1
+		}
+		lit = ix.literal(arena, rules, i)
+	}
+	best := int32(-1)
+	var bestRule *rule
+	var pathBytes [2]uint64
+	var pathFold uint64
+	haveBytes := false
+	for {
+		e := ix.ents[i]
+		n := len(lit)
+		start, end := e.start&^heavyBit, ix.ents[i+1].start&^heavyBit
+		if e.start&heavyBit == 0 {
+			for k := start; k < end; k++ {
+				r := &rules[k]
+				if (bestRule == nil || better(r, bestRule)) && matchesAfter(arena, r, n, p) {
+					best, bestRule = int32(k), r
+				}
+			}
+		} else {
+			h := ix.heavyOf(i)
+			if r := &rules[start]; start < h.exact && (bestRule == nil || better(r, bestRule)) {
+				best, bestRule = int32(start), r
+			}
+			if r := &rules[h.exact]; h.exact < h.wild && len(p) == n && (bestRule == nil || better(r, bestRule)) {
+				best, bestRule = int32(h.exact), r
+			}
+			for _, wg := range ix.groups[h.glo:h.ghi] {
+				switch wg.kind {
+				case needTail:
+					if len(p) == 0 || p[len(p)-1] != wg.need {
+						continue
+					}
+				}
+				if !haveBytes {
+					for k := 0; k < len(p); k++ {
+						c := p[k] & 127
+						pathBytes[c>>6] |= 1 << (c & 63)
+					}
+					pathFold = pathBytes[0] | pathBytes[1]
+					haveBytes = true
+				}
+				if wg.kind == needHas && pathBytes[wg.need>>6&1]&(1<<(wg.need&63)) == 0 {
+					continue // the path lacks the byte all the group's rules need
+				}
+				sets := ix.sets[wg.set : wg.set+wg.hi-wg.lo]
+				for k := wg.lo; k < wg.hi; k++ {
+					r := &rules[k]
+					if bestRule != nil && !better(r, bestRule) {
+						break // the rest of the group are worse still
+					}
+					if sets[k-wg.lo]&^pathFold == 0 && matchWild(r.pattern(arena)[n:], p[n:]) {
+						best, bestRule = int32(k), r
+						break
+					}
+				}
+			}
+		}
+		if i = e.parent; i < 0 {
+			return int(best)
+		}
+		lit = ix.literal(arena, rules, i)
+	}
+}
+
+// matchesAfter reports whether r, whose literal prefix of n bytes is a
+// prefix of the path p, matches p.
+func matchesAfter(arena string, r *rule, n int, p string) bool {
+	switch r.kind() {
+	case kindPlain:
+		return true
+	case kindExact:
+		return len(p) == n
+	}
+	return matchWild(r.pattern(arena)[n:], p[n:])
+}
+
+// commonPrefix returns the length of the longest common prefix of a and b.
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		if x := le64(a[i:]) ^ le64(b[i:]); x != 0 {
+			return i + bits.TrailingZeros64(x)/8
+		}
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
+// le64 returns the first 8 bytes of s as a little-endian number.
+func le64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
