@@ -453,11 +453,15 @@ func (g *Group) find(p string) int {
 			}
 		} else {
 			h := ix.heavyOf(i)
-			if r := &rules[start]; start < h.exact && (bestRule == nil || better(r, bestRule)) {
-				best, bestRule = int32(start), r
+			if start < h.exact {
+				if r := &rules[start]; bestRule == nil || better(r, bestRule) {
+					best, bestRule = int32(start), r
+				}
 			}
-			if r := &rules[h.exact]; h.exact < h.wild && len(p) == n && (bestRule == nil || better(r, bestRule)) {
-				best, bestRule = int32(h.exact), r
+			if h.exact < h.wild && len(p) == n {
+				if r := &rules[h.exact]; bestRule == nil || better(r, bestRule) {
+					best, bestRule = int32(h.exact), r
+				}
 			}
 			for _, wg := range ix.groups[h.glo:h.ghi] {
 				switch wg.kind {

@@ -571,3 +571,32 @@ func TestGroupLines(t *testing.T) {
 		t.Errorf("Lines() with no group = %v want nil", got)
 	}
 }
+
+// TestManyRulesOnOnePrefix: a prefix shared by many rules of one kind (all
+// plain, all exact, all wild, or mixed) is matched without reading past the
+// group's rules, as the reference matcher would.
+func TestManyRulesOnOnePrefix(t *testing.T) {
+	for _, shape := range [][]refRule{
+		{{pattern: "/private/ok-but-cut", allow: true}},
+		{{pattern: "/x$"}},
+		{{pattern: "/x*y"}},
+		{{pattern: "/x", allow: true}, {pattern: "/x$"}},
+	} {
+		rules := []refRule{{pattern: "/private/"}}
+		for range 40 {
+			rules = append(rules, shape...)
+		}
+		for i := range 20 {
+			rules = append(rules, refRule{pattern: fmt.Sprintf("/other%d", i)})
+		}
+		for i := range rules {
+			rules[i].line = i + 2
+		}
+		r := Parse(refBody(rules))
+		for _, p := range []string{"/private/ok-but-cut", "/private/ok-but-cut/z", "/x", "/xay", "/x/", "/private/no", "/"} {
+			if got, want := r.Allowed("bot", p), refMatch(rules, p).Allowed; got != want {
+				t.Errorf("%q, rules %v×40: Allowed = %v, reference %v", p, shape, got, want)
+			}
+		}
+	}
+}
