@@ -267,3 +267,65 @@ func TestCrawlTimeout(t *testing.T) {
 		t.Errorf("crawl -timeout 200ms took %v", d)
 	}
 }
+
+// TestCrawlObeying: a crawl of a live site says first what its robots.txt
+// makes of the crawler, from the Transport's own copy: robots.txt is
+// fetched once for that and for the whole crawl.
+func TestCrawlObeying(t *testing.T) {
+	cases := []struct {
+		status int
+		body   string
+		agent  string
+		want   string
+	}{
+		{http.StatusOK, "User-agent: *\nDisallow: /x\n\nUser-agent: examplebot\nUser-agent: other\nCrawl-delay: 0.01\nDisallow: /y\n",
+			"ExampleBot", "obeying the group of user-agent: ExampleBot (line 4), not the * group, crawl-delay 10ms"},
+		{http.StatusOK, "User-agent: a\nDisallow: /x\n\nUser-agent: examplebot\nDisallow: /y\nUser-agent: examplebot\nDisallow: /z\n",
+			"ExampleBot", "obeying the groups of user-agent: ExampleBot (lines 4 and 6), no crawl-delay"},
+		{http.StatusOK, "User-agent: other\nDisallow: /\n\nUser-agent: *\nDisallow: /x\n",
+			"ExampleBot", "obeying the * group (line 4), no crawl-delay"},
+		{http.StatusOK, "User-agent: other\nDisallow: /\n",
+			"ExampleBot", "no group names ExampleBot and there is no * group: everything is allowed, no crawl-delay"},
+		{http.StatusNotFound, "User-agent: *\nDisallow: /\n",
+			"ExampleBot", "robots.txt is unavailable: everything is allowed, no crawl-delay"},
+		{http.StatusServiceUnavailable, "User-agent: *\nDisallow: /\n",
+			"ExampleBot", "robots.txt unreachable (503 Service Unavailable): every URL is refused until it is fetched again, at "},
+	}
+	for _, c := range cases {
+		s := newSite(t, robotsHandler(c.status, c.body))
+		_, stdout, stderr := runCmd(t, "", "crawl", "-agent", c.agent, "-max", "2", s.URL+"/")
+		got := lines(stdout)
+		if len(got) < 2 || !strings.HasPrefix(got[1], c.want) {
+			t.Errorf("robots.txt %d %q: crawl says\n%s\nwant a second line starting %q; stderr: %s", c.status, c.body, stdout, c.want, stderr)
+		}
+		if n := s.count("/robots.txt"); n != 1 {
+			t.Errorf("robots.txt %d %q: fetched %d times, want once", c.status, c.body, n)
+		}
+	}
+}
+
+// TestCrawlRetryAt: a URL refused because robots.txt is unreachable says
+// when the Transport fetches robots.txt again.
+func TestCrawlRetryAt(t *testing.T) {
+	s := newSite(t, robotsHandler(http.StatusServiceUnavailable, ""))
+	code, stdout, _ := runCmd(t, "", "crawl", s.URL+"/x")
+	got := lines(stdout)
+	if code != exitFlagged || len(got) < 3 {
+		t.Fatalf("crawl = %d\n%s", code, stdout)
+	}
+	refused, at, ok := strings.Cut(got[2], "; retry after ")
+	if !ok || refused != "refused /x robots.txt unreachable (503 Service Unavailable)" {
+		t.Fatalf("refused line = %q, want %q and a time", got[2], "refused /x robots.txt unreachable (503 Service Unavailable); retry after …")
+	}
+	if _, err := time.Parse("15:04:05", at); err != nil {
+		if _, err := time.Parse("Jan 2 15:04:05", at); err != nil {
+			t.Errorf("retry time %q is not a time", at)
+		}
+	}
+	if !strings.HasSuffix(got[1], ", at "+at) {
+		t.Errorf("the first line %q does not give the same time as the refusal (%s)", got[1], at)
+	}
+	if n := s.count("/robots.txt"); n != 1 {
+		t.Errorf("robots.txt fetched %d times, want once", n)
+	}
+}
