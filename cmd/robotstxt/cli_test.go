@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"compress/zlib"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -324,6 +325,66 @@ func TestCrawlRetryAt(t *testing.T) {
 	}
 	if !strings.HasSuffix(got[1], ", at "+at) {
 		t.Errorf("the first line %q does not give the same time as the refusal (%s)", got[1], at)
+	}
+	if n := s.count("/robots.txt"); n != 1 {
+		t.Errorf("robots.txt fetched %d times, want once", n)
+	}
+}
+
+// TestCheckSiteOneFetch: in site mode, one fetch of robots.txt serves the
+// verdicts and the groups named, whatever the fetch finds.
+func TestCheckSiteOneFetch(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		want   []string // output lines, with the site's URL as %s
+	}{
+		{http.StatusOK, []string{
+			"disallowed %s/a Disallow: / (line 2); group * (line 1)",
+			"allowed %s/ok Allow: /ok (line 3); group * (line 1)",
+		}},
+		{http.StatusNotFound, []string{
+			"allowed %s/a robots.txt is unavailable (404 Not Found): no restrictions",
+			"allowed %s/ok robots.txt is unavailable (404 Not Found): no restrictions",
+		}},
+		{http.StatusServiceUnavailable, []string{
+			"disallowed %s/a robots.txt unreachable: robots: fetching %s/robots.txt: 503 Service Unavailable",
+			"disallowed %s/ok robots.txt unreachable: robots: fetching %s/robots.txt: 503 Service Unavailable",
+		}},
+	} {
+		s := newSite(t, robotsHandler(c.status, "User-agent: *\nDisallow: /\nAllow: /ok\n"))
+		_, stdout, stderr := runCmd(t, "", "check", s.URL+"/", "/a", "/ok")
+		var want []string
+		for _, w := range c.want {
+			want = append(want, strings.ReplaceAll(w, "%s", s.URL))
+		}
+		if got := lines(stdout); !equal(got, want) {
+			t.Errorf("robots.txt %d: check says\n%s\nwant\n%s\nstderr: %s", c.status, stdout, strings.Join(want, "\n"), stderr)
+		}
+		if n := s.count("/robots.txt"); n != 1 {
+			t.Errorf("robots.txt %d: fetched %d times, want once", c.status, n)
+		}
+	}
+}
+
+// TestCheckSiteDeflate: the rules check gives are those the Transport
+// decided by, even when robots.txt comes in a Content-Encoding that only the
+// Transport decodes.
+func TestCheckSiteDeflate(t *testing.T) {
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	io.WriteString(zw, "User-agent: *\nDisallow: /\nAllow: /ok\n")
+	zw.Close()
+	s := newSite(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "deflate")
+		w.Write(z.Bytes())
+	}))
+	code, stdout, stderr := runCmd(t, "", "check", s.URL+"/", "/ok", "/a")
+	want := []string{
+		"allowed " + s.URL + "/ok Allow: /ok (line 3); group * (line 1)",
+		"disallowed " + s.URL + "/a Disallow: / (line 2); group * (line 1)",
+	}
+	if code != exitFlagged || !equal(lines(stdout), want) {
+		t.Errorf("check = %d\n%s\nwant %d\n%s\nstderr: %s", code, stdout, exitFlagged, strings.Join(want, "\n"), stderr)
 	}
 	if n := s.count("/robots.txt"); n != 1 {
 		t.Errorf("robots.txt fetched %d times, want once", n)
