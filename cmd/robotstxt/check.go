@@ -68,17 +68,25 @@ func sourceOf(f *fetched) *source {
 }
 
 // applied returns the groups of s that the crawler with product token agent
-// obeys: those the matcher combines for it (RFC 9309 §2.2.1).
+// obeys: those the matcher combines for it (RFC 9309 §2.2.1), each with the
+// product tokens of its user-agent lines. A group that s.groups does not
+// describe is named by the token it was obeyed for: agent, or "*".
 func (s *source) applied(agent string) []groupJSON {
 	out := []groupJSON{}
 	if s.robots == nil {
 		return out
 	}
-	lines := s.robots.Group(agent).Lines()
-	for _, g := range s.groups {
-		if slices.Contains(lines, g.Line) {
-			out = append(out, groupJSON{Line: g.Line, Agents: g.Agents})
+	g := s.robots.Group(agent)
+	named := []string{strings.ToLower(agent)}
+	if g == s.robots.Group("*") {
+		named = []string{"*"}
+	}
+	for _, line := range g.Lines() {
+		agents := named
+		if i := slices.IndexFunc(s.groups, func(gi matcher.GroupInfo) bool { return gi.Line == line }); i >= 0 {
+			agents = s.groups[i].Agents
 		}
+		out = append(out, groupJSON{Line: line, Agents: agents})
 	}
 	return out
 }
@@ -251,14 +259,17 @@ func (c *fileChecker) check(_ context.Context, target string) (*verdict, error) 
 }
 
 // siteChecker checks URLs with a [robots.Transport], which fetches and caches
-// the robots.txt of each origin. A recorder beneath it keeps a copy of each
-// file fetched, to name the groups that applied.
+// the robots.txt of each origin. The rules and their line numbers are those
+// of the Transport's own copy ([robots.Transport.RobotsTxt]). A recorder
+// beneath the Transport sees that one fetch too, for what the copy does not
+// hold: the product tokens of each group's user-agent lines, and the status
+// of a robots.txt that is unavailable.
 type siteChecker struct {
 	site    *url.URL
 	agent   string
 	rec     *recorder
 	tr      *robots.Transport
-	sources map[string]*source // by origin
+	fetches map[string]*source // what the recorder saw of the last fetch, by origin
 }
 
 func newSiteChecker(site *url.URL, agent string, timeout time.Duration) *siteChecker {
@@ -270,7 +281,7 @@ func newSiteChecker(site *url.URL, agent string, timeout time.Duration) *siteChe
 		agent:   agent,
 		rec:     rec,
 		tr:      tr,
-		sources: make(map[string]*source),
+		fetches: make(map[string]*source),
 	}
 }
 
@@ -286,19 +297,38 @@ func (c *siteChecker) check(ctx context.Context, target string) (*verdict, error
 		return nil, fmt.Errorf("not an http or https URL")
 	}
 	err = c.tr.Check(ctx, u)
+	de, refused := errors.AsType[*robots.DisallowedError](err)
+	if err != nil && !refused {
+		return nil, err
+	}
+	rt, err := c.tr.RobotsTxt(ctx, u) // the copy Check decided by: no second fetch
+	if err != nil {
+		return nil, err
+	}
 	origin := originOf(u)
 	if f := c.rec.take(); f != nil {
-		c.sources[origin] = sourceOf(f)
+		c.fetches[origin] = sourceOf(f)
 	}
-	src := c.sources[origin]
-	if src == nil {
-		src = &source{}
+	seen := c.fetches[origin]
+	if seen == nil {
+		seen = &source{}
 	}
-	v := &verdict{URL: u.String(), Agent: c.agent, Allowed: err == nil, Groups: []groupJSON{}}
-	if src.robots != nil {
-		v.Groups = src.applied(c.agent)
+	src := &source{robots: rt.Robots, groups: seen.groups}
+	switch rt.Access {
+	case robots.AccessUnavailable:
+		src.reason = "robots.txt is unavailable: no restrictions"
+		if strings.HasPrefix(seen.reason, "robots.txt is unavailable") {
+			src.reason = seen.reason // with its status
+		}
+	case robots.AccessUnreachable:
+		src.reason = "robots.txt unreachable"
+		if rt.Err != nil {
+			src.reason += ": " + errorText(rt.Err)
+		}
 	}
-	if de, ok := errors.AsType[*robots.DisallowedError](err); ok {
+
+	v := &verdict{URL: u.String(), Agent: c.agent, Allowed: !refused, Groups: src.applied(c.agent)}
+	if refused {
 		v.Rule, v.Line = de.Rule, de.Line
 		if v.Rule == "" {
 			v.Reason = src.reason
@@ -310,9 +340,6 @@ func (c *siteChecker) check(ctx context.Context, target string) (*verdict, error
 			}
 		}
 		return v, nil
-	}
-	if err != nil {
-		return nil, err
 	}
 	if src.robots != nil {
 		if m := src.robots.Group(c.agent).Match(u.String()); m.Allowed {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"compress/zlib"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -265,5 +266,127 @@ func TestCrawlTimeout(t *testing.T) {
 	}
 	if d := time.Since(begin); d > 5*time.Second {
 		t.Errorf("crawl -timeout 200ms took %v", d)
+	}
+}
+
+// TestCrawlObeying: a crawl of a live site says first what its robots.txt
+// makes of the crawler, from the Transport's own copy: robots.txt is
+// fetched once for that and for the whole crawl.
+func TestCrawlObeying(t *testing.T) {
+	cases := []struct {
+		status int
+		body   string
+		agent  string
+		want   string
+	}{
+		{http.StatusOK, "User-agent: *\nDisallow: /x\n\nUser-agent: examplebot\nUser-agent: other\nCrawl-delay: 0.01\nDisallow: /y\n",
+			"ExampleBot", "obeying the group of user-agent: ExampleBot (line 4), not the * group, crawl-delay 10ms"},
+		{http.StatusOK, "User-agent: a\nDisallow: /x\n\nUser-agent: examplebot\nDisallow: /y\nUser-agent: examplebot\nDisallow: /z\n",
+			"ExampleBot", "obeying the groups of user-agent: ExampleBot (lines 4 and 6), no crawl-delay"},
+		{http.StatusOK, "User-agent: other\nDisallow: /\n\nUser-agent: *\nDisallow: /x\n",
+			"ExampleBot", "obeying the * group (line 4), no crawl-delay"},
+		{http.StatusOK, "User-agent: other\nDisallow: /\n",
+			"ExampleBot", "no group names ExampleBot and there is no * group: everything is allowed, no crawl-delay"},
+		{http.StatusNotFound, "User-agent: *\nDisallow: /\n",
+			"ExampleBot", "robots.txt is unavailable: everything is allowed, no crawl-delay"},
+		{http.StatusServiceUnavailable, "User-agent: *\nDisallow: /\n",
+			"ExampleBot", "robots.txt unreachable (503 Service Unavailable): every URL is refused until it is fetched again, at "},
+	}
+	for _, c := range cases {
+		s := newSite(t, robotsHandler(c.status, c.body))
+		_, stdout, stderr := runCmd(t, "", "crawl", "-agent", c.agent, "-max", "2", s.URL+"/")
+		got := lines(stdout)
+		if len(got) < 2 || !strings.HasPrefix(got[1], c.want) {
+			t.Errorf("robots.txt %d %q: crawl says\n%s\nwant a second line starting %q; stderr: %s", c.status, c.body, stdout, c.want, stderr)
+		}
+		if n := s.count("/robots.txt"); n != 1 {
+			t.Errorf("robots.txt %d %q: fetched %d times, want once", c.status, c.body, n)
+		}
+	}
+}
+
+// TestCrawlRetryAt: a URL refused because robots.txt is unreachable says
+// when the Transport fetches robots.txt again.
+func TestCrawlRetryAt(t *testing.T) {
+	s := newSite(t, robotsHandler(http.StatusServiceUnavailable, ""))
+	code, stdout, _ := runCmd(t, "", "crawl", s.URL+"/x")
+	got := lines(stdout)
+	if code != exitFlagged || len(got) < 3 {
+		t.Fatalf("crawl = %d\n%s", code, stdout)
+	}
+	refused, at, ok := strings.Cut(got[2], "; retry after ")
+	if !ok || refused != "refused /x robots.txt unreachable (503 Service Unavailable)" {
+		t.Fatalf("refused line = %q, want %q and a time", got[2], "refused /x robots.txt unreachable (503 Service Unavailable); retry after …")
+	}
+	if _, err := time.Parse("15:04:05", at); err != nil {
+		if _, err := time.Parse("Jan 2 15:04:05", at); err != nil {
+			t.Errorf("retry time %q is not a time", at)
+		}
+	}
+	if !strings.HasSuffix(got[1], ", at "+at) {
+		t.Errorf("the first line %q does not give the same time as the refusal (%s)", got[1], at)
+	}
+	if n := s.count("/robots.txt"); n != 1 {
+		t.Errorf("robots.txt fetched %d times, want once", n)
+	}
+}
+
+// TestCheckSiteOneFetch: in site mode, one fetch of robots.txt serves the
+// verdicts and the groups named, whatever the fetch finds.
+func TestCheckSiteOneFetch(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		want   []string // output lines, with the site's URL as %s
+	}{
+		{http.StatusOK, []string{
+			"disallowed %s/a Disallow: / (line 2); group * (line 1)",
+			"allowed %s/ok Allow: /ok (line 3); group * (line 1)",
+		}},
+		{http.StatusNotFound, []string{
+			"allowed %s/a robots.txt is unavailable (404 Not Found): no restrictions",
+			"allowed %s/ok robots.txt is unavailable (404 Not Found): no restrictions",
+		}},
+		{http.StatusServiceUnavailable, []string{
+			"disallowed %s/a robots.txt unreachable: robots: fetching %s/robots.txt: 503 Service Unavailable",
+			"disallowed %s/ok robots.txt unreachable: robots: fetching %s/robots.txt: 503 Service Unavailable",
+		}},
+	} {
+		s := newSite(t, robotsHandler(c.status, "User-agent: *\nDisallow: /\nAllow: /ok\n"))
+		_, stdout, stderr := runCmd(t, "", "check", s.URL+"/", "/a", "/ok")
+		var want []string
+		for _, w := range c.want {
+			want = append(want, strings.ReplaceAll(w, "%s", s.URL))
+		}
+		if got := lines(stdout); !equal(got, want) {
+			t.Errorf("robots.txt %d: check says\n%s\nwant\n%s\nstderr: %s", c.status, stdout, strings.Join(want, "\n"), stderr)
+		}
+		if n := s.count("/robots.txt"); n != 1 {
+			t.Errorf("robots.txt %d: fetched %d times, want once", c.status, n)
+		}
+	}
+}
+
+// TestCheckSiteDeflate: the rules check gives are those the Transport
+// decided by, even when robots.txt comes in a Content-Encoding that only the
+// Transport decodes.
+func TestCheckSiteDeflate(t *testing.T) {
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	io.WriteString(zw, "User-agent: *\nDisallow: /\nAllow: /ok\n")
+	zw.Close()
+	s := newSite(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "deflate")
+		w.Write(z.Bytes())
+	}))
+	code, stdout, stderr := runCmd(t, "", "check", s.URL+"/", "/ok", "/a")
+	want := []string{
+		"allowed " + s.URL + "/ok Allow: /ok (line 3); group * (line 1)",
+		"disallowed " + s.URL + "/a Disallow: / (line 2); group * (line 1)",
+	}
+	if code != exitFlagged || !equal(lines(stdout), want) {
+		t.Errorf("check = %d\n%s\nwant %d\n%s\nstderr: %s", code, stdout, exitFlagged, strings.Join(want, "\n"), stderr)
+	}
+	if n := s.count("/robots.txt"); n != 1 {
+		t.Errorf("robots.txt fetched %d times, want once", n)
 	}
 }

@@ -79,7 +79,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			n++
 			fmt.Fprintf(stdout, "%6d  %s", n, line)
 		}
-		fmt.Fprintf(stdout, "\n%s\n\n", obeying([]byte(body), *agent))
+		fmt.Fprintln(stdout)
 	} else {
 		u, err := parseSite(fs.Arg(0))
 		if err != nil || u.Scheme != "http" && u.Scheme != "https" {
@@ -132,6 +132,7 @@ type crawler struct {
 func newCrawler(agent string, max int, timeout time.Duration, stdout, stderr io.Writer) *crawler {
 	tr := robots.NewTransport(baseTransport(timeout), agent)
 	tr.FetchTimeout = timeout
+	tr.UserAgent = userAgent(agent) // for robots.txt fetched before any request
 	c := &crawler{
 		tr:       tr,
 		timeout:  timeout,
@@ -169,6 +170,11 @@ func (c *crawler) crawl(ctx context.Context, start *url.URL) int {
 	c.enqueue(start)
 	fmt.Fprintf(c.out, "crawling %s as %s, at most %d URLs\n", start, c.agent, c.max)
 	c.out.Flush()
+	c.prog.show("fetching " + robotsURL(start).String())
+	fmt.Fprintln(c.out, obeying(ctx, c.tr, start, c.agent))
+	c.prog.clear()
+	c.out.Flush()
+	asked := c.tr.Stats() // the question above is not one of the crawl's requests
 
 	code := exitOK
 	done := 0
@@ -222,7 +228,8 @@ func (c *crawler) crawl(ctx context.Context, start *url.URL) int {
 	if len(parts) > 0 {
 		fmt.Fprintf(c.out, " (%s)", strings.Join(parts, ", "))
 	}
-	fmt.Fprintf(c.out, "; %d of %s decided from the cache\n", st.Hits, count(int(st.Hits+st.Misses), "request"))
+	hits, misses := st.Hits-asked.Hits, st.Misses-asked.Misses
+	fmt.Fprintf(c.out, "; %d of %s decided from the cache\n", hits, count(int(hits+misses), "request"))
 	return code
 }
 
@@ -252,7 +259,10 @@ func (c *crawler) visit(ctx context.Context, u *url.URL) bool {
 		case de.Rule != "":
 			why = de.Rule + " (line " + strconv.Itoa(de.Line) + ")"
 		case de.Err != nil:
-			why += ": " + errorText(de.Err)
+			why += " (" + unreachableText(de.Err) + ")"
+			if !de.RetryAt.IsZero() {
+				why += "; retry after " + clock(de.RetryAt)
+			}
 		}
 		if de.URL != nil && de.URL.String() != u.String() {
 			why = "redirected to " + de.URL.RequestURI() + ": " + why
@@ -420,61 +430,103 @@ func (p *progress) clear() {
 	p.shown = false
 }
 
-// obeying says which group of the robots.txt body the crawler with product
-// token agent obeys, where it is, and which crawl-delay it keeps, as in
-// "demobot obeys the group of user-agent: demobot (lines 5–9), not the *
-// group, crawl-delay 1s".
-func obeying(body []byte, agent string) string {
-	g := matcher.Parse(body).Group(agent)
-	lines := g.Lines()
-	if len(lines) == 0 {
-		return fmt.Sprintf("no group names %s and there is no * group: %s may crawl everything", agent, agent)
+// obeying says what the robots.txt of u's origin makes of the crawler with
+// product token agent: which group it obeys, with the line where each group
+// combined starts, and which crawl-delay tr keeps; or that robots.txt is
+// unavailable or unreachable. It asks tr, which fetches robots.txt if it does
+// not have it yet, as a request to u would, so that the crawl that follows
+// finds it in the cache.
+func obeying(ctx context.Context, tr *robots.Transport, u *url.URL, agent string) string {
+	rt, err := tr.RobotsTxt(ctx, u)
+	if err != nil {
+		return "robots.txt not known: " + errorText(err)
 	}
-	infos := matcher.Lint(body).Groups
-	var parts []string
-	star := false
-	for i, gi := range infos {
-		if !slices.Contains(lines, gi.Line) {
-			continue
+	var s string
+	switch rt.Access {
+	case robots.AccessUnavailable:
+		s = "robots.txt is unavailable: everything is allowed"
+	case robots.AccessSuccess:
+		s = obeyedGroups(rt.Robots, agent)
+		if rt.Err != nil {
+			s = "robots.txt unreachable (" + unreachableText(rt.Err) + "); obeying the copy fetched at " +
+				clock(rt.FetchedAt) + ": " + s
 		}
-		next := 0 // the first line past the group
-		if i+1 < len(infos) {
-			next = infos[i+1].Line
+	default:
+		why := "robots.txt unreachable"
+		if rt.Err != nil {
+			why += " (" + unreachableText(rt.Err) + ")"
 		}
-		star = star || slices.Contains(gi.Agents, "*")
-		parts = append(parts, fmt.Sprintf("user-agent: %s (lines %d–%d)",
-			strings.Join(gi.Agents, ", "), gi.Line, groupEnd(body, gi.Line, next)))
+		return why + ": every URL is refused until it is fetched again, at " + clock(rt.Expires)
 	}
-	s := agent + " obeys the group of " + strings.Join(parts, " and of ")
+	kept, err := tr.CrawlDelay(ctx, u)
+	if err != nil {
+		return s
+	}
+	var stated time.Duration
+	hasDelay := false
+	if rt.Robots != nil {
+		stated, hasDelay = rt.Robots.Group(agent).CrawlDelay()
+	}
 	switch {
-	case star:
-		s += ", as no group names " + agent
-	case slices.ContainsFunc(infos, func(gi matcher.GroupInfo) bool { return slices.Contains(gi.Agents, "*") }):
-		s += ", not the * group"
-	}
-	if d, ok := g.CrawlDelay(); ok {
-		return s + ", crawl-delay " + d.String()
+	case hasDelay && stated > kept:
+		return s + ", crawl-delay " + stated.String() + ", kept at " + kept.String()
+	case kept > 0 || hasDelay:
+		return s + ", crawl-delay " + kept.String()
 	}
 	return s + ", no crawl-delay"
 }
 
-// groupEnd returns the last line of the group that starts at line start of
-// body: the last line before line next (or the end of the file, when next is
-// 0) that is not blank, a comment or a sitemap, which belongs to no group.
-func groupEnd(body []byte, start, next int) int {
-	end, n := start, 0
-	for line := range strings.Lines(string(body)) {
-		n++
-		if n <= start {
-			continue
+// obeyedGroups names the groups of r that the crawler with product token
+// agent obeys, by the line of their first user-agent line, as in "obeying
+// the group of user-agent: examplebot (line 3), not the * group".
+func obeyedGroups(r *matcher.Robots, agent string) string {
+	g, star := r.Group(agent), r.Group("*")
+	lines := g.Lines()
+	if len(lines) == 0 {
+		return "no group names " + agent + " and there is no * group: everything is allowed"
+	}
+	where := make([]string, len(lines))
+	for i, l := range lines {
+		where[i] = strconv.Itoa(l)
+	}
+	at := "line " + where[0]
+	if len(where) > 1 {
+		at = "lines " + strings.Join(where[:len(where)-1], ", ") + " and " + where[len(where)-1]
+	}
+	if g == star {
+		if len(lines) > 1 {
+			return "obeying the * groups (" + at + ")"
 		}
-		if next > 0 && n >= next {
-			break
-		}
-		t := strings.ToLower(strings.TrimSpace(line))
-		if t != "" && !strings.HasPrefix(t, "#") && !strings.HasPrefix(t, "sitemap") {
-			end = n
+		return "obeying the * group (" + at + ")"
+	}
+	s := "obeying the group of user-agent: " + agent + " (" + at + ")"
+	if len(lines) > 1 {
+		s = "obeying the groups of user-agent: " + agent + " (" + at + ")"
+	}
+	if len(star.Lines()) > 0 {
+		s += ", not the * group"
+	}
+	return s
+}
+
+// unreachableText returns why robots.txt is unreachable, without the
+// "robots: fetching URL: " that the Transport puts before a status or a
+// network error, as in "503 Service Unavailable".
+func unreachableText(err error) string {
+	s := errorText(err)
+	if rest, ok := strings.CutPrefix(s, "robots: fetching "); ok {
+		if _, why, ok := strings.Cut(rest, ": "); ok {
+			return why
 		}
 	}
-	return end
+	return strings.TrimPrefix(s, "robots: ")
+}
+
+// clock formats t as a local time of day, with the date unless it is today.
+func clock(t time.Time) string {
+	t = t.Local()
+	if y, m, d := t.Date(); y == time.Now().Year() && m == time.Now().Month() && d == time.Now().Day() {
+		return t.Format("15:04:05")
+	}
+	return t.Format("Jan 2 15:04:05")
 }

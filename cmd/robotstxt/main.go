@@ -71,8 +71,17 @@
 //
 //	go run ./cmd/robotstxt crawl -demo
 //
-// The demo also says which group of its robots.txt the crawler obeys, and
-// which crawl-delay it keeps. The summary counts the URLs fetched, those
+// Before the first URL, crawl says what the site's robots.txt makes of the
+// crawler, from the Transport's copy (robots.txt is fetched once): which
+// group it obeys, by the line of the group's first user-agent line, and the
+// crawl-delay the Transport keeps, as in
+//
+//	obeying the group of user-agent: robotstxt (line 3), not the * group, crawl-delay 1s
+//
+// or that robots.txt is unavailable (everything is allowed) or unreachable
+// (everything is refused until it is fetched again, at the time given). A
+// URL refused because robots.txt is unreachable is printed with that time,
+// as "retry after 12:34:56". The summary counts the URLs fetched, those
 // disallowed by rules, and those refused because robots.txt was unreachable.
 //
 // Every response body is read up to a fixed size and every request has a
