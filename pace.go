@@ -241,7 +241,8 @@ func (t *Transport) delayOf(d time.Duration, ok bool) time.Duration {
 // the origin is not paused (the hot path), unless always is set: then it
 // takes one, so that a later request is spaced from it.
 func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, f *flight, always bool) error {
-	if t.cfg.pacer == nil && every <= 0 && f == nil && !always && !s.pace.paused(t.now()) && !s.pace.dropped.Load() {
+	if t.cfg.pacer == nil && every <= 0 && f == nil && !always && !s.pace.dropped.Load() &&
+		(s.pace.pausedUntil.Load() == 0 || !s.pace.paused(t.now())) {
 		return nil // the hot path: nothing to wait for
 	}
 	waited := false

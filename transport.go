@@ -438,6 +438,10 @@ func errScheme(u *url.URL) error {
 
 // httpScheme reports whether u's scheme is http or https, in any case.
 func httpScheme(u *url.URL) bool {
+	switch u.Scheme {
+	case "https", "http":
+		return true
+	}
 	return strings.EqualFold(u.Scheme, "http") || strings.EqualFold(u.Scheme, "https")
 }
 
@@ -600,7 +604,8 @@ func (t *Transport) check(ctx context.Context, u *url.URL, agent string, userAge
 // query as sent (see target), so that a URL whose Opaque says otherwise is
 // checked like any other.
 func isRobotsTxt(u *url.URL) bool {
-	return u.Opaque == "" && u.RawQuery == "" && !u.ForceQuery && u.EscapedPath() == "/robots.txt"
+	return u.Path == "/robots.txt" && u.Opaque == "" && u.RawQuery == "" && !u.ForceQuery &&
+		(u.RawPath == "" || u.EscapedPath() == "/robots.txt")
 }
 
 // target returns the path and query of u, as robots.txt rules are matched
