@@ -100,6 +100,9 @@ func Lint(body []byte) *Report {
 			switch {
 			case cur == nil:
 				add("rule before any user-agent line ignored")
+			case len(v) == 0 && s.field == fieldDisallow:
+				// "Disallow:" with no value is the documented way
+				// to allow everything (RFC 9309 §2.2.2): no problem.
 			case len(v) == 0:
 				add(fmt.Sprintf("empty %s value ignored", s.field.canonical()))
 			case v[0] != '/' && v[0] != '*':

@@ -36,7 +36,6 @@ func TestLint(t *testing.T) {
 		{3, `"useragent" read as "user-agent"`},
 		{4, `"dissallow" read as "disallow"`},
 		{5, "missing colon"},
-		{6, "empty disallow"},
 		{7, "matches nothing"},
 		{8, "invalid crawl-delay"},
 		{10, "not an absolute URL"},
@@ -133,5 +132,16 @@ func TestLintUserAgentTokens(t *testing.T) {
 		if c.message == "" && len(rep.Diagnostics) != 0 || !strings.Contains(msg, c.message) {
 			t.Errorf("User-agent: %s: diagnostics %v want %q", c.value, rep.Diagnostics, c.message)
 		}
+	}
+}
+
+// TestLintAllowAll: the most common robots.txt, an empty Disallow that allows
+// everything, is not a problem.
+func TestLintAllowAll(t *testing.T) {
+	if r := Lint([]byte("User-agent: *\nDisallow:\n")); len(r.Diagnostics) != 0 {
+		t.Errorf("diagnostics %v, want none", r.Diagnostics)
+	}
+	if r := Lint([]byte("User-agent: *\nAllow:\n")); len(r.Diagnostics) != 1 {
+		t.Errorf("diagnostics %v, want the empty allow", r.Diagnostics)
 	}
 }

@@ -165,7 +165,7 @@ func lintBody(out *lintJSON, body []byte) {
 	for _, d := range rep.Diagnostics {
 		// matcher.Lint's size warning gives the size of what lint read,
 		// not of the file: it is replaced by the one below.
-		if harmless(d) || strings.HasPrefix(d.Message, "file is ") {
+		if strings.HasPrefix(d.Message, "file is ") {
 			continue
 		}
 		out.Diagnostics = append(out.Diagnostics, diagnosticJSON{Line: d.Line, Text: d.Text, Message: d.Message})
@@ -340,15 +340,6 @@ func rulesRead(n int) string {
 		return "no rules"
 	}
 	return "only the " + count(n, "rule") + " that happen to parse"
-}
-
-// harmless reports whether a diagnostic of [matcher.Lint] names nothing a
-// site owner needs to fix. An empty Disallow is the documented way to allow
-// everything (RFC 9309 §2.2.2; "User-agent: *" then "Disallow:" is the most
-// common robots.txt there is): matcher.Lint reports it as an ignored rule,
-// which it is, but it is not a problem.
-func harmless(d matcher.Diagnostic) bool {
-	return d.Message == "empty disallow value ignored"
 }
 
 // count returns "1 rule", "2 rules".
