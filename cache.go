@@ -640,17 +640,17 @@ func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string) 
 // context of the request that started it, for the log only: the load serves
 // every request that waits for it, so it is neither canceled with that
 // request nor carries its values (its httptrace hooks, say). A panic while
-// loading (in Base, a Store or a Pacer) ends the load with the origin
-// unreachable, and is logged; it is not raised again, since the load may run
-// on a goroutine of its own.
+// loading (in Base, a Store, a Pacer or the Logger) ends the load with the
+// origin unreachable, and is logged; it is not raised again, since the load
+// may run on a goroutine of its own. The flight ends whatever happens.
 func (t *Transport) load(ctx context.Context, s *site, f *flight, userAgent string) {
 	ctx = context.WithoutCancel(ctx)
 	var st *state
 	defer func() {
-		if v := recover(); v != nil {
-			err := fmt.Errorf("robots: panic while loading %s/robots.txt: %v", s.origin, v)
-			t.log(ctx, err.Error(), "stack", string(debug.Stack()))
-			st = t.compileFetched(next(entryOf(s.cur.Load()), &fetchResult{err: err}, time.Now()), &fetchResult{access: AccessUnreachable, err: err}, s.cur.Load())
+		// Deferred first, so it runs last: even if what follows panics,
+		// the flight ends and its waiters are answered.
+		if st == nil {
+			st = t.panicked(s, "robots: panic while loading "+s.origin+"/robots.txt")
 		}
 		t.paceOf(s).know(st.every)
 		s.cur.Store(st)
@@ -661,7 +661,26 @@ func (t *Transport) load(ctx context.Context, s *site, f *flight, userAgent stri
 		f.st = st
 		close(f.done)
 	}()
+	defer func() {
+		if v := recover(); v != nil {
+			msg := fmt.Sprintf("robots: panic while loading %s/robots.txt: %v", s.origin, v)
+			st = t.panicked(s, msg)
+			func() {
+				defer func() { recover() }() // a Logger that panics too
+				t.log(ctx, msg, "stack", string(debug.Stack()))
+			}()
+		}
+	}()
 	st = t.obtain(ctx, s, f, s.cur.Load(), userAgent)
+}
+
+// panicked returns the state of s after a load that panicked: the fetch
+// failed as unreachable, with msg as its error, and the last good copy (if
+// any) is kept, as for any unreachable fetch.
+func (t *Transport) panicked(s *site, msg string) *state {
+	err := errors.New(msg)
+	r := &fetchResult{access: AccessUnreachable, err: err}
+	return t.compileFetched(next(entryOf(s.cur.Load()), r, time.Now()), r, s.cur.Load())
 }
 
 // entryOf returns st's entry, or nil if st is nil.

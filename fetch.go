@@ -177,7 +177,17 @@ func (t *Transport) hopTurn(ctx context.Context, k originKey) error {
 // past FetchTimeout.
 func bounded(ctx context.Context, body io.Closer, f func() error) (error, bool) {
 	done := make(chan error, 1)
-	go func() { done <- f() }()
+	go func() {
+		// f recovers a panic of Base; one that still escapes it (from
+		// the Logger, say) must not end the process from a goroutine
+		// no caller can recover on.
+		defer func() {
+			if v := recover(); v != nil {
+				done <- fmt.Errorf("robots: panic reading robots.txt: %v", v)
+			}
+		}()
+		done <- f()
+	}()
 	select {
 	case err := <-done:
 		return err, true

@@ -546,3 +546,57 @@ func TestGzipCutLine(t *testing.T) {
 		})
 	}
 }
+
+// panicHandler is a slog.Handler that panics on every record.
+type panicHandler struct{}
+
+func (panicHandler) Enabled(context.Context, slog.Level) bool  { return true }
+func (panicHandler) Handle(context.Context, slog.Record) error { panic("logger kaput") }
+func (h panicHandler) WithAttrs([]slog.Attr) slog.Handler      { return h }
+func (h panicHandler) WithGroup(string) slog.Handler           { return h }
+
+// TestBasePanicsWithPanickingLogger: when the Logger panics too, as it logs
+// the panic of Base, the flight still ends, the origin is refused as
+// unreachable, and the process lives on (the fetch may run on a goroutine of
+// the Transport's own, where no caller could recover).
+func TestBasePanicsWithPanickingLogger(t *testing.T) {
+	for _, where := range []string{"RoundTrip", "body Read"} {
+		for _, deadline := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/deadline %v", where, deadline), func(t *testing.T) {
+				var robotsCalls atomic.Int32
+				base := rtFunc(func(req *http.Request) (*http.Response, error) {
+					if req.URL.Path != "/robots.txt" {
+						return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
+					}
+					robotsCalls.Add(1)
+					if where == "RoundTrip" {
+						panic("kaput")
+					}
+					return &http.Response{StatusCode: 200, ContentLength: -1, Body: &panicBody{onRead: "kaput"}, Request: req}, nil
+				})
+				tr := &Transport{Base: base, Agent: "FaultBot", Logger: slog.New(panicHandler{})}
+				for i := range 3 {
+					ctx := context.Background()
+					if deadline {
+						var cancel context.CancelFunc
+						ctx, cancel = context.WithTimeout(ctx, noHang)
+						defer cancel()
+					}
+					done := make(chan error, 1)
+					go func() { done <- tr.Check(ctx, mustURL("http://example.com/page")) }()
+					select {
+					case err := <-done:
+						if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "kaput") {
+							t.Errorf("request %d: Check = %v, want an unreachable refusal that names the panic", i, err)
+						}
+					case <-time.After(noHang):
+						t.Fatalf("request %d: no answer within %v", i, noHang)
+					}
+				}
+				if n := robotsCalls.Load(); n != 1 {
+					t.Errorf("robots.txt fetched %d times, want 1", n)
+				}
+			})
+		}
+	}
+}

@@ -128,6 +128,16 @@ type Transport struct {
 	// *Transport itself (as after http.DefaultTransport =
 	// robots.NewTransport(nil, "ExampleBot")), the http.DefaultTransport
 	// that net/http made is used instead.
+	//
+	// If Base, or a body it returns, panics while fetching robots.txt,
+	// the fetch ends as unreachable: each request waiting for it, with
+	// or without a deadline, is refused with a [*DisallowedError] for
+	// [ErrUnreachable] whose error says "Base panicked" and wraps the
+	// panic's value when that is an error; the stack goes to the Logger,
+	// and the origin is fetched again after the usual back-off. The
+	// panic is not raised again, since the fetch may run on a goroutine
+	// of the Transport's own. A panic of Base while sending a request
+	// that robots.txt allows is raised on the caller's goroutine.
 	Base http.RoundTripper
 
 	// Agent is the crawler's product token, e.g. "ExampleBot", matched
