@@ -2,6 +2,7 @@ package robots
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -148,55 +149,103 @@ func isDisallowed(err error) bool {
 // each serving 500 KiB of rules of one of the hostile shapes, through a
 // Transport with the default MaxBytes and MaxOrigins, and checks that the
 // heap then held is about that budget, no more. With -short (and under the
-// race detector) the budget is smaller, and so is the number of origins.
+// race detector) the budget is smaller, and so is the number of origins. A
+// Transport with a MemoryStore holds at most both budgets.
 func TestMemoryHostileOrigins(t *testing.T) {
 	shapes := hostileShapes()
-	budget := int64(DefaultMaxBytes)
-	origins := 400
-	if testing.Short() || raceEnabled {
-		budget, origins = 24<<20, 40
+	for _, withStore := range []bool{false, true} {
+		t.Run(fmt.Sprintf("MemoryStore %v", withStore), func(t *testing.T) {
+			budget, storeBudget := int64(DefaultMaxBytes), int64(0)
+			origins := 300
+			if testing.Short() || raceEnabled || withStore {
+				budget, origins = 24<<20, 40
+			}
+			base := hostileBase(func(host string) []byte {
+				var i int
+				fmt.Sscanf(host, "o%d.", &i)
+				return shapes[i%len(shapes)].body
+			})
+			before := heapInUse()
+			tr := &Transport{Base: base, Agent: "ExampleBot"}
+			if budget != DefaultMaxBytes {
+				tr.MaxBytes = budget
+			}
+			var store *MemoryStore
+			if withStore {
+				storeBudget = budget / 2
+				store = &MemoryStore{MaxBytes: storeBudget}
+				tr.Store = store
+			}
+			var fetched int64
+			peak := int64(0)
+			for i := range origins {
+				req, _ := http.NewRequest("GET", fmt.Sprintf("https://o%d.example/x/y", i), nil)
+				resp, err := tr.RoundTrip(req)
+				if err != nil && !isDisallowed(err) {
+					t.Fatal(err)
+				}
+				if resp != nil {
+					resp.Body.Close()
+				}
+				fetched += int64(len(shapes[i%len(shapes)].body))
+				if _, counted := cacheCounts(tr); counted > peak {
+					peak = counted
+				}
+				if store != nil {
+					store.mu.Lock()
+					if store.bytes > storeBudget {
+						t.Errorf("the MemoryStore counts %d bytes, over its MaxBytes of %d", store.bytes, storeBudget)
+					}
+					store.mu.Unlock()
+				}
+			}
+			held := heapInUse() - before
+			kept, counted := cacheCounts(tr)
+			t.Logf("%d origins served %.0f MiB of robots.txt; the cache keeps %d of them, counts %.1f MiB (at most %.1f MiB at any time), and the heap holds %.1f MiB, for a budget of %d MiB (and %d MiB for the store)",
+				origins, float64(fetched)/(1<<20), kept, float64(counted)/(1<<20), float64(peak)/(1<<20), float64(held)/(1<<20), budget>>20, storeBudget>>20)
+			if peak > budget {
+				t.Errorf("the cache counted %d bytes, over its budget of %d", peak, budget)
+			}
+			if all := budget + storeBudget; held > all+all/20+4<<20 {
+				t.Errorf("the heap holds %d bytes after %d hostile origins, over the budget of %d", held, origins, all)
+			}
+			if kept == origins || counted < budget*3/4 {
+				t.Errorf("%d of %d origins kept, %d bytes counted: the budget of %d was never filled, so the test tests nothing", kept, origins, counted, budget)
+			}
+			if st := tr.Stats(); st.Evictions == 0 {
+				t.Errorf("Stats = %+v, want evictions", st)
+			}
+			runtime.KeepAlive(tr)
+		})
 	}
-	base := hostileBase(func(host string) []byte {
-		var i int
-		fmt.Sscanf(host, "o%d.", &i)
-		return shapes[i%len(shapes)].body
-	})
-	before := heapInUse()
-	tr := &Transport{Base: base, Agent: "ExampleBot"}
-	if budget != DefaultMaxBytes {
-		tr.MaxBytes = budget
+}
+
+// TestMemoryStoreMaxBytes: a MemoryStore drops entries to stay within its
+// MaxBytes, counts an entry put again once, and keeps an entry larger than
+// MaxBytes alone.
+func TestMemoryStoreMaxBytes(t *testing.T) {
+	ctx := context.Background()
+	body := make([]byte, 100<<10)
+	s := &MemoryStore{MaxBytes: 1 << 20}
+	for i := range 50 {
+		s.Put(ctx, fmt.Sprint("https://o", i, ".example"), &Entry{Access: AccessSuccess, Body: body})
+		s.Put(ctx, fmt.Sprint("https://o", i, ".example"), &Entry{Access: AccessSuccess, Body: body}) // again: counted once
 	}
-	var fetched int64
-	peak := int64(0)
-	for i := range origins {
-		req, _ := http.NewRequest("GET", fmt.Sprintf("https://o%d.example/x/y", i), nil)
-		resp, err := tr.RoundTrip(req)
-		if err != nil && !isDisallowed(err) {
-			t.Fatal(err)
+	n := 0
+	for i := range 50 {
+		if e, _ := s.Get(ctx, fmt.Sprint("https://o", i, ".example")); e != nil {
+			n++
 		}
-		if resp != nil {
-			resp.Body.Close()
-		}
-		fetched += int64(len(shapes[i%len(shapes)].body))
-		if _, counted := cacheCounts(tr); counted > peak {
-			peak = counted
-		}
 	}
-	held := heapInUse() - before
-	kept, counted := cacheCounts(tr)
-	t.Logf("%d origins served %.0f MiB of robots.txt; the cache keeps %d of them, counts %.1f MiB (at most %.1f MiB at any time), and the heap holds %.1f MiB, for a budget of %d MiB",
-		origins, float64(fetched)/(1<<20), kept, float64(counted)/(1<<20), float64(peak)/(1<<20), float64(held)/(1<<20), budget>>20)
-	if peak > budget {
-		t.Errorf("the cache counted %d bytes, over its budget of %d", peak, budget)
+	if e, _ := s.Get(ctx, "https://o49.example"); e == nil || n != 10 || s.bytes > s.MaxBytes {
+		t.Errorf("%d entries of 100 KiB kept in 1 MiB, counted %d bytes; the last one kept: %v", n, s.bytes, e != nil)
 	}
-	if held > budget+budget/20+4<<20 {
-		t.Errorf("the heap holds %d bytes after %d hostile origins, over the budget of %d", held, origins, budget)
+	s.Put(ctx, "https://big.example", &Entry{Access: AccessSuccess, Body: make([]byte, 2<<20)})
+	if e, _ := s.Get(ctx, "https://big.example"); e == nil || len(s.entries) != 1 {
+		t.Errorf("an entry over MaxBytes: kept %v, with %d entries in all; want it kept alone", e != nil, len(s.entries))
 	}
-	if kept == origins || counted < budget*3/4 {
-		t.Errorf("%d of %d origins kept, %d bytes counted: the budget of %d was never filled, so the test tests nothing", kept, origins, counted, budget)
+	s.Put(ctx, "https://small.example", &Entry{Access: AccessUnavailable})
+	if len(s.entries) != 1 || s.bytes != entrySize("https://small.example", &Entry{}) {
+		t.Errorf("after a small entry: %d entries, %d bytes; want the large one dropped", len(s.entries), s.bytes)
 	}
-	if st := tr.Stats(); st.Evictions == 0 {
-		t.Errorf("Stats = %+v, want evictions", st)
-	}
-	runtime.KeepAlive(tr)
 }

@@ -122,6 +122,10 @@ type Locker interface {
 // MaxEntries is zero.
 const DefaultMaxStoreEntries = 10000
 
+// DefaultMaxStoreBytes is the bound on the bytes of a MemoryStore whose
+// MaxBytes is zero.
+const DefaultMaxStoreBytes = 128 << 20
+
 // MemoryStore is a [Store] and [Locker] that keeps entries in memory. Give
 // one MemoryStore to several Transports (for example, crawlers with different
 // product tokens) so that they fetch each robots.txt once between them.
@@ -134,12 +138,31 @@ type MemoryStore struct {
 	// DefaultMaxStoreEntries is used.
 	MaxEntries int
 
+	// MaxBytes bounds the bytes the entries hold: their bodies, their
+	// errors and their origins, and 256 bytes each beside. When a Put
+	// would exceed it, arbitrary entries are removed first; an entry
+	// larger than MaxBytes on its own is kept alone. If zero,
+	// DefaultMaxStoreBytes (128 MiB) is used. A Transport that uses the
+	// store counts the bodies it holds in its own MaxBytes too; they are
+	// the same bytes while both hold an entry.
+	MaxBytes int64
+
 	mu      sync.Mutex
 	entries map[string]*Entry   // guarded by mu; lazily initialised
 	locks   map[string]*memLock // guarded by mu; lazily initialised
+	bytes   int64               // guarded by mu: the sum of entrySize over entries
 }
 
 type memLock struct{ until time.Time }
+
+// entrySize is what a MemoryStore counts for e, the entry of origin.
+func entrySize(origin string, e *Entry) int64 {
+	const overhead = 256 // the Entry, its map slot and its pointers
+	if e == nil {
+		return overhead + int64(len(origin))
+	}
+	return overhead + int64(len(origin)+len(e.Body)+len(e.Error))
+}
 
 // Get implements [Store].
 func (s *MemoryStore) Get(ctx context.Context, origin string) (*Entry, error) {
@@ -155,19 +178,28 @@ func (s *MemoryStore) Put(ctx context.Context, origin string, e *Entry) error {
 	if s.entries == nil {
 		s.entries = make(map[string]*Entry)
 	}
-	max := s.MaxEntries
-	if max <= 0 {
-		max = DefaultMaxStoreEntries
+	maxEntries := s.MaxEntries
+	if maxEntries <= 0 {
+		maxEntries = DefaultMaxStoreEntries
 	}
-	if _, ok := s.entries[origin]; !ok {
-		for k := range s.entries {
-			if len(s.entries) < max {
-				break
-			}
-			delete(s.entries, k)
+	maxBytes := s.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxStoreBytes
+	}
+	if old, ok := s.entries[origin]; ok {
+		s.bytes -= entrySize(origin, old)
+		delete(s.entries, origin)
+	}
+	size := entrySize(origin, e)
+	for k, v := range s.entries {
+		if len(s.entries) < maxEntries && s.bytes+size <= maxBytes {
+			break
 		}
+		s.bytes -= entrySize(k, v)
+		delete(s.entries, k)
 	}
 	s.entries[origin] = e
+	s.bytes += size
 	return nil
 }
 
