@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"runtime"
 	"strings"
@@ -597,6 +598,77 @@ func TestBasePanicsWithPanickingLogger(t *testing.T) {
 					t.Errorf("robots.txt fetched %d times, want 1", n)
 				}
 			})
+		}
+	}
+}
+
+// TestEntryZeroFields: what an Entry from a Store means with each of its
+// fields left at the zero value (or out of range). The zero Access refuses
+// (TestZeroEntryRefuses); the rest:
+//   - Body nil with AccessSuccess is an empty robots.txt: everything is
+//     allowed, as for a file fetched empty (a Store that encodes entries
+//     cannot tell nil from empty);
+//   - a zero Expires is long past: the entry is not used as it is, the
+//     origin is fetched again, and the entry stays the last good copy if
+//     that fetch fails;
+//   - a zero FetchedAt is used like any other until Expires, and is older
+//     than any Forget;
+//   - Failures out of range (negative, or the largest int) give a back-off
+//     within RetryMin..RetryMax and a count that stays positive.
+func TestEntryZeroFields(t *testing.T) {
+	const rules = "User-agent: *\nDisallow: /private\n"
+	far := time.Now().Add(time.Hour)
+	type result struct {
+		private bool // whether /private is allowed
+		fetches int  // robots.txt fetches
+	}
+	for _, c := range []struct {
+		name   string
+		entry  *Entry
+		status int // of the robots.txt the origin serves
+		forget bool
+		want   result
+	}{
+		{"success, nil Body", &Entry{Access: AccessSuccess, Expires: far}, 200, false, result{true, 0}},
+		{"success, zero Expires", &Entry{Access: AccessSuccess, Body: []byte("User-agent: *\nDisallow: /\n")}, 200, false, result{false, 1}},
+		{"success, zero Expires, origin unreachable", &Entry{Access: AccessSuccess, Body: []byte("User-agent: *\nAllow: /private\nDisallow: /\n")}, 503, false, result{true, 1}},
+		{"unavailable, zero Expires", &Entry{Access: AccessUnavailable}, 200, false, result{false, 1}},
+		{"unreachable, zero Expires", &Entry{}, 200, false, result{false, 1}},
+		{"unavailable", &Entry{Access: AccessUnavailable, Expires: far}, 200, false, result{true, 0}},
+		{"zero FetchedAt", &Entry{Access: AccessSuccess, Body: []byte("User-agent: *\nAllow: /\n"), Expires: far}, 200, false, result{true, 0}},
+		{"zero FetchedAt, forgotten", &Entry{Access: AccessSuccess, Body: []byte("User-agent: *\nAllow: /\n"), Expires: far}, 200, true, result{false, 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var fetches atomic.Int32
+			base := rtFunc(func(req *http.Request) (*http.Response, error) {
+				if req.URL.Path == "/robots.txt" {
+					fetches.Add(1)
+					return &http.Response{StatusCode: c.status, Body: io.NopCloser(strings.NewReader(rules)), Request: req}, nil
+				}
+				return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
+			})
+			store := &MemoryStore{}
+			store.Put(context.Background(), "https://example.com", c.entry)
+			tr := &Transport{Base: base, Agent: "ExampleBot", Store: store}
+			if c.forget {
+				// Forget drops what the Transport holds: load it first.
+				if err := tr.Check(context.Background(), mustURL("https://example.com/private")); err != nil || fetches.Load() != 0 {
+					t.Fatalf("before Forget: %v after %d fetches", err, fetches.Load())
+				}
+				tr.Forget(mustURL("https://example.com/"))
+			}
+			err := tr.Check(context.Background(), mustURL("https://example.com/private"))
+			if got := (result{err == nil, int(fetches.Load())}); got != c.want {
+				t.Errorf("allowed %v (err %v) after %d fetches, want %+v", got.private, err, got.fetches, c.want)
+			}
+		})
+	}
+
+	for _, failures := range []int{-5, 0, math.MaxInt} {
+		e := next(&Entry{Failures: failures}, &fetchResult{err: errors.New("down")}, time.Now())
+		wait := time.Until(e.Expires)
+		if e.Failures < 1 || wait < RetryMin-time.Second || wait > RetryMax {
+			t.Errorf("Failures %d: next has Failures %d and waits %v", failures, e.Failures, wait)
 		}
 	}
 }

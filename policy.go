@@ -1,6 +1,7 @@
 package robots
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -155,7 +156,12 @@ func next(prev *Entry, r *fetchResult, now time.Time) *Entry {
 	if e.UnreachableSince.IsZero() {
 		e.UnreachableSince = now
 	}
-	e.Failures++
+	// A count from a Store may be anything: a negative one starts again,
+	// and one at the largest int stays there.
+	e.Failures = max(e.Failures, 0)
+	if e.Failures < math.MaxInt {
+		e.Failures++
+	}
 	wait := backoff(e.Failures)
 	if r.retryAfter > wait {
 		wait = min(r.retryAfter, DefaultTTL)
