@@ -168,8 +168,15 @@ func TestMaxAgeHeaderLines(t *testing.T) {
 		{[]string{"public", "max-age=120"}, 2 * time.Minute, true},
 		{[]string{"max-age=60, max-age=86400"}, time.Minute, true},
 		{[]string{"max-age=300", "max-age=60"}, 5 * time.Minute, true},
-		{[]string{"max-age=abc", "max-age=600"}, 10 * time.Minute, true},
-		{[]string{"max-age=-1, max-age=600"}, 10 * time.Minute, true},
+		{[]string{"max-age=abc", "max-age=600"}, 0, true}, // an invalid first max-age: stale
+		{[]string{"max-age=-1, max-age=600"}, 0, true},
+		{[]string{"max-age", "max-age=600"}, 0, true},
+		{[]string{"max-age=+60"}, 0, true},
+		{[]string{`max-age="120"`, "max-age=600"}, 2 * time.Minute, true},
+		{[]string{`max-age="120`}, 0, true},
+		{[]string{"MAX-AGE = 120 "}, 2 * time.Minute, true},
+		{[]string{"max-age=99999999999999999999999"}, time.Duration(1<<63-1) / time.Second * time.Second, true},
+		{[]string{`private="x, y"`, "max-age=300"}, 5 * time.Minute, true},
 		{[]string{"max-age=600", "no-cache"}, 0, true},
 		{[]string{"no-store", "max-age=600"}, 0, true},
 		{[]string{"", "s-maxage=60"}, 0, false},
@@ -187,6 +194,8 @@ func TestMaxAgeHeaderLines(t *testing.T) {
 		{[]string{"max-age=60, max-age=86400"}, MinTTL},
 		{[]string{"max-age=3600", "max-age=1"}, time.Hour},
 		{[]string{"max-age=3600", "no-cache"}, MinTTL},
+		{[]string{"max-age=abc", "max-age=3600"}, MinTTL},
+		{[]string{"max-age=99999999999"}, DefaultTTL},
 	} {
 		if got := lifetime(DefaultTTL, c.lines...); got != c.want {
 			t.Errorf("lifetime(%v, %q) = %v want %v", DefaultTTL, c.lines, got, c.want)

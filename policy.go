@@ -1,6 +1,7 @@
 package robots
 
 import (
+	"errors"
 	"math"
 	"net/http"
 	"strconv"
@@ -56,8 +57,10 @@ func classify(status int) Access {
 
 // maxAge returns the lifetime that the Cache-Control header values of a
 // response set, all lines and directives taken together: 0 if any says
-// no-cache or no-store, else the first valid max-age (RFC 9111 §4.2.1: the
-// first of several occurrences is used). ok is false when they set none.
+// no-cache or no-store, else the first max-age (RFC 9111 §4.2.1: the first
+// of several occurrences is used). A first max-age that is not a
+// non-negative number of seconds (token or quoted) makes the response stale
+// (RFC 9111 §4.2.1 encourages it): 0. ok is false when they set none.
 func maxAge(cacheControl ...string) (d time.Duration, ok bool) {
 	for _, v := range cacheControl {
 		for dir := range strings.SplitSeq(v, ",") {
@@ -69,15 +72,22 @@ func maxAge(cacheControl ...string) (d time.Duration, ok bool) {
 				if ok {
 					continue // a later max-age does not count
 				}
-				val = strings.Trim(strings.TrimSpace(val), `"`)
-				n, err := strconv.ParseInt(val, 10, 64)
-				if err != nil || n < 0 {
-					continue
+				d, ok = 0, true
+				val = strings.TrimSpace(val)
+				if len(val) >= 2 && val[0] == '"' && val[len(val)-1] == '"' {
+					val = val[1 : len(val)-1]
 				}
-				if n > int64(1<<63-1)/int64(time.Second) {
+				if val == "" || val[0] < '0' || val[0] > '9' {
+					continue // invalid: stale
+				}
+				n, err := strconv.ParseInt(val, 10, 64)
+				if err != nil && !errors.Is(err, strconv.ErrRange) {
+					continue // invalid: stale
+				}
+				if err != nil || n > int64(1<<63-1)/int64(time.Second) {
 					n = int64(1<<63-1) / int64(time.Second)
 				}
-				d, ok = time.Duration(n)*time.Second, true
+				d = time.Duration(n) * time.Second
 			}
 		}
 	}

@@ -176,8 +176,10 @@ type Transport struct {
 
 	// TTL, if non-zero, is how long a fetched robots.txt is used before
 	// it is fetched again; a shorter Cache-Control max-age in its
-	// response shortens it, down to MinTTL. If zero, DefaultTTL (24
-	// hours, RFC 9309 §2.4) is used.
+	// response shortens it, down to MinTTL. The first max-age of all the
+	// response's Cache-Control lines counts (RFC 9111 §4.2.1); an
+	// invalid one, no-cache and no-store count as zero. If zero,
+	// DefaultTTL (24 hours, RFC 9309 §2.4) is used.
 	TTL time.Duration
 
 	// FetchTimeout, if non-zero, bounds each fetch of robots.txt,
