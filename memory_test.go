@@ -99,7 +99,12 @@ func TestMemoryPerOrigin(t *testing.T) {
 	if testing.Short() {
 		origins = 3
 	}
-	for _, s := range hostileShapes() {
+	shapes := append(hostileShapes(), hostileShape{"tiny file", "ExampleBot", []byte("User-agent: *\nDisallow: /private\n")})
+	for _, s := range shapes {
+		origins := origins
+		if len(s.body) < 1<<10 {
+			origins *= 500 // enough for the overhead of an origin to show
+		}
 		for _, withStore := range []bool{false, true} {
 			name := s.name
 			if withStore {
@@ -129,7 +134,7 @@ func TestMemoryPerOrigin(t *testing.T) {
 				}
 				perOrigin := float64(counted) / float64(origins)
 				n := float64(len(s.body))
-				t.Logf("%-30s file %6d B: per origin %8.0f B counted (%.2f× the file), %8.0f B held on the heap (%.2f×); counted/held %.2f",
+				t.Logf("%-26s file %6d B: per origin %8.0f B counted (%.2f× the file), %8.0f B held on the heap (%.2f×); counted/held %.2f",
 					name, len(s.body), perOrigin, perOrigin/n, held, held/n, perOrigin/held)
 				if perOrigin < 0.95*held {
 					t.Errorf("the cache counts %.0f bytes per origin, less than the %.0f the heap holds", perOrigin, held)

@@ -201,19 +201,22 @@ type Transport struct {
 	// (an approximation of least-recently-used, per shard), and fetched
 	// again if it is used again. If zero, DefaultMaxOrigins is used.
 	// The pace of a dropped origin is kept while it can still hold a
-	// request back.
+	// request back. MaxBytes bounds the memory; MaxOrigins bounds the
+	// number of origins tracked, and with it the work of adding one (the
+	// cache is split into shards of 64 to 128 origins).
 	MaxOrigins int
 
 	// MaxBytes, if non-zero, bounds the bytes the cache holds: each
-	// origin's parsed robots.txt with its index, and its body when Store
-	// is set, counted as they are built. When it is reached, origins that
-	// have not been used recently are dropped, as for MaxOrigins. If
-	// zero, DefaultMaxBytes (256 MiB) is used. A parsed robots.txt holds
-	// about 1.4 times the size of a realistic file with its index, at
-	// most 3 times for ASCII rules of any shape and 3.9 times for raw
-	// non-ASCII ones, and at least 1 KB in all, so MaxBytes rather than
-	// MaxOrigins bounds a cache of large files. The state being loaded is
-	// kept even when it alone is larger.
+	// origin's parsed robots.txt with its index, its body when Store is
+	// set, and about 1 KiB for the rest of its state, counted as they are
+	// built. When it is reached, origins that have not been used recently
+	// are dropped, as for MaxOrigins. If zero, DefaultMaxBytes (256 MiB)
+	// is used. A parsed robots.txt of 500 KiB holds about 1.4 times its
+	// size with its index for realistic rules, up to 3 times for tiny
+	// rules, and up to 4 times for rules full of bytes that
+	// percent-encoding triples (non-ASCII, spaces, '%'), so MaxBytes
+	// rather than MaxOrigins bounds a cache of large files. The state
+	// being loaded is kept even when it alone is larger.
 	MaxBytes int64
 
 	// Store, if non-nil, is where robots.txt entries are shared with
