@@ -681,3 +681,50 @@ func TestEntryZeroFields(t *testing.T) {
 		}
 	}
 }
+
+// TestDeflateBomb: a deflate body (zlib-wrapped or raw) that decodes to far
+// more than the limit is read only as far as the limit needs, in little
+// memory, and the line the limit cuts is dropped.
+func TestDeflateBomb(t *testing.T) {
+	var text strings.Builder
+	text.WriteString(faultRules)
+	pad := "# a line of padding\nAllow: /private/ok-but-cut\n"
+	for text.Len() < 8<<20 {
+		text.WriteString(pad)
+	}
+	for _, c := range []struct {
+		name string
+		body string
+	}{
+		{"zlib", zlibString(text.String())},
+		{"raw", deflateRaw(text.String())},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cr := &countReader{r: strings.NewReader(c.body)}
+			base := rtFunc(func(req *http.Request) (*http.Response, error) {
+				if req.URL.Path == "/robots.txt" {
+					return &http.Response{StatusCode: 200, ContentLength: int64(len(c.body)), Header: http.Header{"Content-Encoding": {"deflate"}},
+						Body: io.NopCloser(cr), Request: req}, nil
+				}
+				return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
+			})
+			tr := &Transport{Base: base, Agent: "FaultBot"}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			err := tr.Check(context.Background(), mustURL("http://example.com/private/x"))
+			runtime.ReadMemStats(&after)
+			if de, ok := errors.AsType[*DisallowedError](err); !ok || de.Rule != "Disallow: /private" {
+				t.Errorf("Check(/private/x) = %v, want refused by Disallow: /private", err)
+			}
+			if err := tr.Check(context.Background(), mustURL("http://example.com/private/ok-but-cut")); err != nil {
+				t.Errorf("Check(/private/ok-but-cut) = %v, want allowed", err)
+			}
+			if n := cr.n.Load(); n > 64<<10 {
+				t.Errorf("read %d KiB of a %d KiB compressed body for a limit of %d KiB of text", n>>10, len(c.body)>>10, DefaultMaxBodySize>>10)
+			}
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+				t.Errorf("%d MiB allocated to read a deflate bomb limited to 500 KiB", alloc>>20)
+			}
+		})
+	}
+}
