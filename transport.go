@@ -227,7 +227,13 @@ type Transport struct {
 	Store Store
 
 	// Logger, if non-nil, receives a record of each robots.txt fetch and
-	// of each Store or Pacer error. If nil, nothing is logged.
+	// of each Store or Pacer error. If nil, nothing is logged. Records
+	// about a fetch are logged with the context of the request that
+	// caused it, so that a handler can read its values (a trace ID, say);
+	// that is all the fetch takes from the request's context, beside the
+	// product token set with [WithAgent] (see UserAgent). A Logger (or a
+	// Store, or a Pacer) that panics during a fetch makes the fetch
+	// unreachable, as a panicking Base does (see Base).
 	Logger *slog.Logger
 
 	// IgnoreCrawlDelay, if true, turns off pacing by crawl-delay. By
