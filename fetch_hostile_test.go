@@ -728,3 +728,72 @@ func TestDeflateBomb(t *testing.T) {
 		})
 	}
 }
+
+// panicStore is a Store whose Get or Put panics.
+type panicStore struct {
+	MemoryStore
+	onGet, onPut bool
+}
+
+func (s *panicStore) Get(ctx context.Context, origin string) (*Entry, error) {
+	if s.onGet {
+		panic("store kaput")
+	}
+	return s.MemoryStore.Get(ctx, origin)
+}
+
+func (s *panicStore) Put(ctx context.Context, origin string, e *Entry) error {
+	if s.onPut {
+		panic("store kaput")
+	}
+	return s.MemoryStore.Put(ctx, origin, e)
+}
+
+// panicPacer is a Pacer whose Reserve panics.
+type panicPacer struct{}
+
+func (panicPacer) Reserve(context.Context, string, time.Duration, time.Duration) (time.Duration, bool, error) {
+	panic("pacer kaput")
+}
+func (panicPacer) Pause(context.Context, string, time.Time) error { return nil }
+
+// TestStorePacerPanicDuringFetch: a Store or Pacer that panics during the
+// fetch of robots.txt makes the origin unreachable, with or without a
+// deadline, and the flight ends (the next request is answered at once).
+func TestStorePacerPanicDuringFetch(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		set  func(tr *Transport)
+	}{
+		{"Store.Get", func(tr *Transport) { tr.Store = &panicStore{onGet: true} }},
+		{"Store.Put", func(tr *Transport) { tr.Store = &panicStore{onPut: true} }},
+		{"Pacer.Reserve", func(tr *Transport) { tr.Pacer = panicPacer{} }},
+	} {
+		for _, deadline := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/deadline %v", c.name, deadline), func(t *testing.T) {
+				tr := &Transport{Base: newMock(), Agent: "FaultBot"}
+				c.set(tr)
+				ctx := context.Background()
+				if deadline {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, noHang)
+					defer cancel()
+				}
+				done := make(chan error, 1)
+				go func() { done <- tr.Check(ctx, mustURL("https://example.com/page")) }()
+				select {
+				case err := <-done:
+					if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "kaput") {
+						t.Errorf("Check = %v, want an unreachable refusal that names the panic", err)
+					}
+				case <-time.After(noHang):
+					t.Fatalf("no answer within %v", noHang)
+				}
+				s := tr.cache.shard(originKey{"https", "example.com"}).get(originKey{"https", "example.com"})
+				if s == nil || s.loading() {
+					t.Errorf("the origin's flight did not end")
+				}
+			})
+		}
+	}
+}
