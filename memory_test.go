@@ -157,12 +157,15 @@ func isDisallowed(err error) bool {
 // race detector) the budget is smaller, and so is the number of origins. A
 // Transport with a MemoryStore holds at most both budgets.
 func TestMemoryHostileOrigins(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sequential, so the race detector has nothing to find, and it slows parsing tenfold")
+	}
 	shapes := hostileShapes()
 	for _, withStore := range []bool{false, true} {
 		t.Run(fmt.Sprintf("MemoryStore %v", withStore), func(t *testing.T) {
 			budget, storeBudget := int64(DefaultMaxBytes), int64(0)
 			origins := 300
-			if testing.Short() || raceEnabled || withStore {
+			if testing.Short() || withStore {
 				budget, origins = 24<<20, 40
 			}
 			base := hostileBase(func(host string) []byte {
@@ -214,8 +217,8 @@ func TestMemoryHostileOrigins(t *testing.T) {
 			if all := budget + storeBudget; held > all+all/20+4<<20 {
 				t.Errorf("the heap holds %d bytes after %d hostile origins, over the budget of %d", held, origins, all)
 			}
-			if kept == origins || counted < budget*3/4 {
-				t.Errorf("%d of %d origins kept, %d bytes counted: the budget of %d was never filled, so the test tests nothing", kept, origins, counted, budget)
+			if kept == origins || peak < budget*3/4 {
+				t.Errorf("%d of %d origins kept, at most %d bytes counted: the budget of %d was never filled, so the test tests nothing", kept, origins, peak, budget)
 			}
 			if st := tr.Stats(); st.Evictions == 0 {
 				t.Errorf("Stats = %+v, want evictions", st)
