@@ -39,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,17 +78,19 @@ const (
 var ErrUnavailable = errors.New("redisstore: redis unavailable")
 
 // Store is a [robots.Store], [robots.Locker] and [robots.Pacer] on Redis.
-// Entries are kept under Prefix+"entry:"+origin, fetch locks under
-// Prefix+"lock:"+origin, pauses under Prefix+"pause:{"+origin+"}", and
-// turns under Prefix+"pace:{"+origin+"}": the hash tag puts the two keys
-// that Reserve reads at once in one slot of a Redis Cluster, as long as
-// Prefix holds no "{".
+// Entries are kept under Prefix+"entry:{"+origin+"}", fetch locks under
+// Prefix+"lock:{"+origin+"}", pauses under Prefix+"pause:{"+origin+"}", and
+// turns under Prefix+"pace:{"+origin+"}": the origin is the hash tag of
+// each, which puts the keys of one origin in one slot of a Redis Cluster, so
+// that a script can use several of them. Prefix must hold no "{" or "}".
 //
 // A Store's fields must not be modified after its first use. Store is safe
 // for concurrent use by multiple goroutines.
 type Store struct {
 	// Prefix begins every key the Store reads or writes, so that several
-	// crawls can share one Redis. If empty, DefaultPrefix is used.
+	// crawls can share one Redis. It must not hold "{" or "}", which
+	// would change the hash slots of the keys in a Redis Cluster: then
+	// every method fails. If empty, DefaultPrefix is used.
 	Prefix string
 
 	// Timeout bounds each Redis command. If zero, DefaultTimeout is used.
@@ -134,6 +137,7 @@ var (
 
 // config is a Store's fields, with defaults applied, frozen at first use.
 type config struct {
+	err      error // why every method fails; nil if none
 	prefix   string
 	timeout  time.Duration
 	cooldown time.Duration
@@ -166,6 +170,9 @@ func (s *Store) init() {
 	if c.prefix == "" {
 		c.prefix = DefaultPrefix
 	}
+	if strings.ContainsAny(c.prefix, "{}") {
+		c.err = fmt.Errorf("redisstore: Prefix %q holds a hash tag brace", c.prefix)
+	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
 	}
@@ -191,6 +198,9 @@ func (s *Store) do(ctx context.Context, op string, cmd func(ctx context.Context)
 	s.once.Do(s.init)
 	if s.client == nil {
 		return errNoClient
+	}
+	if s.cfg.err != nil {
+		return s.cfg.err
 	}
 	if o := s.outage.Load(); o != nil && time.Now().Before(o.until) {
 		return fmt.Errorf("%w: %s: %v", ErrUnavailable, op, o.err)
@@ -228,8 +238,11 @@ func (s *Store) log(ctx context.Context, level slog.Level, msg string, args ...a
 	}
 }
 
-func (s *Store) entryKey(origin string) string { return s.cfg.prefix + "entry:" + origin }
-func (s *Store) lockKey(origin string) string  { return s.cfg.prefix + "lock:" + origin }
+// entryKey is the key of origin's entry and lockKey that of its fetch lock.
+// Like every key of an origin, they hold the origin as their hash tag, so
+// that all the keys of one origin are in one hash slot of a Redis Cluster.
+func (s *Store) entryKey(origin string) string { return s.cfg.prefix + "entry:{" + origin + "}" }
+func (s *Store) lockKey(origin string) string  { return s.cfg.prefix + "lock:{" + origin + "}" }
 
 // Get implements [robots.Store]. A value it cannot read as an entry (of
 // another format, another type, or larger than MaxEntrySize) is logged and
@@ -261,7 +274,7 @@ func (s *Store) Get(ctx context.Context, origin string) (*robots.Entry, error) {
 	}
 	var e *robots.Entry
 	if foreign == nil {
-		e, foreign = decode([]byte(val))
+		e, foreign = decode([]byte(val), s.cfg.maxEntry)
 	}
 	if foreign != nil {
 		s.log(ctx, slog.LevelWarn, "redisstore: ignoring unreadable entry", "key", s.entryKey(origin), "err", foreign)
@@ -274,6 +287,9 @@ func (s *Store) Get(ctx context.Context, origin string) (*robots.Entry, error) {
 // after e.Expires.
 func (s *Store) Put(ctx context.Context, origin string, e *robots.Entry) error {
 	s.once.Do(s.init)
+	if len(e.Body) > s.cfg.maxEntry {
+		return fmt.Errorf("redisstore: body of %s is %d bytes, more than MaxEntrySize (%d)", origin, len(e.Body), s.cfg.maxEntry)
+	}
 	val := encode(e)
 	if len(val) > s.cfg.maxEntry {
 		return fmt.Errorf("redisstore: entry of %s is %d bytes, more than MaxEntrySize (%d)", origin, len(val), s.cfg.maxEntry)

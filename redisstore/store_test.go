@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func TestGetPut(t *testing.T) {
 	}
 
 	// The key lives until Retain after the entry expires.
-	ttl, err := s.client.PTTL(ctx, prefix+"entry:"+origin).Result()
+	ttl, err := s.client.PTTL(ctx, prefix+"entry:{"+origin+"}").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func TestGetPut(t *testing.T) {
 	if err := s2.Put(ctx, origin, &expired); err != nil {
 		t.Fatal(err)
 	}
-	if ttl, _ := s.client.PTTL(ctx, prefix+"entry:"+origin).Result(); ttl <= 0 || ttl > time.Minute {
+	if ttl, _ := s.client.PTTL(ctx, prefix+"entry:{"+origin+"}").Result(); ttl <= 0 || ttl > time.Minute {
 		t.Errorf("expired entry's key expires in %v, want in at most Retain (1m)", ttl)
 	}
 	// An expired entry is still returned, for its rules and counts.
@@ -218,7 +219,7 @@ func TestLockHolderDies(t *testing.T) {
 	}
 	var heldDuringFetch bool
 	s.onFetch = func() {
-		n, _ := p.store.client.Exists(context.Background(), prefix+"lock:"+s.origin()).Result()
+		n, _ := p.store.client.Exists(context.Background(), prefix+"lock:{"+s.origin()+"}").Result()
 		heldDuringFetch = n == 1
 	}
 	checkVerdicts(t, p.client, s.URL)
@@ -228,7 +229,7 @@ func TestLockHolderDies(t *testing.T) {
 	if !heldDuringFetch {
 		t.Errorf("the Transport fetched without the lock; want it to take over the expired lock")
 	}
-	if n, _ := p.store.client.Exists(context.Background(), prefix+"lock:"+s.origin()).Result(); n != 0 {
+	if n, _ := p.store.client.Exists(context.Background(), prefix+"lock:{"+s.origin()+"}").Result(); n != 0 {
 		t.Errorf("lock still held after the fetch")
 	}
 }
@@ -293,21 +294,24 @@ func TestRedisRecovers(t *testing.T) {
 	addr := redisAddr(t)
 	prefix := testPrefix(t, addr)
 	log := &logRecorder{}
-	// A Store on a client that fails until it is pointed at addr.
-	var mu sync.Mutex
-	target := closedAddr(t)
-	client := redis.NewClient(&redis.Options{
-		Addr:                  addr,
-		ContextTimeoutEnabled: true,
-		MaxRetries:            -1,
-		Dialer: func(ctx context.Context, network, _ string) (conn net.Conn, err error) {
-			mu.Lock()
-			a := target
-			mu.Unlock()
-			var d net.Dialer
-			return d.DialContext(ctx, network, a)
-		},
-	})
+	// A Store on a client that fails until it may reach Redis.
+	var down atomic.Bool
+	down.Store(true)
+	closed := closedAddr(t)
+	dialer := func(ctx context.Context, network, a string) (conn net.Conn, err error) {
+		if down.Load() {
+			a = closed
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, a)
+	}
+	var client redis.UniversalClient
+	if seeds, ok := strings.CutPrefix(addr, clusterTarget); ok {
+		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(seeds, ","),
+			ContextTimeoutEnabled: true, MaxRetries: -1, MaxRedirects: -1, Dialer: dialer})
+	} else {
+		client = redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, Dialer: dialer})
+	}
 	t.Cleanup(func() { client.Close() })
 	s := New(client)
 	s.Prefix, s.Cooldown, s.Logger = prefix, 100*time.Millisecond, slog.New(log)
@@ -319,9 +323,7 @@ func TestRedisRecovers(t *testing.T) {
 	if err := s.Put(ctx, "https://example.com", e); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Put in the cooldown: %v, want ErrUnavailable", err)
 	}
-	mu.Lock()
-	target = addr
-	mu.Unlock()
+	down.Store(false)
 	time.Sleep(150 * time.Millisecond)
 	if err := s.Put(ctx, "https://example.com", e); err != nil {
 		t.Fatalf("Put after the cooldown, redis up: %v", err)
@@ -342,23 +344,23 @@ func TestUnreadableValues(t *testing.T) {
 	valid := encode(&robots.Entry{Access: robots.AccessSuccess, Body: []byte("User-agent: *\nDisallow: /\n"), Expires: time.Now().Add(time.Hour)})
 	for _, c := range []struct {
 		name string
-		set  func(ctx context.Context, c *redis.Client, key string) error
+		set  func(ctx context.Context, c redis.UniversalClient, key string) error
 	}{
-		{"foreign string", func(ctx context.Context, c *redis.Client, key string) error {
+		{"foreign string", func(ctx context.Context, c redis.UniversalClient, key string) error {
 			return c.Set(ctx, key, `{"allow":"everything"}`, 0).Err()
 		}},
-		{"cut short", func(ctx context.Context, c *redis.Client, key string) error {
+		{"cut short", func(ctx context.Context, c redis.UniversalClient, key string) error {
 			return c.Set(ctx, key, valid[:len(valid)-3], 0).Err()
 		}},
-		{"later version", func(ctx context.Context, c *redis.Client, key string) error {
+		{"later version", func(ctx context.Context, c redis.UniversalClient, key string) error {
 			v := append([]byte(nil), valid...)
 			v[len(magic)-1]++
 			return c.Set(ctx, key, v, 0).Err()
 		}},
-		{"too large", func(ctx context.Context, c *redis.Client, key string) error {
+		{"too large", func(ctx context.Context, c redis.UniversalClient, key string) error {
 			return c.Set(ctx, key, string(valid)+strings.Repeat("#", DefaultMaxEntrySize), 0).Err()
 		}},
-		{"list", func(ctx context.Context, c *redis.Client, key string) error {
+		{"list", func(ctx context.Context, c redis.UniversalClient, key string) error {
 			return c.RPush(ctx, key, "a", "b").Err()
 		}},
 	} {
@@ -368,8 +370,8 @@ func TestUnreadableValues(t *testing.T) {
 			s := newSite(t, disallowPrivate)
 			p := newProcess(t, addr, prefix, slog.New(log))
 			ctx := context.Background()
-			key := prefix + "entry:" + s.origin()
-			if err := c.set(ctx, p.store.client.(*redis.Client), key); err != nil {
+			key := prefix + "entry:{" + s.origin() + "}"
+			if err := c.set(ctx, p.store.client, key); err != nil {
 				t.Fatal(err)
 			}
 			checkVerdicts(t, p.client, s.URL)
