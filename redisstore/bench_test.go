@@ -27,7 +27,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	addr := redisAddr(b)
 	prefix := testPrefix(b, addr)
 	base := okBase{page: &http.Response{StatusCode: 200, Body: http.NoBody}}
-	store := New(newClient(b, addr))
+	store := newStore(b, newClient(b, addr))
 	store.Prefix = prefix
 	req, _ := http.NewRequest("GET", "https://example.com/page", nil)
 	for _, c := range []struct {
@@ -56,7 +56,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 // the cost of a miss in a Transport's own cache that the Store answers.
 func BenchmarkGet(b *testing.B) {
 	addr := redisAddr(b)
-	rs := New(newClient(b, addr))
+	rs := newStore(b, newClient(b, addr))
 	rs.Prefix = testPrefix(b, addr)
 	ctx := context.Background()
 	e := &robots.Entry{Access: robots.AccessSuccess, Body: []byte("User-agent: *\nDisallow: /private\n"), Expires: time.Now().Add(time.Hour)}

@@ -114,7 +114,7 @@ type process struct {
 func newProcess(t testing.TB, addr, prefix string, logger *slog.Logger) *process {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(base.CloseIdleConnections)
-	store := New(newClient(t, addr))
+	store := newStore(t, newClient(t, addr))
 	store.Prefix = prefix
 	store.Logger = logger
 	tr := &robots.Transport{Base: base, Agent: "FleetBot", Store: store, Pacer: store, Logger: logger}
@@ -282,4 +282,11 @@ func closedAddr(t testing.TB) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+// newStore returns a Store on c that the test closes at its end.
+func newStore(t testing.TB, c redis.UniversalClient) *Store {
+	s := New(c)
+	t.Cleanup(func() { s.Close() })
+	return s
 }

@@ -49,7 +49,7 @@ func newStores(t *testing.T, n int) []*Store {
 	prefix := testPrefix(t, addr)
 	stores := make([]*Store, n)
 	for i := range stores {
-		stores[i] = New(newClient(t, addr))
+		stores[i] = newStore(t, newClient(t, addr))
 		stores[i].Prefix = prefix
 	}
 	return stores
@@ -299,7 +299,7 @@ func nodes(t *testing.T, admin redis.UniversalClient) int64 {
 // each request, paced or not, in a pause or not, taking its turn or not.
 func TestReserveCommands(t *testing.T) {
 	addr := redisAddr(t)
-	s := New(newClient(t, addr))
+	s := newStore(t, newClient(t, addr))
 	s.Prefix = testPrefix(t, addr)
 	var sent commandCounter
 	s.client.AddHook(&sent)
@@ -364,7 +364,7 @@ func TestReserveCanceled(t *testing.T) {
 func TestUnreadablePace(t *testing.T) {
 	addr := redisAddr(t)
 	log := &logRecorder{}
-	s := New(newClient(t, addr))
+	s := newStore(t, newClient(t, addr))
 	s.Prefix, s.Logger = testPrefix(t, addr), slog.New(log)
 	ctx := context.Background()
 	const origin = "https://example.com"
@@ -478,7 +478,7 @@ func TestTransportWaits(t *testing.T) {
 	prefix := testPrefix(t, addr)
 	s := newSite(t, disallowPrivate)
 	p := newProcess(t, addr, prefix, nil)
-	other := New(newClient(t, addr))
+	other := newStore(t, newClient(t, addr))
 	other.Prefix = prefix
 	checkVerdicts(t, p.client, s.URL) // caches robots.txt; no crawl-delay
 	before := p.tr.Stats()

@@ -117,6 +117,15 @@ type Store struct {
 	// DefaultMaxEntrySize is used.
 	MaxEntrySize int
 
+	// WatchInterval is how long the Store's subscription to the pauses
+	// set across the fleet may stay silent before it is checked (a PING,
+	// whose answer must come within Timeout). A pause set by another
+	// process reaches this one within the delivery time of a Redis
+	// message (well under a millisecond on a LAN), and in the worst case,
+	// a connection lost without an error, within WatchInterval plus
+	// Timeout. If zero, DefaultWatchInterval is used. See WatchedPause.
+	WatchInterval time.Duration
+
 	// Logger, if non-nil, receives a warning when Redis fails and the
 	// Store starts its Cooldown, and when a value in Redis cannot be
 	// read. If nil, nothing is logged.
@@ -128,6 +137,9 @@ type Store struct {
 	cfg  config
 
 	outage atomic.Pointer[outage] // the last failure, or nil after a success
+
+	watchOnce sync.Once
+	w         *watch // set once, by watcher or Close
 }
 
 var (
@@ -144,6 +156,8 @@ type config struct {
 	retain   time.Duration
 	maxEntry int
 	logger   *slog.Logger
+
+	watchInterval time.Duration
 }
 
 // outage is a failed Redis command.
@@ -166,6 +180,11 @@ func (s *Store) init() {
 		retain:   s.Retain,
 		maxEntry: s.MaxEntrySize,
 		logger:   s.Logger,
+
+		watchInterval: s.WatchInterval,
+	}
+	if c.watchInterval <= 0 {
+		c.watchInterval = DefaultWatchInterval
 	}
 	if c.prefix == "" {
 		c.prefix = DefaultPrefix
@@ -309,31 +328,91 @@ end
 return 0
 `)
 
+// extendScript sets the lock KEYS[1] to expire ARGV[2] ms from now if it
+// still holds the token ARGV[1], and returns 1; else it returns 0.
+var extendScript = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+	return redis.call("PEXPIRE", KEYS[1], ARGV[2])
+end
+return 0
+`)
+
+// MaxLockHold is how long a Store keeps extending a fetch lock whose holder
+// has not released it: far longer than a fetch, its wait for a turn and its
+// Put take.
+const MaxLockHold = time.Hour
+
 // TryLock implements [robots.Locker] with SET NX PX and a random token.
-// The returned unlock deletes the lock if it is still the caller's.
+// While the caller holds the lock, the Store extends it to ttl from now every
+// ttl/3 (one command each time), so that a fetch that waits long for its turn
+// or is slow keeps the lock until it has put its entry; a holder that dies
+// stops extending it, and the lock expires at most ttl later. When the
+// extensions fail for ttl, the lock is taken for lost. The returned
+// unlock stops the extensions and deletes the lock if it is still the
+// caller's. A lock that is not released is extended for MaxLockHold at most.
 func (s *Store) TryLock(ctx context.Context, origin string, ttl time.Duration) (unlock func(), ok bool, err error) {
 	s.once.Do(s.init)
 	token := rand.Text()
 	key := s.lockKey(origin)
+	ttl = max(ttl, 3*time.Millisecond)
+	extended := time.Now() // no later than the lock was set
 	err = s.do(ctx, "lock", func(ctx context.Context) error {
 		var err error
-		ok, err = s.client.SetNX(ctx, key, token, max(ttl, time.Millisecond)).Result()
+		ok, err = s.client.SetNX(ctx, key, token, ttl).Result()
 		return err
 	})
 	if err != nil || !ok {
 		return nil, false, err
 	}
+	lctx := context.WithoutCancel(ctx)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(ttl / 3)
+		defer tick.Stop()
+		end := time.NewTimer(MaxLockHold)
+		defer end.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-end.C:
+				s.log(lctx, slog.LevelWarn, "redisstore: fetch lock held too long; no longer extended", "key", key, "held", MaxLockHold)
+				return
+			case <-tick.C:
+			}
+			var held int64
+			err := s.do(lctx, "lock", func(ctx context.Context) error {
+				var err error
+				held, err = extendScript.Run(ctx, s.client, []string{key}, token, ttl.Milliseconds()).Int64()
+				return err
+			})
+			switch {
+			case err == nil && held == 1:
+				extended = time.Now()
+			case err == nil:
+				s.log(lctx, slog.LevelWarn, "redisstore: fetch lock lost before its holder released it", "key", key)
+				return
+			case time.Since(extended) >= ttl:
+				// The lock has expired in Redis: there is
+				// nothing left to extend.
+				s.log(lctx, slog.LevelWarn, "redisstore: fetch lock lost: extending it failed", "key", key, "err", err)
+				return
+			}
+		}
+	}()
 	var once sync.Once
 	unlock = func() {
 		once.Do(func() {
+			close(stop)
+			<-done
 			// The lock expires anyway: an error only makes the
 			// others wait until then.
-			ctx := context.WithoutCancel(ctx)
-			err := s.do(ctx, "unlock", func(ctx context.Context) error {
+			err := s.do(lctx, "unlock", func(ctx context.Context) error {
 				return unlockScript.Run(ctx, s.client, []string{key}, token).Err()
 			})
 			if err != nil && !errors.Is(err, ErrUnavailable) {
-				s.log(ctx, slog.LevelWarn, "redisstore: unlock failed", "key", key, "err", err)
+				s.log(lctx, slog.LevelWarn, "redisstore: unlock failed", "key", key, "err", err)
 			}
 		})
 	}

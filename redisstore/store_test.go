@@ -21,7 +21,7 @@ func TestGetPut(t *testing.T) {
 	addr := redisAddr(t)
 	prefix := testPrefix(t, addr)
 	ctx := context.Background()
-	s := New(newClient(t, addr))
+	s := newStore(t, newClient(t, addr))
 	s.Prefix = prefix
 
 	const origin = "https://example.com"
@@ -57,7 +57,7 @@ func TestGetPut(t *testing.T) {
 	if lo, hi := DefaultRetain+time.Hour-time.Minute, DefaultRetain+time.Hour; ttl < lo || ttl > hi {
 		t.Errorf("key expires in %v, want between %v and %v", ttl, lo, hi)
 	}
-	s2 := New(s.client)
+	s2 := newStore(t, s.client)
 	s2.Prefix, s2.Retain = prefix, time.Minute
 	expired := *want
 	expired.Expires = now.Add(-time.Hour)
@@ -75,7 +75,7 @@ func TestGetPut(t *testing.T) {
 
 func TestPutTooLarge(t *testing.T) {
 	addr := redisAddr(t)
-	s := New(newClient(t, addr))
+	s := newStore(t, newClient(t, addr))
 	s.Prefix, s.MaxEntrySize = testPrefix(t, addr), 100
 	ctx := context.Background()
 	e := &robots.Entry{Access: robots.AccessSuccess, Body: make([]byte, 200), Expires: time.Now().Add(time.Hour)}
@@ -91,7 +91,7 @@ func TestLock(t *testing.T) {
 	addr := redisAddr(t)
 	prefix := testPrefix(t, addr)
 	ctx := context.Background()
-	a, b := New(newClient(t, addr)), New(newClient(t, addr))
+	a, b := newStore(t, newClient(t, addr)), newStore(t, newClient(t, addr))
 	a.Prefix, b.Prefix = prefix, prefix
 	const origin = "https://example.com"
 
@@ -102,8 +102,10 @@ func TestLock(t *testing.T) {
 	if _, ok, err := b.TryLock(ctx, origin, time.Minute); ok || err != nil {
 		t.Fatalf("second TryLock = %v, %v; want false, nil", ok, err)
 	}
-	if _, ok, _ := b.TryLock(ctx, "https://example.org", time.Minute); !ok {
+	if unlock, ok, _ := b.TryLock(ctx, "https://example.org", time.Minute); !ok {
 		t.Errorf("TryLock of another origin failed")
+	} else {
+		unlock()
 	}
 	unlockA()
 	unlockB, ok, err := b.TryLock(ctx, origin, time.Minute)
@@ -117,14 +119,34 @@ func TestLock(t *testing.T) {
 	}
 	unlockB()
 
-	// A holder that never unlocks blocks the others only until the lock
-	// expires.
-	if _, ok, _ := a.TryLock(ctx, origin, 200*time.Millisecond); !ok {
+	// A holder that lives keeps the lock past its ttl, until it unlocks.
+	const ttl = 300 * time.Millisecond
+	unlockA, ok, _ = a.TryLock(ctx, origin, ttl)
+	if !ok {
 		t.Fatal("TryLock failed")
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	for range 4 {
+		time.Sleep(ttl)
+		if _, ok, _ := b.TryLock(ctx, origin, time.Minute); ok {
+			t.Fatal("the lock of a live holder expired before it was released")
+		}
+	}
+	unlockA()
+
+	// A holder that dies (its client closed) blocks the others only until
+	// the lock expires.
+	deadClient := newClient(t, addr)
+	dead := newStore(t, deadClient)
+	dead.Prefix = prefix
+	if _, ok, _ := dead.TryLock(ctx, origin, ttl); !ok {
+		t.Fatal("TryLock failed")
+	}
+	deadClient.Close()
+	died := time.Now()
+	deadline := died.Add(10 * time.Second)
+	unlockB, err = nil, nil
 	for {
-		_, ok, err := b.TryLock(ctx, origin, time.Minute)
+		unlockB, ok, err = b.TryLock(ctx, origin, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,6 +157,10 @@ func TestLock(t *testing.T) {
 			t.Fatal("the lock of a holder that died never expired")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	unlockB()
+	if d := time.Since(died); d > ttl+spacingTolerance {
+		t.Errorf("the lock of a holder that died expired %v later, want within its ttl (%v)", d, ttl)
 	}
 }
 
@@ -212,11 +238,13 @@ func TestLockHolderDies(t *testing.T) {
 	p := newProcess(t, addr, prefix, nil)
 	p.tr.FetchTimeout = 5 * time.Second
 
-	dead := New(newClient(t, addr))
+	deadClient := newClient(t, addr)
+	dead := newStore(t, deadClient)
 	dead.Prefix = prefix
 	if _, ok, err := dead.TryLock(context.Background(), s.origin(), 500*time.Millisecond); !ok {
 		t.Fatalf("TryLock = %v, %v", ok, err)
 	}
+	deadClient.Close() // the process dies, and its extensions with it
 	var heldDuringFetch bool
 	s.onFetch = func() {
 		n, _ := p.store.client.Exists(context.Background(), prefix+"lock:{"+s.origin()+"}").Result()
@@ -313,7 +341,7 @@ func TestRedisRecovers(t *testing.T) {
 		client = redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, Dialer: dialer})
 	}
 	t.Cleanup(func() { client.Close() })
-	s := New(client)
+	s := newStore(t, client)
 	s.Prefix, s.Cooldown, s.Logger = prefix, 100*time.Millisecond, slog.New(log)
 	ctx := context.Background()
 	e := &robots.Entry{Access: robots.AccessUnavailable, Expires: time.Now().Add(time.Hour)}
