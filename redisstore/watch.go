@@ -84,7 +84,7 @@ local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local r = redis.call("ZRANGEBYSCORE", KEYS[1], string.format("%.0f", now), "+inf", "WITHSCORES", "LIMIT", 0, tonumber(ARGV[1]) + 1)
 for i = 2, #r, 2 do
-	r[i] = tonumber(r[i]) - now
+	r[i] = string.format("%.0f", tonumber(r[i]) - now)
 end
 return r
 `)
