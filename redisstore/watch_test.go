@@ -14,7 +14,7 @@ import (
 )
 
 // waitLive waits until s's copy of the pauses is up to date, or fails t.
-func waitLive(t *testing.T, s *Store) {
+func waitLive(t testing.TB, s *Store) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
