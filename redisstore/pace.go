@@ -141,7 +141,8 @@ func (s *Store) Reserve(ctx context.Context, origin string, every, maxWait time.
 }
 
 // Pause implements [robots.Pacer]: it holds back origin's turns, for every
-// user of the Redis, until at least until. It never shortens a pause that
+// user of the Redis, until at least until, and tells the Stores that watch
+// the pauses (two commands; pauses are rare). It never shortens a pause that
 // ends later. The pause is kept on the clock of the Redis server: it ends as
 // long after the call as until is after the call on the caller's clock.
 func (s *Store) Pause(ctx context.Context, origin string, until time.Time) error {

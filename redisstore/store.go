@@ -8,6 +8,7 @@
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
 //	store := redisstore.New(rdb)
+//	defer store.Close()
 //	t := robots.NewTransport(nil, "ExampleBot")
 //	t.Store, t.Pacer = store, store
 //
@@ -15,15 +16,26 @@
 // request reaches Redis for robots.txt only when its origin is not cached in
 // the process, or its copy has expired. When several processes need the same
 // origin at once, the first takes a lock in Redis (SET NX PX) and fetches;
-// the others poll Redis for the entry it puts. A lock whose holder dies
-// expires after the Transport's FetchTimeout, and another process takes it.
+// the others poll Redis for the entry it puts. The lock is extended while
+// its holder lives, so it lasts through the fetch's wait for its turn, the
+// fetch and the Put; the lock of a holder that dies expires, and another
+// process takes it. Entries are compressed with zstd.
 //
-// As a Pacer, a Store is asked for every request: it hands out each origin's
-// turns with GCRA, one request per crawl-delay across the fleet, and holds
-// them back for the pauses that Retry-After headers ask for. Each request
+// As a Pacer, a Store hands out each origin's turns with GCRA, one request
+// per crawl-delay across the fleet, and holds them back for the pauses that
+// Retry-After headers ask for. A request to an origin with a crawl-delay
 // costs one Redis command, a Lua script that takes the turn and returns the
-// wait for it; the Transport does the waiting. Turns and pauses are timed by
-// the clock of the Redis server, so the processes need not agree on the time.
+// wait for it; the Transport does the waiting. A request to an origin with
+// no crawl-delay costs none: the Store is a [robots.PauseWatcher], which
+// keeps a copy of the fleet's pauses in the process through Redis pub/sub
+// (see WatchInterval for how soon a pause reaches it), and the Transport
+// asks Redis only when the copy holds a pause of the origin or may be stale.
+// Turns and pauses are timed by the clock of the Redis server, so the
+// processes need not agree on the time. Call Close when done with a Store,
+// to end its subscription.
+//
+// All the keys of an origin have the origin as their hash tag, so that a
+// Store works on a Redis Cluster: give New a *redis.ClusterClient.
 //
 // When Redis is down or slow, a Store fails fast: each command is bounded by
 // Timeout, and after a failure the Store does not try Redis again for
