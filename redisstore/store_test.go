@@ -437,3 +437,20 @@ func entriesEqual(a, b *robots.Entry) bool {
 		a.FetchedAt.Equal(b.FetchedAt) && a.Expires.Equal(b.Expires) &&
 		a.UnreachableSince.Equal(b.UnreachableSince) && a.Failures == b.Failures && a.Error == b.Error
 }
+
+// TestPrefixWithBrace checks that a Prefix that would change the hash slots
+// of the keys is refused by every method, before any command.
+func TestPrefixWithBrace(t *testing.T) {
+	s := newStore(t, newClient(t, closedAddr(t)))
+	s.Prefix = "crawl{1}:"
+	ctx := context.Background()
+	if _, err := s.Get(ctx, "https://example.com"); err == nil || errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "Prefix") {
+		t.Errorf("Get with a Prefix holding a brace: %v, want an error about the Prefix", err)
+	}
+	if _, ok, err := s.Reserve(ctx, "https://example.com", time.Second, time.Second); ok || err == nil {
+		t.Errorf("Reserve with a Prefix holding a brace = %v, %v; want an error", ok, err)
+	}
+	if _, ok := s.WatchedPause("https://example.com"); ok {
+		t.Error("WatchedPause with a Prefix holding a brace says its copy is live")
+	}
+}
