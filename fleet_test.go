@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -150,6 +151,90 @@ func TestPacerErrorAfterContextDone(t *testing.T) {
 		}
 		if n := calls(mock, "https://example.com/page"); n != 0 {
 			t.Errorf("page sent %d times after its context ended, want 0", n)
+		}
+	})
+}
+
+// watchPacer is an atkPacer that is a PauseWatcher, whose copy of the
+// pauses the test sets, and that counts its Reserve calls.
+type watchPacer struct {
+	atkPacer
+	reserves atomic.Int32
+	stale    atomic.Bool
+	mu       sync.Mutex
+	watched  map[string]time.Time // guarded by mu
+}
+
+func (p *watchPacer) Reserve(ctx context.Context, origin string, every, maxWait time.Duration) (time.Duration, bool, error) {
+	p.reserves.Add(1)
+	return p.atkPacer.Reserve(ctx, origin, every, maxWait)
+}
+
+func (p *watchPacer) WatchedPause(origin string) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.watched[origin], !p.stale.Load()
+}
+
+// TestPauseWatcherSkipsReserve checks that a Transport whose Pacer is a
+// PauseWatcher does not call Reserve for requests with no interval to an
+// origin that the copy says is not paused, and does call it (and waits)
+// when the copy holds a pause, when the copy may be stale, and when the
+// origin has a crawl-delay.
+func TestPauseWatcherSkipsReserve(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n"))
+		mock.RegisterResponder("GET", "https://slow.example/robots.txt", httpmock.NewStringResponder(200, "User-agent: *\nCrawl-delay: 1\n"))
+		p := &watchPacer{atkPacer: atkPacer{epoch: time.Now()}, watched: map[string]time.Time{}}
+		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Pacer: p}}
+		for range 10 {
+			wantAllowed(t, client, "https://example.com/page")
+		}
+		if n := p.reserves.Load(); n != 1 {
+			t.Errorf("%d Reserve calls for a robots.txt fetch and 10 requests with no interval, want 1 (the fetch)", n)
+		}
+
+		// A pause in the copy (set by another process): the request
+		// asks the Pacer, which holds it back until the pause ends.
+		until := time.Now().Add(3 * time.Second)
+		p.mu.Lock()
+		p.watched["https://example.com"] = until
+		p.mu.Unlock()
+		p.Pause(context.Background(), "https://example.com", until)
+		p.reserves.Store(0)
+		wantAllowed(t, client, "https://example.com/page")
+		if n := p.reserves.Load(); n == 0 {
+			t.Error("no Reserve call for an origin paused in the copy")
+		}
+		if now := time.Now(); now.Before(until) {
+			t.Errorf("request sent %v before the end of the watched pause", until.Sub(now))
+		}
+
+		// Once the pause has ended, no call again.
+		p.reserves.Store(0)
+		wantAllowed(t, client, "https://example.com/page")
+		if n := p.reserves.Load(); n != 0 {
+			t.Errorf("%d Reserve calls after the watched pause ended, want 0", n)
+		}
+
+		// A stale copy is not trusted.
+		p.stale.Store(true)
+		for range 3 {
+			wantAllowed(t, client, "https://example.com/page")
+		}
+		if n := p.reserves.Load(); n != 3 {
+			t.Errorf("%d Reserve calls for 3 requests while the copy is stale, want 3", n)
+		}
+		p.stale.Store(false)
+
+		// An origin with a crawl-delay takes a turn per request.
+		p.reserves.Store(0)
+		for range 3 {
+			wantAllowed(t, client, "https://slow.example/page")
+		}
+		if n := p.reserves.Load(); n != 4 {
+			t.Errorf("%d Reserve calls for a robots.txt fetch and 3 paced requests, want 4", n)
 		}
 	})
 }

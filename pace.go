@@ -241,8 +241,9 @@ func (t *Transport) delayOf(d time.Duration, ok bool) time.Duration {
 // the origin is not paused (the hot path), unless always is set: then it
 // takes one, so that a later request is spaced from it.
 func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, f *flight, always bool) error {
-	if t.cfg.pacer == nil && every <= 0 && f == nil && !always && !s.pace.dropped.Load() &&
-		(s.pace.pausedUntil.Load() == 0 || !s.pace.paused(t.now())) {
+	if every <= 0 && f == nil && !always && !s.pace.dropped.Load() &&
+		(s.pace.pausedUntil.Load() == 0 || !s.pace.paused(t.now())) &&
+		(t.cfg.pacer == nil || t.watchedUnpaused(s.origin)) {
 		return nil // the hot path: nothing to wait for
 	}
 	waited := false
@@ -340,6 +341,33 @@ func (t *Transport) pause(ctx context.Context, s *site, d time.Duration) {
 			t.pacerFailed(ctx, s.origin, err)
 		}
 	}
+}
+
+// PauseWatcher is implemented by a [Pacer] that keeps, in the process, a copy
+// of the pauses that any of its users set, kept up to date within a bound
+// that it documents (for example by a subscription to the pauses as they are
+// set). A Transport whose Pacer is a PauseWatcher does not call Reserve for a
+// request that no interval applies to (no crawl-delay, no MinDelay) when the
+// copy says that its origin is not paused: such a request takes no turn, as
+// it takes none in a Transport without a Pacer. Requests with an interval,
+// and the fetches of robots.txt, still call Reserve.
+type PauseWatcher interface {
+	// WatchedPause returns when origin's pause ends according to the
+	// copy, or the zero time if the copy holds no pause of origin. It
+	// must not block or do I/O: it is called on every such request. ok
+	// is false when the copy may be stale (for example while its
+	// subscription is broken): then the Transport calls Reserve.
+	WatchedPause(origin string) (until time.Time, ok bool)
+}
+
+// watchedUnpaused reports whether the Pacer is a PauseWatcher whose copy is
+// up to date and holds no pause of origin that has not ended.
+func (t *Transport) watchedUnpaused(origin string) bool {
+	if t.cfg.watcher == nil {
+		return false
+	}
+	until, ok := t.cfg.watcher.WatchedPause(origin)
+	return ok && (until.IsZero() || !time.Now().Before(until))
 }
 
 // PauseChecker is implemented by a [Pacer] that can tell whether an origin is

@@ -269,7 +269,10 @@ type Transport struct {
 
 	// Pacer, if non-nil, spaces the requests to each origin instead of
 	// the Transport's own memory; see Pacer. It is called for every
-	// request, whether the origin has a crawl-delay or not.
+	// request, whether the origin has a crawl-delay or not, unless it is
+	// a PauseWatcher: then a request with no interval to keep goes
+	// without a call when the Pacer's copy of the pauses says its origin
+	// is not paused.
 	Pacer Pacer
 
 	once  sync.Once
@@ -304,6 +307,7 @@ type config struct {
 	ignoreRetryAfter bool
 	maxRetryAfter    time.Duration
 	pacer            Pacer
+	watcher          PauseWatcher // pacer, if it is one
 }
 
 // netDefaultTransport is http.DefaultTransport as net/http made it, for a
@@ -365,6 +369,7 @@ func (t *Transport) init() {
 		maxRetryAfter:    t.MaxRetryAfter,
 		pacer:            t.Pacer,
 	}
+	c.watcher, _ = c.pacer.(PauseWatcher)
 	c.agent, c.err = tokenOf(t.Agent)
 	if c.userAgent == "" && c.agent != "*" {
 		c.userAgent = t.Agent

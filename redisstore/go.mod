@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/f9014239/robots v0.0.0
+	github.com/klauspost/compress v1.20.4
 	github.com/redis/go-redis/v9 v9.23.0
 	go.uber.org/goleak v1.3.0
 )

@@ -26,21 +26,53 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// redisAddr returns the address of the redis-server the tests run against,
-// or skips t.
+// clusterTarget begins the target that redisAddr returns for a Redis
+// Cluster, before its seed addresses.
+const clusterTarget = "cluster:"
+
+// redisAddr returns the Redis the tests run against: a Redis Cluster if
+// REDIS_CLUSTER_ADDRS holds the comma-separated addresses of some of its
+// nodes, else the redis-server at REDIS_ADDR; or it skips t. Give the result
+// to newClient.
 func redisAddr(t testing.TB) string {
+	if addrs := os.Getenv("REDIS_CLUSTER_ADDRS"); addrs != "" {
+		return clusterTarget + addrs
+	}
 	addr := os.Getenv("REDIS_ADDR")
 	if addr == "" {
-		t.Skip("redisstore: set REDIS_ADDR=host:port to run tests against a real redis-server")
+		t.Skip("redisstore: set REDIS_ADDR=host:port (or REDIS_CLUSTER_ADDRS=host:port,...) to run tests against a real redis-server")
 	}
 	return addr
 }
 
-// newClient returns a client of addr that the test closes at its end.
-func newClient(t testing.TB, addr string) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+// isCluster reports whether addr, from redisAddr, is a Redis Cluster.
+func isCluster(addr string) bool { return strings.HasPrefix(addr, clusterTarget) }
+
+// newClient returns a client of addr (an address, or a target from
+// redisAddr) that the test closes at its end.
+func newClient(t testing.TB, addr string) redis.UniversalClient {
+	var c redis.UniversalClient
+	if seeds, ok := strings.CutPrefix(addr, clusterTarget); ok {
+		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(seeds, ","), ContextTimeoutEnabled: true})
+	} else {
+		c = redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// eachNode calls f with a client of each master of c, if c is a cluster
+// client, or else with c.
+func eachNode(ctx context.Context, c redis.UniversalClient, f func(ctx context.Context, c *redis.Client) error) error {
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		var mu sync.Mutex // ForEachMaster calls f concurrently
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return f(ctx, c)
+		})
+	}
+	return f(ctx, c.(*redis.Client))
 }
 
 // testPrefix returns a key prefix of its own for t, and deletes the keys
@@ -51,16 +83,19 @@ func testPrefix(t testing.TB, addr string) string {
 	defer cancel()
 	admin := newClient(t, addr)
 	if err := admin.Ping(ctx).Err(); err != nil {
-		t.Fatalf("REDIS_ADDR=%s: %v", addr, err)
+		t.Fatalf("%s: %v", addr, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		iter := admin.Scan(ctx, 0, prefix+"*", 100).Iterator()
-		for iter.Next(ctx) {
-			admin.Del(ctx, iter.Val())
-		}
-		if err := iter.Err(); err != nil {
+		err := eachNode(ctx, admin, func(ctx context.Context, c *redis.Client) error {
+			iter := c.Scan(ctx, 0, prefix+"*", 100).Iterator()
+			for iter.Next(ctx) {
+				c.Del(ctx, iter.Val())
+			}
+			return iter.Err()
+		})
+		if err != nil {
 			t.Errorf("deleting test keys: %v", err)
 		}
 	})
@@ -79,7 +114,7 @@ type process struct {
 func newProcess(t testing.TB, addr, prefix string, logger *slog.Logger) *process {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(base.CloseIdleConnections)
-	store := New(newClient(t, addr))
+	store := newStore(t, newClient(t, addr))
 	store.Prefix = prefix
 	store.Logger = logger
 	tr := &robots.Transport{Base: base, Agent: "FleetBot", Store: store, Pacer: store, Logger: logger}
@@ -247,4 +282,11 @@ func closedAddr(t testing.TB) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+// newStore returns a Store on c that the test closes at its end.
+func newStore(t testing.TB, c redis.UniversalClient) *Store {
+	s := New(c)
+	t.Cleanup(func() { s.Close() })
+	return s
 }

@@ -95,8 +95,9 @@ return 0
 `)
 
 // pauseScript holds back the turns of an origin until ARGV[1] microseconds
-// from now, unless KEYS[1] holds a pause that ends later. It returns 1 if it
-// set the pause, and 0 if not.
+// from now, unless KEYS[1] holds a pause that ends later, and then publishes
+// the origin ARGV[3] and the pause's length on the channel ARGV[2]. It
+// returns 1 if it set the pause, and 0 if not.
 var pauseScript = redis.NewScript(scriptHead + `
 local till = now + tonumber(ARGV[1])
 local pause = read(KEYS[1])
@@ -104,6 +105,7 @@ if pause and pause >= till then
 	return 0
 end
 write(KEYS[1], till)
+redis.call("PUBLISH", ARGV[2], ARGV[3] .. " " .. ARGV[1])
 return 1
 `)
 
@@ -139,7 +141,8 @@ func (s *Store) Reserve(ctx context.Context, origin string, every, maxWait time.
 }
 
 // Pause implements [robots.Pacer]: it holds back origin's turns, for every
-// user of the Redis, until at least until. It never shortens a pause that
+// user of the Redis, until at least until, and tells the Stores that watch
+// the pauses (two commands; pauses are rare). It never shortens a pause that
 // ends later. The pause is kept on the clock of the Redis server: it ends as
 // long after the call as until is after the call on the caller's clock.
 func (s *Store) Pause(ctx context.Context, origin string, until time.Time) error {
@@ -148,17 +151,30 @@ func (s *Store) Pause(ctx context.Context, origin string, until time.Time) error
 	if d <= 0 {
 		return nil
 	}
+	// The sorted set of pauses first, then the pause and its message:
+	// a Store that starts watching after the message was sent finds the
+	// pause in the set (see watch.go).
+	err := s.do(ctx, "pause", func(ctx context.Context) error {
+		return notePauseScript.Run(ctx, s.client, []string{s.pausesKey()}, origin, ceilMicros(d)).Err()
+	})
+	if err != nil {
+		return err
+	}
 	key := s.pauseKey(origin)
 	return s.do(ctx, "pause", func(ctx context.Context) error {
-		return pauseScript.Run(ctx, s.client, []string{key}, ceilMicros(d)).Err()
+		return pauseScript.Run(ctx, s.client, []string{key}, ceilMicros(d), s.pausesChannel(), origin).Err()
 	})
 }
 
 // PausedUntil implements [robots.PauseChecker]: when origin's pause ends, on
-// the caller's clock, or the zero time if it is not paused. It is one Redis
-// command.
+// the caller's clock, or the zero time if it is not paused. It answers from
+// the Store's copy of the pauses (see WatchedPause) while that is up to date,
+// and otherwise asks Redis, in one command.
 func (s *Store) PausedUntil(ctx context.Context, origin string) (time.Time, error) {
 	s.once.Do(s.init)
+	if until, ok := s.WatchedPause(origin); ok {
+		return until, nil
+	}
 	var left int64
 	err := s.do(ctx, "pace", func(ctx context.Context) error {
 		var err error

@@ -49,7 +49,7 @@ func newStores(t *testing.T, n int) []*Store {
 	prefix := testPrefix(t, addr)
 	stores := make([]*Store, n)
 	for i := range stores {
-		stores[i] = New(newClient(t, addr))
+		stores[i] = newStore(t, newClient(t, addr))
 		stores[i].Prefix = prefix
 	}
 	return stores
@@ -251,33 +251,55 @@ func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 	}
 }
 
-// serverCounts returns the number of commands the Redis server has run
-// (those that scripts call included) and of scripts it has run.
-func serverCounts(t *testing.T, admin *redis.Client) (commands, scripts int64) {
+// serverCounts returns the number of commands the Redis server (every
+// master of a cluster) has run, those that scripts call included, and of
+// scripts it has run.
+func serverCounts(t *testing.T, admin redis.UniversalClient) (commands, scripts int64) {
 	t.Helper()
-	info, err := admin.Info(context.Background(), "stats", "commandstats").Result()
+	st := serverStats(t, admin)
+	return st["total_commands_processed"], st["cmdstat_eval"] + st["cmdstat_evalsha"]
+}
+
+// serverStats returns the counters of INFO stats and the calls of INFO
+// commandstats (by "cmdstat_" and the command's name) of the Redis server,
+// summed over the masters of a cluster.
+func serverStats(t *testing.T, admin redis.UniversalClient) map[string]int64 {
+	t.Helper()
+	st := map[string]int64{}
+	err := eachNode(context.Background(), admin, func(ctx context.Context, c *redis.Client) error {
+		info, err := c.Info(ctx, "stats", "commandstats").Result()
+		if err != nil {
+			return err
+		}
+		for line := range strings.Lines(info) {
+			name, val, _ := strings.Cut(strings.TrimSpace(line), ":")
+			if strings.HasPrefix(name, "cmdstat_") {
+				val, _, _ = strings.Cut(strings.TrimPrefix(val, "calls="), ",")
+			}
+			if n, err := strconv.ParseInt(val, 10, 64); err == nil {
+				st[name] += n
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for line := range strings.Lines(info) {
-		name, val, _ := strings.Cut(strings.TrimSpace(line), ":")
-		switch name {
-		case "total_commands_processed":
-			commands, _ = strconv.ParseInt(val, 10, 64)
-		case "cmdstat_eval", "cmdstat_evalsha":
-			calls, _, _ := strings.Cut(strings.TrimPrefix(val, "calls="), ",")
-			n, _ := strconv.ParseInt(calls, 10, 64)
-			scripts += n
-		}
-	}
-	return commands, scripts
+	return st
+}
+
+// nodes returns the number of masters of admin: 1 if it is not a cluster.
+func nodes(t *testing.T, admin redis.UniversalClient) int64 {
+	var n int64
+	eachNode(context.Background(), admin, func(context.Context, *redis.Client) error { n++; return nil })
+	return n
 }
 
 // TestReserveCommands counts the Redis commands that Reserve costs: one for
 // each request, paced or not, in a pause or not, taking its turn or not.
 func TestReserveCommands(t *testing.T) {
 	addr := redisAddr(t)
-	s := New(newClient(t, addr))
+	s := newStore(t, newClient(t, addr))
 	s.Prefix = testPrefix(t, addr)
 	var sent commandCounter
 	s.client.AddHook(&sent)
@@ -309,8 +331,8 @@ func TestReserveCommands(t *testing.T) {
 		}
 		cmds1, scripts1 := serverCounts(t, admin)
 		sent0 = sent.n.Load() - before
-		// The first INFO counts in the second's total.
-		inner := cmds1 - cmds0 - 1 - (scripts1 - scripts0)
+		// The first INFO counts in the second's total, on each node.
+		inner := cmds1 - cmds0 - nodes(t, admin) - (scripts1 - scripts0)
 		t.Logf("%s: %d Reserve, %d commands sent, %d scripts run, %d commands called by them",
 			c.name, n, sent0, scripts1-scripts0, inner)
 		if sent0 > n {
@@ -342,7 +364,7 @@ func TestReserveCanceled(t *testing.T) {
 func TestUnreadablePace(t *testing.T) {
 	addr := redisAddr(t)
 	log := &logRecorder{}
-	s := New(newClient(t, addr))
+	s := newStore(t, newClient(t, addr))
 	s.Prefix, s.Logger = testPrefix(t, addr), slog.New(log)
 	ctx := context.Background()
 	const origin = "https://example.com"
@@ -456,7 +478,7 @@ func TestTransportWaits(t *testing.T) {
 	prefix := testPrefix(t, addr)
 	s := newSite(t, disallowPrivate)
 	p := newProcess(t, addr, prefix, nil)
-	other := New(newClient(t, addr))
+	other := newStore(t, newClient(t, addr))
 	other.Prefix = prefix
 	checkVerdicts(t, p.client, s.URL) // caches robots.txt; no crawl-delay
 	before := p.tr.Stats()

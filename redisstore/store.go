@@ -8,6 +8,7 @@
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
 //	store := redisstore.New(rdb)
+//	defer store.Close()
 //	t := robots.NewTransport(nil, "ExampleBot")
 //	t.Store, t.Pacer = store, store
 //
@@ -15,15 +16,26 @@
 // request reaches Redis for robots.txt only when its origin is not cached in
 // the process, or its copy has expired. When several processes need the same
 // origin at once, the first takes a lock in Redis (SET NX PX) and fetches;
-// the others poll Redis for the entry it puts. A lock whose holder dies
-// expires after the Transport's FetchTimeout, and another process takes it.
+// the others poll Redis for the entry it puts. The lock is extended while
+// its holder lives, so it lasts through the fetch's wait for its turn, the
+// fetch and the Put; the lock of a holder that dies expires, and another
+// process takes it. Entries are compressed with zstd.
 //
-// As a Pacer, a Store is asked for every request: it hands out each origin's
-// turns with GCRA, one request per crawl-delay across the fleet, and holds
-// them back for the pauses that Retry-After headers ask for. Each request
+// As a Pacer, a Store hands out each origin's turns with GCRA, one request
+// per crawl-delay across the fleet, and holds them back for the pauses that
+// Retry-After headers ask for. A request to an origin with a crawl-delay
 // costs one Redis command, a Lua script that takes the turn and returns the
-// wait for it; the Transport does the waiting. Turns and pauses are timed by
-// the clock of the Redis server, so the processes need not agree on the time.
+// wait for it; the Transport does the waiting. A request to an origin with
+// no crawl-delay costs none: the Store is a [robots.PauseWatcher], which
+// keeps a copy of the fleet's pauses in the process through Redis pub/sub
+// (see WatchInterval for how soon a pause reaches it), and the Transport
+// asks Redis only when the copy holds a pause of the origin or may be stale.
+// Turns and pauses are timed by the clock of the Redis server, so the
+// processes need not agree on the time. Call Close when done with a Store,
+// to end its subscription.
+//
+// All the keys of an origin have the origin as their hash tag, so that a
+// Store works on a Redis Cluster: give New a *redis.ClusterClient.
 //
 // When Redis is down or slow, a Store fails fast: each command is bounded by
 // Timeout, and after a failure the Store does not try Redis again for
@@ -39,6 +51,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,17 +90,19 @@ const (
 var ErrUnavailable = errors.New("redisstore: redis unavailable")
 
 // Store is a [robots.Store], [robots.Locker] and [robots.Pacer] on Redis.
-// Entries are kept under Prefix+"entry:"+origin, fetch locks under
-// Prefix+"lock:"+origin, pauses under Prefix+"pause:{"+origin+"}", and
-// turns under Prefix+"pace:{"+origin+"}": the hash tag puts the two keys
-// that Reserve reads at once in one slot of a Redis Cluster, as long as
-// Prefix holds no "{".
+// Entries are kept under Prefix+"entry:{"+origin+"}", fetch locks under
+// Prefix+"lock:{"+origin+"}", pauses under Prefix+"pause:{"+origin+"}", and
+// turns under Prefix+"pace:{"+origin+"}": the origin is the hash tag of
+// each, which puts the keys of one origin in one slot of a Redis Cluster, so
+// that a script can use several of them. Prefix must hold no "{" or "}".
 //
 // A Store's fields must not be modified after its first use. Store is safe
 // for concurrent use by multiple goroutines.
 type Store struct {
 	// Prefix begins every key the Store reads or writes, so that several
-	// crawls can share one Redis. If empty, DefaultPrefix is used.
+	// crawls can share one Redis. It must not hold "{" or "}", which
+	// would change the hash slots of the keys in a Redis Cluster: then
+	// every method fails. If empty, DefaultPrefix is used.
 	Prefix string
 
 	// Timeout bounds each Redis command. If zero, DefaultTimeout is used.
@@ -114,6 +129,15 @@ type Store struct {
 	// DefaultMaxEntrySize is used.
 	MaxEntrySize int
 
+	// WatchInterval is how long the Store's subscription to the pauses
+	// set across the fleet may stay silent before it is checked (a PING,
+	// whose answer must come within Timeout). A pause set by another
+	// process reaches this one within the delivery time of a Redis
+	// message (well under a millisecond on a LAN), and in the worst case,
+	// a connection lost without an error, within WatchInterval plus
+	// Timeout. If zero, DefaultWatchInterval is used. See WatchedPause.
+	WatchInterval time.Duration
+
 	// Logger, if non-nil, receives a warning when Redis fails and the
 	// Store starts its Cooldown, and when a value in Redis cannot be
 	// read. If nil, nothing is logged.
@@ -125,6 +149,9 @@ type Store struct {
 	cfg  config
 
 	outage atomic.Pointer[outage] // the last failure, or nil after a success
+
+	watchOnce sync.Once
+	w         *watch // set once, by watcher or Close
 }
 
 var (
@@ -134,12 +161,15 @@ var (
 
 // config is a Store's fields, with defaults applied, frozen at first use.
 type config struct {
+	err      error // why every method fails; nil if none
 	prefix   string
 	timeout  time.Duration
 	cooldown time.Duration
 	retain   time.Duration
 	maxEntry int
 	logger   *slog.Logger
+
+	watchInterval time.Duration
 }
 
 // outage is a failed Redis command.
@@ -162,9 +192,17 @@ func (s *Store) init() {
 		retain:   s.Retain,
 		maxEntry: s.MaxEntrySize,
 		logger:   s.Logger,
+
+		watchInterval: s.WatchInterval,
+	}
+	if c.watchInterval <= 0 {
+		c.watchInterval = DefaultWatchInterval
 	}
 	if c.prefix == "" {
 		c.prefix = DefaultPrefix
+	}
+	if strings.ContainsAny(c.prefix, "{}") {
+		c.err = fmt.Errorf("redisstore: Prefix %q holds a hash tag brace", c.prefix)
 	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
@@ -191,6 +229,9 @@ func (s *Store) do(ctx context.Context, op string, cmd func(ctx context.Context)
 	s.once.Do(s.init)
 	if s.client == nil {
 		return errNoClient
+	}
+	if s.cfg.err != nil {
+		return s.cfg.err
 	}
 	if o := s.outage.Load(); o != nil && time.Now().Before(o.until) {
 		return fmt.Errorf("%w: %s: %v", ErrUnavailable, op, o.err)
@@ -228,8 +269,11 @@ func (s *Store) log(ctx context.Context, level slog.Level, msg string, args ...a
 	}
 }
 
-func (s *Store) entryKey(origin string) string { return s.cfg.prefix + "entry:" + origin }
-func (s *Store) lockKey(origin string) string  { return s.cfg.prefix + "lock:" + origin }
+// entryKey is the key of origin's entry and lockKey that of its fetch lock.
+// Like every key of an origin, they hold the origin as their hash tag, so
+// that all the keys of one origin are in one hash slot of a Redis Cluster.
+func (s *Store) entryKey(origin string) string { return s.cfg.prefix + "entry:{" + origin + "}" }
+func (s *Store) lockKey(origin string) string  { return s.cfg.prefix + "lock:{" + origin + "}" }
 
 // Get implements [robots.Store]. A value it cannot read as an entry (of
 // another format, another type, or larger than MaxEntrySize) is logged and
@@ -261,7 +305,7 @@ func (s *Store) Get(ctx context.Context, origin string) (*robots.Entry, error) {
 	}
 	var e *robots.Entry
 	if foreign == nil {
-		e, foreign = decode([]byte(val))
+		e, foreign = decode([]byte(val), s.cfg.maxEntry)
 	}
 	if foreign != nil {
 		s.log(ctx, slog.LevelWarn, "redisstore: ignoring unreadable entry", "key", s.entryKey(origin), "err", foreign)
@@ -274,6 +318,9 @@ func (s *Store) Get(ctx context.Context, origin string) (*robots.Entry, error) {
 // after e.Expires.
 func (s *Store) Put(ctx context.Context, origin string, e *robots.Entry) error {
 	s.once.Do(s.init)
+	if len(e.Body) > s.cfg.maxEntry {
+		return fmt.Errorf("redisstore: body of %s is %d bytes, more than MaxEntrySize (%d)", origin, len(e.Body), s.cfg.maxEntry)
+	}
 	val := encode(e)
 	if len(val) > s.cfg.maxEntry {
 		return fmt.Errorf("redisstore: entry of %s is %d bytes, more than MaxEntrySize (%d)", origin, len(val), s.cfg.maxEntry)
@@ -293,31 +340,91 @@ end
 return 0
 `)
 
+// extendScript sets the lock KEYS[1] to expire ARGV[2] ms from now if it
+// still holds the token ARGV[1], and returns 1; else it returns 0.
+var extendScript = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+	return redis.call("PEXPIRE", KEYS[1], ARGV[2])
+end
+return 0
+`)
+
+// MaxLockHold is how long a Store keeps extending a fetch lock whose holder
+// has not released it: far longer than a fetch, its wait for a turn and its
+// Put take.
+const MaxLockHold = time.Hour
+
 // TryLock implements [robots.Locker] with SET NX PX and a random token.
-// The returned unlock deletes the lock if it is still the caller's.
+// While the caller holds the lock, the Store extends it to ttl from now every
+// ttl/3 (one command each time), so that a fetch that waits long for its turn
+// or is slow keeps the lock until it has put its entry; a holder that dies
+// stops extending it, and the lock expires at most ttl later. When the
+// extensions fail for ttl, the lock is taken for lost. The returned
+// unlock stops the extensions and deletes the lock if it is still the
+// caller's. A lock that is not released is extended for MaxLockHold at most.
 func (s *Store) TryLock(ctx context.Context, origin string, ttl time.Duration) (unlock func(), ok bool, err error) {
 	s.once.Do(s.init)
 	token := rand.Text()
 	key := s.lockKey(origin)
+	ttl = max(ttl, 3*time.Millisecond)
+	extended := time.Now() // no later than the lock was set
 	err = s.do(ctx, "lock", func(ctx context.Context) error {
 		var err error
-		ok, err = s.client.SetNX(ctx, key, token, max(ttl, time.Millisecond)).Result()
+		ok, err = s.client.SetNX(ctx, key, token, ttl).Result()
 		return err
 	})
 	if err != nil || !ok {
 		return nil, false, err
 	}
+	lctx := context.WithoutCancel(ctx)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(ttl / 3)
+		defer tick.Stop()
+		end := time.NewTimer(MaxLockHold)
+		defer end.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-end.C:
+				s.log(lctx, slog.LevelWarn, "redisstore: fetch lock held too long; no longer extended", "key", key, "held", MaxLockHold)
+				return
+			case <-tick.C:
+			}
+			var held int64
+			err := s.do(lctx, "lock", func(ctx context.Context) error {
+				var err error
+				held, err = extendScript.Run(ctx, s.client, []string{key}, token, ttl.Milliseconds()).Int64()
+				return err
+			})
+			switch {
+			case err == nil && held == 1:
+				extended = time.Now()
+			case err == nil:
+				s.log(lctx, slog.LevelWarn, "redisstore: fetch lock lost before its holder released it", "key", key)
+				return
+			case time.Since(extended) >= ttl:
+				// The lock has expired in Redis: there is
+				// nothing left to extend.
+				s.log(lctx, slog.LevelWarn, "redisstore: fetch lock lost: extending it failed", "key", key, "err", err)
+				return
+			}
+		}
+	}()
 	var once sync.Once
 	unlock = func() {
 		once.Do(func() {
+			close(stop)
+			<-done
 			// The lock expires anyway: an error only makes the
 			// others wait until then.
-			ctx := context.WithoutCancel(ctx)
-			err := s.do(ctx, "unlock", func(ctx context.Context) error {
+			err := s.do(lctx, "unlock", func(ctx context.Context) error {
 				return unlockScript.Run(ctx, s.client, []string{key}, token).Err()
 			})
 			if err != nil && !errors.Is(err, ErrUnavailable) {
-				s.log(ctx, slog.LevelWarn, "redisstore: unlock failed", "key", key, "err", err)
+				s.log(lctx, slog.LevelWarn, "redisstore: unlock failed", "key", key, "err", err)
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func TestGetPut(t *testing.T) {
 	addr := redisAddr(t)
 	prefix := testPrefix(t, addr)
 	ctx := context.Background()
-	s := New(newClient(t, addr))
+	s := newStore(t, newClient(t, addr))
 	s.Prefix = prefix
 
 	const origin = "https://example.com"
@@ -49,21 +50,21 @@ func TestGetPut(t *testing.T) {
 	}
 
 	// The key lives until Retain after the entry expires.
-	ttl, err := s.client.PTTL(ctx, prefix+"entry:"+origin).Result()
+	ttl, err := s.client.PTTL(ctx, prefix+"entry:{"+origin+"}").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if lo, hi := DefaultRetain+time.Hour-time.Minute, DefaultRetain+time.Hour; ttl < lo || ttl > hi {
 		t.Errorf("key expires in %v, want between %v and %v", ttl, lo, hi)
 	}
-	s2 := New(s.client)
+	s2 := newStore(t, s.client)
 	s2.Prefix, s2.Retain = prefix, time.Minute
 	expired := *want
 	expired.Expires = now.Add(-time.Hour)
 	if err := s2.Put(ctx, origin, &expired); err != nil {
 		t.Fatal(err)
 	}
-	if ttl, _ := s.client.PTTL(ctx, prefix+"entry:"+origin).Result(); ttl <= 0 || ttl > time.Minute {
+	if ttl, _ := s.client.PTTL(ctx, prefix+"entry:{"+origin+"}").Result(); ttl <= 0 || ttl > time.Minute {
 		t.Errorf("expired entry's key expires in %v, want in at most Retain (1m)", ttl)
 	}
 	// An expired entry is still returned, for its rules and counts.
@@ -74,7 +75,7 @@ func TestGetPut(t *testing.T) {
 
 func TestPutTooLarge(t *testing.T) {
 	addr := redisAddr(t)
-	s := New(newClient(t, addr))
+	s := newStore(t, newClient(t, addr))
 	s.Prefix, s.MaxEntrySize = testPrefix(t, addr), 100
 	ctx := context.Background()
 	e := &robots.Entry{Access: robots.AccessSuccess, Body: make([]byte, 200), Expires: time.Now().Add(time.Hour)}
@@ -90,7 +91,7 @@ func TestLock(t *testing.T) {
 	addr := redisAddr(t)
 	prefix := testPrefix(t, addr)
 	ctx := context.Background()
-	a, b := New(newClient(t, addr)), New(newClient(t, addr))
+	a, b := newStore(t, newClient(t, addr)), newStore(t, newClient(t, addr))
 	a.Prefix, b.Prefix = prefix, prefix
 	const origin = "https://example.com"
 
@@ -101,8 +102,10 @@ func TestLock(t *testing.T) {
 	if _, ok, err := b.TryLock(ctx, origin, time.Minute); ok || err != nil {
 		t.Fatalf("second TryLock = %v, %v; want false, nil", ok, err)
 	}
-	if _, ok, _ := b.TryLock(ctx, "https://example.org", time.Minute); !ok {
+	if unlock, ok, _ := b.TryLock(ctx, "https://example.org", time.Minute); !ok {
 		t.Errorf("TryLock of another origin failed")
+	} else {
+		unlock()
 	}
 	unlockA()
 	unlockB, ok, err := b.TryLock(ctx, origin, time.Minute)
@@ -116,14 +119,36 @@ func TestLock(t *testing.T) {
 	}
 	unlockB()
 
-	// A holder that never unlocks blocks the others only until the lock
-	// expires.
-	if _, ok, _ := a.TryLock(ctx, origin, 200*time.Millisecond); !ok {
+	// A holder that lives keeps the lock past its ttl, until it unlocks.
+	// (The ttl leaves the extensions, every ttl/3, room for a loaded
+	// machine.)
+	const ttl = time.Second
+	unlockA, ok, _ = a.TryLock(ctx, origin, ttl)
+	if !ok {
 		t.Fatal("TryLock failed")
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	for range 5 {
+		time.Sleep(ttl / 2)
+		if _, ok, _ := b.TryLock(ctx, origin, time.Minute); ok {
+			t.Fatal("the lock of a live holder expired before it was released")
+		}
+	}
+	unlockA()
+
+	// A holder that dies (its client closed) blocks the others only until
+	// the lock expires.
+	deadClient := newClient(t, addr)
+	dead := newStore(t, deadClient)
+	dead.Prefix = prefix
+	if _, ok, _ := dead.TryLock(ctx, origin, ttl); !ok {
+		t.Fatal("TryLock failed")
+	}
+	deadClient.Close()
+	died := time.Now()
+	deadline := died.Add(10 * time.Second)
+	unlockB, err = nil, nil
 	for {
-		_, ok, err := b.TryLock(ctx, origin, time.Minute)
+		unlockB, ok, err = b.TryLock(ctx, origin, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,6 +159,10 @@ func TestLock(t *testing.T) {
 			t.Fatal("the lock of a holder that died never expired")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	unlockB()
+	if d := time.Since(died); d > ttl+spacingTolerance {
+		t.Errorf("the lock of a holder that died expired %v later, want within its ttl (%v)", d, ttl)
 	}
 }
 
@@ -211,14 +240,16 @@ func TestLockHolderDies(t *testing.T) {
 	p := newProcess(t, addr, prefix, nil)
 	p.tr.FetchTimeout = 5 * time.Second
 
-	dead := New(newClient(t, addr))
+	deadClient := newClient(t, addr)
+	dead := newStore(t, deadClient)
 	dead.Prefix = prefix
 	if _, ok, err := dead.TryLock(context.Background(), s.origin(), 500*time.Millisecond); !ok {
 		t.Fatalf("TryLock = %v, %v", ok, err)
 	}
+	deadClient.Close() // the process dies, and its extensions with it
 	var heldDuringFetch bool
 	s.onFetch = func() {
-		n, _ := p.store.client.Exists(context.Background(), prefix+"lock:"+s.origin()).Result()
+		n, _ := p.store.client.Exists(context.Background(), prefix+"lock:{"+s.origin()+"}").Result()
 		heldDuringFetch = n == 1
 	}
 	checkVerdicts(t, p.client, s.URL)
@@ -228,7 +259,7 @@ func TestLockHolderDies(t *testing.T) {
 	if !heldDuringFetch {
 		t.Errorf("the Transport fetched without the lock; want it to take over the expired lock")
 	}
-	if n, _ := p.store.client.Exists(context.Background(), prefix+"lock:"+s.origin()).Result(); n != 0 {
+	if n, _ := p.store.client.Exists(context.Background(), prefix+"lock:{"+s.origin()+"}").Result(); n != 0 {
 		t.Errorf("lock still held after the fetch")
 	}
 }
@@ -293,23 +324,26 @@ func TestRedisRecovers(t *testing.T) {
 	addr := redisAddr(t)
 	prefix := testPrefix(t, addr)
 	log := &logRecorder{}
-	// A Store on a client that fails until it is pointed at addr.
-	var mu sync.Mutex
-	target := closedAddr(t)
-	client := redis.NewClient(&redis.Options{
-		Addr:                  addr,
-		ContextTimeoutEnabled: true,
-		MaxRetries:            -1,
-		Dialer: func(ctx context.Context, network, _ string) (conn net.Conn, err error) {
-			mu.Lock()
-			a := target
-			mu.Unlock()
-			var d net.Dialer
-			return d.DialContext(ctx, network, a)
-		},
-	})
+	// A Store on a client that fails until it may reach Redis.
+	var down atomic.Bool
+	down.Store(true)
+	closed := closedAddr(t)
+	dialer := func(ctx context.Context, network, a string) (conn net.Conn, err error) {
+		if down.Load() {
+			a = closed
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, a)
+	}
+	var client redis.UniversalClient
+	if seeds, ok := strings.CutPrefix(addr, clusterTarget); ok {
+		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(seeds, ","),
+			ContextTimeoutEnabled: true, MaxRetries: -1, MaxRedirects: -1, Dialer: dialer})
+	} else {
+		client = redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, Dialer: dialer})
+	}
 	t.Cleanup(func() { client.Close() })
-	s := New(client)
+	s := newStore(t, client)
 	s.Prefix, s.Cooldown, s.Logger = prefix, 100*time.Millisecond, slog.New(log)
 	ctx := context.Background()
 	e := &robots.Entry{Access: robots.AccessUnavailable, Expires: time.Now().Add(time.Hour)}
@@ -319,9 +353,7 @@ func TestRedisRecovers(t *testing.T) {
 	if err := s.Put(ctx, "https://example.com", e); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Put in the cooldown: %v, want ErrUnavailable", err)
 	}
-	mu.Lock()
-	target = addr
-	mu.Unlock()
+	down.Store(false)
 	time.Sleep(150 * time.Millisecond)
 	if err := s.Put(ctx, "https://example.com", e); err != nil {
 		t.Fatalf("Put after the cooldown, redis up: %v", err)
@@ -342,23 +374,23 @@ func TestUnreadableValues(t *testing.T) {
 	valid := encode(&robots.Entry{Access: robots.AccessSuccess, Body: []byte("User-agent: *\nDisallow: /\n"), Expires: time.Now().Add(time.Hour)})
 	for _, c := range []struct {
 		name string
-		set  func(ctx context.Context, c *redis.Client, key string) error
+		set  func(ctx context.Context, c redis.UniversalClient, key string) error
 	}{
-		{"foreign string", func(ctx context.Context, c *redis.Client, key string) error {
+		{"foreign string", func(ctx context.Context, c redis.UniversalClient, key string) error {
 			return c.Set(ctx, key, `{"allow":"everything"}`, 0).Err()
 		}},
-		{"cut short", func(ctx context.Context, c *redis.Client, key string) error {
+		{"cut short", func(ctx context.Context, c redis.UniversalClient, key string) error {
 			return c.Set(ctx, key, valid[:len(valid)-3], 0).Err()
 		}},
-		{"later version", func(ctx context.Context, c *redis.Client, key string) error {
+		{"later version", func(ctx context.Context, c redis.UniversalClient, key string) error {
 			v := append([]byte(nil), valid...)
 			v[len(magic)-1]++
 			return c.Set(ctx, key, v, 0).Err()
 		}},
-		{"too large", func(ctx context.Context, c *redis.Client, key string) error {
+		{"too large", func(ctx context.Context, c redis.UniversalClient, key string) error {
 			return c.Set(ctx, key, string(valid)+strings.Repeat("#", DefaultMaxEntrySize), 0).Err()
 		}},
-		{"list", func(ctx context.Context, c *redis.Client, key string) error {
+		{"list", func(ctx context.Context, c redis.UniversalClient, key string) error {
 			return c.RPush(ctx, key, "a", "b").Err()
 		}},
 	} {
@@ -368,8 +400,8 @@ func TestUnreadableValues(t *testing.T) {
 			s := newSite(t, disallowPrivate)
 			p := newProcess(t, addr, prefix, slog.New(log))
 			ctx := context.Background()
-			key := prefix + "entry:" + s.origin()
-			if err := c.set(ctx, p.store.client.(*redis.Client), key); err != nil {
+			key := prefix + "entry:{" + s.origin() + "}"
+			if err := c.set(ctx, p.store.client, key); err != nil {
 				t.Fatal(err)
 			}
 			checkVerdicts(t, p.client, s.URL)
@@ -404,4 +436,21 @@ func entriesEqual(a, b *robots.Entry) bool {
 	return a.Access == b.Access && string(a.Body) == string(b.Body) &&
 		a.FetchedAt.Equal(b.FetchedAt) && a.Expires.Equal(b.Expires) &&
 		a.UnreachableSince.Equal(b.UnreachableSince) && a.Failures == b.Failures && a.Error == b.Error
+}
+
+// TestPrefixWithBrace checks that a Prefix that would change the hash slots
+// of the keys is refused by every method, before any command.
+func TestPrefixWithBrace(t *testing.T) {
+	s := newStore(t, newClient(t, closedAddr(t)))
+	s.Prefix = "crawl{1}:"
+	ctx := context.Background()
+	if _, err := s.Get(ctx, "https://example.com"); err == nil || errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "Prefix") {
+		t.Errorf("Get with a Prefix holding a brace: %v, want an error about the Prefix", err)
+	}
+	if _, ok, err := s.Reserve(ctx, "https://example.com", time.Second, time.Second); ok || err == nil {
+		t.Errorf("Reserve with a Prefix holding a brace = %v, %v; want an error", ok, err)
+	}
+	if _, ok := s.WatchedPause("https://example.com"); ok {
+		t.Error("WatchedPause with a Prefix holding a brace says its copy is live")
+	}
 }

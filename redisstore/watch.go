@@ -1,0 +1,341 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/f9014239/robots"
+)
+
+var _ robots.PauseWatcher = (*Store)(nil)
+
+const (
+	// DefaultWatchInterval is the WatchInterval of a Store whose
+	// WatchInterval is zero.
+	DefaultWatchInterval = time.Second
+
+	// MaxWatchedPauses bounds the pauses a Store keeps a copy of. While
+	// more origins are paused at once across the fleet, the copy is not
+	// used: every request asks Redis, as without a copy.
+	MaxWatchedPauses = 1 << 17
+)
+
+// The copy of the pauses.
+//
+// Pause records each pause in two places besides the origin's own key: in
+// the sorted set pausesKey (origin by the end of its pause, on the clock of
+// the node that holds the set), and as a message on the channel
+// pausesChannel ("origin remaining-µs"). A Store that watches subscribes to
+// the channel, then reads the pauses that have not ended from the set, and
+// from then on applies each message: its copy holds every pause that began
+// before it read the set (the set is written before the message is sent) and
+// every one whose message it received. Remaining times, not ends, travel, so
+// that the clocks of processes and nodes need not agree; a copy's end is
+// when the message arrived plus the time remaining when it was sent, never
+// earlier than the pause's end.
+//
+// The copy is "live", and used, from the read of the set until the
+// subscription fails. A connection that fails silently is found by a PING
+// sent after WatchInterval without a message, and given up if its answer
+// does not come within Timeout: a pause set elsewhere reaches the copy
+// within the delivery time of a message, and in the worst case (a
+// connection lost without an error) WatchInterval plus Timeout, during
+// which the copy is stale without knowing it. Once a failure is known,
+// every request asks Redis until the subscription is back and the set is
+// read again.
+
+func (s *Store) pausesKey() string     { return s.cfg.prefix + "pauses" }
+func (s *Store) pausesChannel() string { return s.cfg.prefix + "pauses" }
+
+// notePauseScript records in the sorted set KEYS[1] that the origin ARGV[1]
+// is paused for ARGV[2] microseconds from now, unless it holds a later end,
+// and drops the pauses that have ended. The set expires once its last pause
+// has ended.
+var notePauseScript = redis.NewScript(`
+local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local till = now + tonumber(ARGV[2])
+local cur = redis.call("ZSCORE", KEYS[1], ARGV[1])
+if not cur or tonumber(cur) < till then
+	redis.call("ZADD", KEYS[1], string.format("%.0f", till), ARGV[1])
+end
+redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", string.format("(%.0f", now))
+local ttl = redis.call("PTTL", KEYS[1])
+local want = math.floor(tonumber(ARGV[2]) / 1000) + 1000
+if ttl < want then redis.call("PEXPIRE", KEYS[1], want) end
+return 1
+`)
+
+// pausesScript returns the pauses in the sorted set KEYS[1] that have not
+// ended, as origin and remaining microseconds in turn, at most ARGV[1] of
+// them and one more if there are more.
+var pausesScript = redis.NewScript(`
+local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local r = redis.call("ZRANGEBYSCORE", KEYS[1], string.format("%.0f", now), "+inf", "WITHSCORES", "LIMIT", 0, tonumber(ARGV[1]) + 1)
+for i = 2, #r, 2 do
+	r[i] = string.format("%.0f", tonumber(r[i]) - now)
+end
+return r
+`)
+
+// watch is a Store's copy of the pauses of every origin.
+type watch struct {
+	live atomic.Bool  // the copy is up to date
+	n    atomic.Int64 // entries in m
+	m    sync.Map     // origin → time.Time, the end of its pause (local clock)
+
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu     sync.Mutex
+	ps     *redis.PubSub // guarded by mu: the current subscription, nil if none
+	closed bool          // guarded by mu
+
+	lastPurge time.Time // used by the watch goroutine only
+}
+
+// watcher returns the Store's watch, and starts it at the first call.
+func (s *Store) watcher() *watch {
+	s.watchOnce.Do(func() {
+		s.once.Do(s.init)
+		ctx, cancel := context.WithCancel(context.Background())
+		w := &watch{cancel: cancel, done: make(chan struct{})}
+		s.w = w
+		if s.client == nil || s.cfg.err != nil {
+			cancel()
+			close(w.done)
+			return
+		}
+		go s.watchLoop(ctx, w)
+	})
+	return s.w
+}
+
+// Close stops the Store's watch of the pauses, if it has begun, and waits
+// for it to end. The Store remains usable: a Transport then asks Redis for
+// every request. Close does not close the Redis client. It returns nil.
+func (s *Store) Close() error {
+	s.watchOnce.Do(func() { // never started: never start
+		s.w = &watch{cancel: func() {}, done: make(chan struct{})}
+		close(s.w.done)
+	})
+	w := s.w
+	w.live.Store(false)
+	w.cancel()
+	w.mu.Lock()
+	w.closed = true
+	if w.ps != nil {
+		w.ps.Close() // ends a Receive at once
+	}
+	w.mu.Unlock()
+	<-w.done
+	return nil
+}
+
+// WatchedPause implements [robots.PauseWatcher]: it returns when origin's
+// pause ends in the Store's copy of the pauses of every origin, or the zero
+// time, and ok false when the copy may be stale. It does no I/O; the first
+// call starts the watch (one subscription and one goroutine per Store, until
+// Close). See WatchInterval for how soon a pause set elsewhere is seen.
+func (s *Store) WatchedPause(origin string) (until time.Time, ok bool) {
+	w := s.watcher()
+	if !w.live.Load() {
+		return time.Time{}, false
+	}
+	if w.n.Load() == 0 {
+		return time.Time{}, true
+	}
+	if v, found := w.m.Load(origin); found {
+		return v.(time.Time), true
+	}
+	return time.Time{}, true
+}
+
+// watchLoop keeps w up to date until ctx is done: it subscribes, and after
+// a failure, subscribes again after a back-off.
+func (s *Store) watchLoop(ctx context.Context, w *watch) {
+	defer close(w.done)
+	backoff := 100 * time.Millisecond
+	failing := false
+	for {
+		err := s.watchSession(ctx, w)
+		w.live.Store(false)
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, errWatchHealthy) {
+			backoff = 100 * time.Millisecond
+			failing = false
+		} else if !failing {
+			failing = true
+			s.log(ctx, slog.LevelWarn, "redisstore: watch of pauses failed; asking redis for every request", "err", err)
+		}
+		timer := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+		backoff = min(2*backoff, s.cfg.cooldown)
+	}
+}
+
+// errWatchHealthy wraps the error that ended a session that had been live.
+var errWatchHealthy = errors.New("watch was live")
+
+// watchSession runs one subscription until it fails or ctx is done.
+func (s *Store) watchSession(ctx context.Context, w *watch) (err error) {
+	ps := s.client.Subscribe(ctx)
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		ps.Close()
+		return ctx.Err()
+	}
+	w.ps = ps
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.ps = nil
+		w.mu.Unlock()
+		ps.Close()
+	}()
+	wasLive := false
+	defer func() {
+		if wasLive && err != nil {
+			err = fmt.Errorf("%w: %w", errWatchHealthy, err)
+		}
+	}()
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
+	err = ps.Subscribe(sctx, s.pausesChannel())
+	cancel()
+	if err != nil {
+		return err
+	}
+	interval := s.cfg.watchInterval
+	timeout := interval
+	pinged := false
+	for {
+		msg, err := ps.ReceiveTimeout(ctx, timeout)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			var ne net.Error
+			if !pinged && errors.As(err, &ne) && ne.Timeout() {
+				// Silence: ask for a sign of life.
+				pctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
+				err = ps.Ping(pctx)
+				cancel()
+				if err != nil {
+					return err
+				}
+				pinged, timeout = true, s.cfg.timeout
+				w.purge(false)
+				continue
+			}
+			return err
+		}
+		pinged, timeout = false, interval
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind != "subscribe" {
+				return fmt.Errorf("unexpected %s", m)
+			}
+			if err := s.loadPauses(ctx, w); err != nil {
+				return err
+			}
+			w.live.Store(true)
+			wasLive = true
+		case *redis.Message:
+			if err := s.apply(ctx, w, m.Payload, time.Now()); err != nil {
+				return err
+			}
+		case *redis.Pong:
+		}
+	}
+}
+
+// loadPauses adds the pauses in the sorted set to w.
+func (s *Store) loadPauses(ctx context.Context, w *watch) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
+	defer cancel()
+	res, err := pausesScript.Run(ctx, s.client, []string{s.pausesKey()}, MaxWatchedPauses).StringSlice()
+	if err != nil {
+		return fmt.Errorf("reading the pauses: %w", err)
+	}
+	now := time.Now()
+	if len(res)/2 > MaxWatchedPauses {
+		return fmt.Errorf("more than %d origins paused", MaxWatchedPauses)
+	}
+	for i := 0; i+1 < len(res); i += 2 {
+		if err := s.apply(ctx, w, res[i]+" "+res[i+1], now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply adds to w the pause in msg ("origin remaining-µs"), received at now.
+// Only the watch goroutine writes to w.m, so that n counts its entries.
+func (s *Store) apply(ctx context.Context, w *watch, msg string, now time.Time) error {
+	w.purge(false)
+	i := strings.LastIndexByte(msg, ' ')
+	if i <= 0 {
+		s.log(ctx, slog.LevelWarn, "redisstore: ignoring unreadable pause message", "msg", msg)
+		return nil
+	}
+	origin := msg[:i]
+	us, err := strconv.ParseFloat(msg[i+1:], 64)
+	if err != nil || us <= 0 || us > float64(24*time.Hour/time.Microsecond) {
+		s.log(ctx, slog.LevelWarn, "redisstore: ignoring unreadable pause message", "msg", msg)
+		return nil
+	}
+	until := now.Add(time.Duration(us) * time.Microsecond)
+	if v, ok := w.m.Load(origin); ok {
+		if !v.(time.Time).Before(until) {
+			return nil
+		}
+		w.m.Store(origin, until)
+		return nil
+	}
+	if w.n.Load() >= MaxWatchedPauses {
+		w.purge(true)
+		if w.n.Load() >= MaxWatchedPauses {
+			// A pause that cannot be kept: the copy would miss it.
+			return fmt.Errorf("more than %d origins paused", MaxWatchedPauses)
+		}
+	}
+	w.m.Store(origin, until)
+	w.n.Add(1)
+	return nil
+}
+
+// purge drops the pauses that have ended, if it has not done so for a
+// second or if now is set.
+func (w *watch) purge(now bool) {
+	t := time.Now()
+	if !now && t.Sub(w.lastPurge) < time.Second || w.n.Load() == 0 {
+		return
+	}
+	w.lastPurge = t
+	w.m.Range(func(k, v any) bool {
+		if !t.Before(v.(time.Time)) {
+			w.m.Delete(k)
+			w.n.Add(-1)
+		}
+		return true
+	})
+}
