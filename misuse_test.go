@@ -36,6 +36,14 @@ func TestAgentGivenAsUserAgent(t *testing.T) {
 
 // TestAgentWithoutToken: an Agent that names no token is loud.
 func TestAgentWithoutToken(t *testing.T) {
+	func() {
+		defer func() {
+			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "empty agent") {
+				t.Errorf("NewTransport(nil, \"\"): recovered %v, want a panic that names the empty agent", r)
+			}
+		}()
+		NewTransport(nil, "") // as from an unset environment variable
+	}()
 	for _, agent := range []string{"/1.0", "(bot)", "  ", "***"} {
 		func() {
 			defer func() {
