@@ -63,6 +63,10 @@ func TestLintKinds(t *testing.T) {
 		if code != exitFlagged || len(got) < 2 || got[1] != c.want {
 			t.Errorf("lint of %s = %d\n%s\nwant 1 and second line %q", c.kind, code, stdout, c.want)
 		}
+		// The same from standard input.
+		if code, stdin, _ := runCmd(t, string(c.body), "lint", "-"); code != exitFlagged || !strings.Contains(stdin, "\n"+c.want+"\n") {
+			t.Errorf("lint - of %s = %d\n%s", c.kind, code, stdin)
+		}
 		var rep lintJSON
 		_, stdout, _ = runCmd(t, "", "lint", "-json", f)
 		if err := json.Unmarshal([]byte(stdout), &rep); err != nil || rep.Kind != c.kind {
