@@ -63,6 +63,22 @@ func TestAgentWithoutToken(t *testing.T) {
 			t.Errorf("Agent %q: %d requests sent, want none", agent, n)
 		}
 	}
+
+	// A UserAgent that does not name the Agent would hide the crawler's
+	// token from site owners: as loud.
+	mock := newMock()
+	tr := &Transport{Base: mock, Agent: "ExampleBot", UserAgent: "Mozilla/5.0 (compatible; OtherBot/1.0)"}
+	if err := get(&http.Client{Transport: tr}, "https://example.com/page"); err == nil || errors.Is(err, ErrDisallowed) ||
+		!strings.Contains(err.Error(), "does not name the agent") {
+		t.Errorf("UserAgent without the Agent's token: err = %v, want an error that says so", err)
+	}
+	if n := mock.GetTotalCallCount(); n != 0 {
+		t.Errorf("UserAgent without the Agent's token: %d requests sent, want none", n)
+	}
+	tr = &Transport{Base: mock, Agent: "examplebot", UserAgent: "Mozilla/5.0 (compatible; ExampleBot/1.0)"}
+	if err := get(&http.Client{Transport: tr}, "https://example.com/page"); err != nil {
+		t.Errorf("UserAgent naming the Agent in another case: %v", err)
+	}
 }
 
 // TestBareProductUserAgent: with Agent empty, "User-Agent: ExampleBot" names

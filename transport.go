@@ -161,6 +161,9 @@ type Transport struct {
 	Agent string
 
 	// UserAgent is the User-Agent header of the requests that have none,
+	// e.g. "ExampleBot/1.0 (+https://example.com/bot)". It must contain
+	// Agent's token, if Agent is set and not "*": otherwise every request
+	// fails with an error that says so.
 	// and of the fetches of robots.txt that such requests cause (a
 	// request that has one fetches robots.txt with it). If empty, it is
 	// Agent as given; with neither, such requests leave without a
@@ -361,6 +364,9 @@ func (t *Transport) init() {
 	c.agent, c.err = tokenOf(t.Agent)
 	if c.userAgent == "" && c.agent != "*" {
 		c.userAgent = t.Agent
+	}
+	if c.err == nil && c.agent != "" && c.agent != "*" && !strings.Contains(strings.ToLower(c.userAgent), strings.ToLower(c.agent)) {
+		c.err = fmt.Errorf("robots: UserAgent %q does not name the agent %q, so site owners could not tell which group the crawler obeys (RFC 9309 §2.2.1)", c.userAgent, c.agent)
 	}
 	if c.base == nil {
 		c.base = defaultBase()
