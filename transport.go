@@ -161,13 +161,12 @@ type Transport struct {
 	Agent string
 
 	// UserAgent is the User-Agent header of the requests that have none,
-	// e.g. "ExampleBot/1.0 (+https://example.com/bot)". It must contain
-	// Agent's token, if Agent is set and not "*": otherwise every request
-	// fails with an error that says so.
 	// and of the fetches of robots.txt that such requests cause (a
-	// request that has one fetches robots.txt with it). If empty, it is
-	// Agent as given; with neither, such requests leave without a
-	// User-Agent of ours. A request under [WithAgent] with no User-Agent
+	// request that has one fetches robots.txt with it), e.g.
+	// "ExampleBot/1.0 (+https://example.com/bot)". It must contain
+	// Agent's token, if Agent is set and not "*": otherwise every request
+	// fails with an error that says so. If empty, it is Agent as given;
+	// with neither, such requests leave without a User-Agent of ours. A request under [WithAgent] with no User-Agent
 	// leaves with the agent given there instead, so that it names the
 	// token it is decided as; the fetch of robots.txt it causes is sent
 	// with UserAgent or Agent, when the Transport has one, since that
