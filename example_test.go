@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/jarcoal/httpmock"
@@ -225,4 +226,67 @@ func ExampleNewTransport() {
 	// Output:
 	// ExampleBot/1.0 (+https://example.com/bot)
 	// true
+}
+
+// One Transport can run several identities: a request under WithAgent is
+// decided as that crawler, and leaves with it as its User-Agent.
+func ExampleWithAgent() {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			io.WriteString(w, "User-agent: NewsBot\nDisallow: /archive\n\nUser-agent: *\nDisallow: /drafts\n")
+			return
+		}
+		io.WriteString(w, r.UserAgent())
+	}))
+	defer site.Close()
+	client := &http.Client{Transport: robots.NewTransport(nil, "ExampleBot/1.0")}
+
+	for _, agent := range []string{"", "NewsBot/2.0"} {
+		ctx := context.Background()
+		if agent != "" {
+			ctx = robots.WithAgent(ctx, agent)
+		}
+		for _, path := range []string{"/archive", "/drafts"} {
+			req, _ := http.NewRequestWithContext(ctx, "GET", site.URL+path, nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				fmt.Println(path, "refused")
+				continue
+			}
+			ua, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			fmt.Println(path, "fetched as", string(ua))
+		}
+	}
+	// Output:
+	// /archive fetched as ExampleBot/1.0
+	// /drafts refused
+	// /archive refused
+	// /drafts fetched as NewsBot/2.0
+}
+
+// Forget drops what the Transport knows of a site's robots.txt: the next
+// request fetches it again, here to find the rules changed.
+func ExampleTransport_Forget() {
+	var rules atomic.Value
+	rules.Store("User-agent: *\nDisallow: /new\n")
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			io.WriteString(w, rules.Load().(string))
+		}
+	}))
+	defer site.Close()
+	t := robots.NewTransport(nil, "ExampleBot")
+	ctx := context.Background()
+	u, _ := url.Parse(site.URL + "/new")
+
+	fmt.Println("allowed:", t.Check(ctx, u) == nil)
+	rules.Store("User-agent: *\nAllow: /\n") // the site changes its robots.txt
+	fmt.Println("allowed, from the cache:", t.Check(ctx, u) == nil)
+	t.Forget(u)
+	fmt.Println("allowed, after Forget:", t.Check(ctx, u) == nil)
+	// Output:
+	// allowed: false
+	// allowed, from the cache: false
+	// allowed, after Forget: true
 }

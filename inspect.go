@@ -114,5 +114,5 @@ func (t *Transport) stateOf(ctx context.Context, u *url.URL) (*site, *state, err
 	if err != nil {
 		return nil, nil, err
 	}
-	return t.lookup(ctx, k, t.now(), func() string { return ua })
+	return t.lookup(ctx, k, t.now(), t.fetchAgent(nil, ua))
 }

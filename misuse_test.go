@@ -3,8 +3,12 @@ package robots
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +36,14 @@ func TestAgentGivenAsUserAgent(t *testing.T) {
 
 // TestAgentWithoutToken: an Agent that names no token is loud.
 func TestAgentWithoutToken(t *testing.T) {
+	func() {
+		defer func() {
+			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "empty agent") {
+				t.Errorf("NewTransport(nil, \"\"): recovered %v, want a panic that names the empty agent", r)
+			}
+		}()
+		NewTransport(nil, "") // as from an unset environment variable
+	}()
 	for _, agent := range []string{"/1.0", "(bot)", "  ", "***"} {
 		func() {
 			defer func() {
@@ -50,6 +62,22 @@ func TestAgentWithoutToken(t *testing.T) {
 		if n := mock.GetTotalCallCount(); n != 0 {
 			t.Errorf("Agent %q: %d requests sent, want none", agent, n)
 		}
+	}
+
+	// A UserAgent that does not name the Agent would hide the crawler's
+	// token from site owners: as loud.
+	mock := newMock()
+	tr := &Transport{Base: mock, Agent: "ExampleBot", UserAgent: "Mozilla/5.0 (compatible; OtherBot/1.0)"}
+	if err := get(&http.Client{Transport: tr}, "https://example.com/page"); err == nil || errors.Is(err, ErrDisallowed) ||
+		!strings.Contains(err.Error(), "does not name the agent") {
+		t.Errorf("UserAgent without the Agent's token: err = %v, want an error that says so", err)
+	}
+	if n := mock.GetTotalCallCount(); n != 0 {
+		t.Errorf("UserAgent without the Agent's token: %d requests sent, want none", n)
+	}
+	tr = &Transport{Base: mock, Agent: "examplebot", UserAgent: "Mozilla/5.0 (compatible; ExampleBot/1.0)"}
+	if err := get(&http.Client{Transport: tr}, "https://example.com/page"); err != nil {
+		t.Errorf("UserAgent naming the Agent in another case: %v", err)
 	}
 }
 
@@ -94,7 +122,7 @@ func TestDefaultUserAgent(t *testing.T) {
 		{NewTransport(base, "ExampleBot/2.1"), context.Background(), "", "ExampleBot/2.1"},
 		{&Transport{Base: base, Agent: "ExampleBot", UserAgent: "ExampleBot/2.1 (+https://example.com/bot)"}, context.Background(), "", "ExampleBot/2.1 (+https://example.com/bot)"},
 		{NewTransport(base, "ExampleBot"), context.Background(), "Custom/1.0", "Custom/1.0"},
-		{NewTransport(base, "ExampleBot"), WithAgent(context.Background(), "OtherBot/3"), "", "OtherBot/3"},
+		{&Transport{Base: base}, WithAgent(context.Background(), "OtherBot/3"), "", "OtherBot/3"},
 	} {
 		got = nil
 		req, _ := http.NewRequestWithContext(c.ctx, "GET", "https://example.com/page", nil)
@@ -111,6 +139,35 @@ func TestDefaultUserAgent(t *testing.T) {
 		want := []string{"/robots.txt " + c.want, "/page " + c.want}
 		if strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Errorf("sent %q, want %q", got, want)
+		}
+	}
+
+	// Under WithAgent, pages leave as the agent given there, but the fetch
+	// of robots.txt, which serves every token, as the Transport's own
+	// identity: no robots.txt is fetched as Google-Extended, a token no
+	// crawler sends.
+	for _, c := range []struct {
+		tr          *Transport
+		agent, want string
+	}{
+		{NewTransport(base, "ExampleBot"), "OtherBot/3",
+			"/robots.txt ExampleBot|/robots.txt ExampleBot|/page OtherBot/3"},
+		{&Transport{Base: base, Agent: "ExampleBot", UserAgent: "ExampleBot/2.1 (+https://example.com/bot)"}, "OtherBot",
+			"/robots.txt ExampleBot/2.1 (+https://example.com/bot)|/robots.txt ExampleBot/2.1 (+https://example.com/bot)|/page OtherBot"},
+		{NewTransport(base, "ExampleBot"), "Google-Extended",
+			"/robots.txt ExampleBot|/robots.txt ExampleBot|/page Google-Extended"},
+	} {
+		got = nil
+		ctx := WithAgent(context.Background(), c.agent)
+		if err := c.tr.Check(ctx, mustURL("https://check.example/page")); err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequestWithContext(ctx, "GET", "https://example.com/page", nil)
+		if _, err := c.tr.RoundTrip(req); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(got, "|") != c.want { // a Check of one site, then a request to another
+			t.Errorf("as %q: sent %q, want %q", c.agent, got, c.want)
 		}
 	}
 }
@@ -312,6 +369,124 @@ func TestFetchCarriesNoCallerTrace(t *testing.T) {
 		}
 		if strings.Join(traced, ",") != "/page" {
 			t.Errorf("deadline %v: traced %q, want the caller's request only", deadline, traced)
+		}
+	}
+}
+
+// TestDecidedAsItLeaves: whatever the Transport's configuration and the
+// request's context, RoundTrip decides a request whose User-Agent it sets,
+// or that decides by its User-Agent, as the crawler that User-Agent names
+// (the "*" group when it names none of the file's groups); and
+// CheckRequest, and Check for a request without a User-Agent, give the
+// verdict RoundTrip gives. (A User-Agent the caller sets against the
+// Transport's Agent or WithAgent is the caller's: Agent decides.)
+func TestDecidedAsItLeaves(t *testing.T) {
+	const rules = "User-agent: mybot\nDisallow: /mybot\n\nUser-agent: go-http-client\nDisallow: /go-http-client\n\n" +
+		"User-agent: otherbot\nDisallow: /otherbot\n\nUser-agent: *\nDisallow: /star\n"
+	groups := []string{"mybot", "go-http-client", "otherbot", "*"}
+	var mu sync.Mutex
+	sent := map[string]string{} // path → User-Agent, as the server saw it
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			io.WriteString(w, rules)
+			return
+		}
+		mu.Lock()
+		sent[r.URL.Path] = r.Header.Get("User-Agent")
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	netHTTP := srv.Client().Transport // an *http.Transport: it adds Go-http-client
+	wrapped := rtFunc(func(r *http.Request) (*http.Response, error) {
+		if _, ok := r.Header["User-Agent"]; !ok {
+			r = r.Clone(r.Context())
+			r.Header.Set("User-Agent", "") // leave with none at all
+		}
+		return netHTTP.RoundTrip(r)
+	})
+	browser := "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"
+	configs := map[string]func() *Transport{
+		"zero":              func() *Transport { return &Transport{Base: netHTTP} },
+		"zero, other base":  func() *Transport { return &Transport{Base: wrapped} },
+		"Agent MyBot/1.0":   func() *Transport { return NewTransport(netHTTP, "MyBot/1.0") },
+		"UserAgent only":    func() *Transport { return &Transport{Base: netHTTP, UserAgent: "MyBot/2 (+https://example.com/bot)"} },
+		"UserAgent browser": func() *Transport { return &Transport{Base: wrapped, UserAgent: browser} },
+		"Agent, UserAgent": func() *Transport {
+			return &Transport{Base: netHTTP, Agent: "mybot", UserAgent: "MyBot/2 (+https://example.com/bot)"}
+		},
+	}
+	contexts := map[string]context.Context{
+		"":                   context.Background(),
+		"WithAgent OtherBot": WithAgent(context.Background(), "OtherBot/3"),
+	}
+	for cname, mk := range configs {
+		for xname, ctx := range contexts {
+			for _, hdr := range []string{"", "MyBot/1.0", browser, "ExampleBot"} {
+				if xname != "" || strings.HasPrefix(cname, "Agent") {
+					if hdr != "" && hdr != "MyBot/1.0" {
+						continue // the header does not decide
+					}
+				}
+				tr := mk()
+				name := fmt.Sprintf("%s, ctx %q, header %q", cname, xname, hdr)
+				mu.Lock()
+				clear(sent)
+				mu.Unlock()
+				refused := map[string]bool{}
+				for _, g := range groups {
+					path := "/" + strings.Trim(g, "*")
+					if g == "*" {
+						path = "/star"
+					}
+					req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+path, nil)
+					if hdr != "" {
+						req.Header.Set("User-Agent", hdr)
+					}
+					check := tr.CheckRequest(req)
+					var checkNoUA error
+					if hdr == "" {
+						checkNoUA = tr.Check(ctx, req.URL)
+					}
+					resp, err := tr.RoundTrip(req)
+					if err == nil {
+						resp.Body.Close()
+					} else if !errors.Is(err, ErrDisallowed) || errors.Is(err, ErrUnreachable) {
+						t.Fatalf("%s: %s: %v", name, path, err)
+					}
+					refused[g] = err != nil
+					if (check != nil) != (err != nil) || hdr == "" && (checkNoUA != nil) != (err != nil) {
+						t.Errorf("%s: %s: RoundTrip %v, CheckRequest %v, Check %v", name, path, err, check, checkNoUA)
+					}
+				}
+				if hdr != "" && (xname != "" || tr.Agent != "") {
+					continue // decided by Agent or WithAgent, sent as the caller asked
+				}
+				// The User-Agent the pages left with names the group obeyed:
+				// the one path of that group is refused, the others sent.
+				mu.Lock()
+				uas := map[string]bool{}
+				for _, ua := range sent {
+					uas[ua] = true
+				}
+				mu.Unlock()
+				if len(uas) != 1 {
+					t.Errorf("%s: pages left as %v, want one User-Agent", name, uas)
+					continue
+				}
+				var ua string
+				for ua = range uas {
+				}
+				want := strings.ToLower(productToken(ua))
+				if !slices.Contains(groups, want) {
+					want = "*"
+				}
+				for _, g := range groups {
+					if refused[g] != (g == want) {
+						t.Errorf("%s: left as %q, so obeys %q, but refused %v", name, ua, want, refused)
+						break
+					}
+				}
+			}
 		}
 	}
 }

@@ -157,7 +157,11 @@ type Transport struct {
 	// with Name cut to its leading run of letters, digits, '-' and '_'.
 	// Names of browsers' products (Mozilla, AppleWebKit, Chrome, Safari,
 	// Gecko, Firefox, Version, Mobile, MSIE, Trident, …) do not count. A
-	// request with no such token obeys the "*" group.
+	// request with a User-Agent that names no such token obeys the "*"
+	// group. A request with no User-Agent is decided as what it leaves
+	// as: the token of UserAgent if that is set; else, when Base is an
+	// [*http.Transport] (nil Base included), as Go-http-client, the
+	// User-Agent net/http then sends; else as the "*" group.
 	//
 	// A token set on a request's context with [WithAgent] takes the
 	// place of Agent for that request.
@@ -168,10 +172,16 @@ type Transport struct {
 
 	// UserAgent is the User-Agent header of the requests that have none,
 	// and of the fetches of robots.txt that such requests cause (a
-	// request that has one fetches robots.txt with it). If empty, it is
-	// Agent as given, or the request's token from [WithAgent]; with
-	// neither, such requests leave without a User-Agent of ours. A
-	// request's header is never modified: a copy of the request is sent.
+	// request that has one fetches robots.txt with it), e.g.
+	// "ExampleBot/1.0 (+https://example.com/bot)". It must contain
+	// Agent's token, if Agent is set and not "*": otherwise every request
+	// fails with an error that says so. If empty, it is Agent as given;
+	// with neither, such requests leave without a User-Agent of ours. A request under [WithAgent] with no User-Agent
+	// leaves with the agent given there instead, so that it names the
+	// token it is decided as; the fetch of robots.txt it causes is sent
+	// with UserAgent or Agent, when the Transport has one, since that
+	// fetch serves every token. A request's header is never modified: a
+	// copy of the request is sent.
 	UserAgent string
 
 	// TTL, if non-zero, is how long a fetched robots.txt is used before
@@ -292,6 +302,7 @@ type config struct {
 	base         http.RoundTripper
 	agent        string // the product token of Transport.Agent; "" if none
 	userAgent    string // the User-Agent of requests that have none; "" if none
+	anonAgent    string // with no agent, the token of a request without a User-Agent
 	err          error  // why every request fails: an Agent with no token
 	ttl          time.Duration
 	fetchTimeout time.Duration
@@ -324,10 +335,15 @@ func defaultBase() http.RoundTripper {
 
 // NewTransport returns a Transport that sends through base (nil means
 // [http.DefaultTransport], as it is now) as the crawler whose product token
-// is agent (see Transport.Agent). It panics if agent names no product token.
+// is agent (see Transport.Agent). It panics if agent names no product token,
+// "" included: a Transport that finds each request's token in its
+// User-Agent header is a Transport{} with Agent left empty.
 func NewTransport(base http.RoundTripper, agent string) *Transport {
 	if _, err := tokenOf(agent); err != nil {
 		panic(err)
+	}
+	if agent == "" {
+		panic(errors.New("robots: NewTransport: empty agent (for a token from each request's User-Agent, use a Transport with Agent empty)"))
 	}
 	if base == nil {
 		base = defaultBase()
@@ -374,8 +390,21 @@ func (t *Transport) init() {
 	if c.userAgent == "" && c.agent != "*" {
 		c.userAgent = t.Agent
 	}
+	if c.err == nil && c.agent != "" && c.agent != "*" && !strings.Contains(strings.ToLower(c.userAgent), strings.ToLower(c.agent)) {
+		c.err = fmt.Errorf("robots: UserAgent %q does not name the agent %q, so site owners could not tell which group the crawler obeys (RFC 9309 §2.2.1)", c.userAgent, c.agent)
+	}
 	if c.base == nil {
 		c.base = defaultBase()
+	}
+	// With no Agent, a request without a User-Agent is decided as the
+	// crawler it leaves as: UserAgent, or else, through net/http's own
+	// transport, Go-http-client (which that transport then sends), or
+	// else the "*" group.
+	c.anonAgent = "*"
+	if _, ok := c.base.(*http.Transport); ok && c.userAgent == "" {
+		c.anonAgent = "Go-http-client"
+	} else if tok := productToken(c.userAgent); tok != "" {
+		c.anonAgent = tok
 	}
 	if c.ttl <= 0 {
 		c.ttl = DefaultTTL
@@ -422,7 +451,9 @@ type agentValue struct {
 // header, as for Transport.Agent), in the place of the Transport's Agent: for
 // crawlers that run several identities through one Transport, or to ask
 // [Transport.Check] about another token, such as "Google-Extended". A
-// request whose agent names no token fails with an error that says so.
+// request without a User-Agent leaves with agent as its User-Agent (the
+// fetch of robots.txt does not: see Transport.UserAgent). A request whose
+// agent names no token fails with an error that says so.
 func WithAgent(ctx context.Context, agent string) context.Context {
 	tok, err := tokenOf(agent)
 	if err == nil && tok == "" {
@@ -440,8 +471,8 @@ func WithAgent(ctx context.Context, agent string) context.Context {
 // it has none.
 func (t *Transport) identity(ctx context.Context, hdr http.Header) (token, ua string, err error) {
 	if v, _ := ctx.Value(agentKey{}).(*agentValue); v != nil {
-		if t.UserAgent != "" {
-			return v.token, t.UserAgent, v.err
+		if v.ua == "" { // WithAgent(ctx, "*")
+			return v.token, t.cfg.userAgent, v.err
 		}
 		return v.token, v.ua, v.err
 	}
@@ -454,7 +485,7 @@ func (t *Transport) identity(ctx context.Context, hdr http.Header) (token, ua st
 	if vs := hdr["User-Agent"]; len(vs) > 0 {
 		return t.agentOf(vs[0]), t.cfg.userAgent, nil
 	}
-	return "*", t.cfg.userAgent, nil
+	return t.cfg.anonAgent, t.cfg.userAgent, nil
 }
 
 // errScheme is the error of a request whose scheme is not http or https.
@@ -504,7 +535,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		s, err = t.robotsTxtSite(ctx, req.URL)
 	} else {
 		var every time.Duration
-		s, every, err = t.check(ctx, req.URL, agent, fetchAgent(req.Header, ua))
+		s, every, err = t.check(ctx, req.URL, agent, t.fetchAgent(req.Header, ua))
 		if err == nil {
 			err = t.waitTurn(ctx, s, every, nil, false)
 		}
@@ -525,11 +556,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // fetchAgent returns the User-Agent a fetch of robots.txt caused by a
-// request with header hdr is sent with: the request's, or else ua.
-func fetchAgent(hdr http.Header, ua string) func() string {
+// request with header hdr is sent with: the request's, or else the
+// Transport's own (UserAgent, or Agent as given), or else ua, the one the
+// request leaves with. One fetch serves every token, so a request under
+// [WithAgent] (a token such as Google-Extended, say, that no crawler sends)
+// does not give the fetch its identity when the Transport has one.
+func (t *Transport) fetchAgent(hdr http.Header, ua string) func() string {
+	own := t.cfg.userAgent
 	return func() string {
 		if v := hdr.Get("User-Agent"); v != "" {
 			return v
+		}
+		if own != "" {
+			return own
 		}
 		return ua
 	}
@@ -559,7 +598,8 @@ func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL) (*site, error
 // before the robots.txt of u is known. Check fetches that robots.txt if
 // needed, but does not wait for a turn. It decides as RoundTrip decides a
 // request with context ctx and no User-Agent header: as the token of
-// [WithAgent] if ctx has one, else as Agent, else as the "*" group. Use
+// [WithAgent] if ctx has one, else as Agent, else as such a request leaves
+// (see Agent: UserAgent's token, Go-http-client or the "*" group). Use
 // [Transport.CheckRequest] to decide for a request that has a User-Agent.
 func (t *Transport) Check(ctx context.Context, u *url.URL) error {
 	t.once.Do(t.init)
@@ -592,7 +632,7 @@ func (t *Transport) checkRequest(ctx context.Context, u *url.URL, hdr http.Heade
 		_, err := keyOf(u)
 		return err
 	}
-	_, _, err = t.check(ctx, u, agent, fetchAgent(hdr, ua))
+	_, _, err = t.check(ctx, u, agent, t.fetchAgent(hdr, ua))
 	return err
 }
 

@@ -852,7 +852,7 @@ func TestFetchUserAgent(t *testing.T) {
 		if c.header != "" {
 			req.Header.Set("User-Agent", c.header)
 		}
-		resp, err := NewTransport(mock, c.agent).RoundTrip(req)
+		resp, err := (&Transport{Base: mock, Agent: c.agent}).RoundTrip(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -63,6 +63,10 @@ func TestLintKinds(t *testing.T) {
 		if code != exitFlagged || len(got) < 2 || got[1] != c.want {
 			t.Errorf("lint of %s = %d\n%s\nwant 1 and second line %q", c.kind, code, stdout, c.want)
 		}
+		// The same from standard input.
+		if code, stdin, _ := runCmd(t, string(c.body), "lint", "-"); code != exitFlagged || !strings.Contains(stdin, "\n"+c.want+"\n") {
+			t.Errorf("lint - of %s = %d\n%s", c.kind, code, stdin)
+		}
 		var rep lintJSON
 		_, stdout, _ = runCmd(t, "", "lint", "-json", f)
 		if err := json.Unmarshal([]byte(stdout), &rep); err != nil || rep.Kind != c.kind {
@@ -70,9 +74,18 @@ func TestLintKinds(t *testing.T) {
 		}
 	}
 
-	// The HTML page has over 100 problems: 20 are listed, then a count.
+	// The HTML page has over 100 problems, one or two a line: none is
+	// listed, the count is given.
 	f := writeFile(t, cases[0].body)
 	_, stdout, _ := runCmd(t, "", "lint", f)
+	if n := strings.Count(stdout, "\n  line "); n != 0 || !strings.Contains(stdout, "\nproblems of its lines: ") {
+		t.Errorf("lint listed %d problems of an HTML page, want none and their count:\n%s", n, stdout)
+	}
+	if n := len(lines(stdout)); n > 4 {
+		t.Errorf("lint of an HTML page: %d lines, want at most 4:\n%s", n, stdout)
+	}
+	// A robots.txt with as many problems: 20 are listed, then a count.
+	_, stdout, _ = runCmd(t, "", "lint", writeFile(t, []byte(strings.Repeat("Disalow /x\n", 100))))
 	if n := strings.Count(stdout, "\n  line "); n != maxShown {
 		t.Errorf("lint listed %d problems, want %d:\n%s", n, maxShown, stdout)
 	}

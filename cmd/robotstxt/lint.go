@@ -136,8 +136,11 @@ func runLint(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return code
 	}
 	shown := maxShown
-	if *all {
+	switch {
+	case *all:
 		shown = len(out.Diagnostics)
+	case out.Kind != "":
+		shown = 0 // the kind of file says it all; -all lists the lines
 	}
 	printLint(stdout, &out, body != nil, shown)
 	return code
@@ -296,7 +299,9 @@ func printLint(stdout io.Writer, out *lintJSON, read bool, shown int) {
 		fmt.Fprintln(w)
 	}
 
-	if len(out.Diagnostics) > 0 {
+	if len(out.Diagnostics) > 0 && shown == 0 {
+		fmt.Fprintf(w, "\nproblems of its lines: %d, not listed (-all lists them)\n", len(out.Diagnostics))
+	} else if len(out.Diagnostics) > 0 {
 		fmt.Fprintf(w, "\nproblems:\n")
 		for _, d := range out.Diagnostics[:min(shown, len(out.Diagnostics))] {
 			fmt.Fprintf(w, "  line %d: %s\n", d.Line, d.Message)

@@ -53,8 +53,9 @@
 // all (a missing file, a network error).
 //
 // A file that is not a robots.txt at all (an HTML page, UTF-16 text, gzip or
-// other binary data) is named as such, once. The text report lists the first
-// 20 problems (-all lists all; -json always holds all). Rule counts are of the
+// other binary data) is named as such, once, and its per-line problems are
+// not listed (-all lists them). The text report lists the first 20 problems
+// of a robots.txt (-all lists all; -json always holds all). Rule counts are of the
 // rules crawlers read: those within the first 500 KiB, up to the last whole
 // line there, whose number lint gives. An empty "Disallow:", which allows
 // everything, is not a problem.

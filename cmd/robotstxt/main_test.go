@@ -20,6 +20,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if _, err := os.Stat(corpusDir); err != nil {
+		fmt.Fprintf(os.Stderr, "robotstxt: %s is absent: the corpus is not linted\n", corpusDir)
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -31,6 +31,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/gocolly/colly/v2"
@@ -46,7 +47,7 @@ func main() {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if flag.NArg() != 1 || *max < 1 {
+	if flag.NArg() != 1 || *max < 1 || strings.Trim(*agent, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" || *agent == "" {
 		flag.Usage()
 		os.Exit(2)
 	}
