@@ -64,16 +64,20 @@ import (
 // array, each group's rules side by side, so that a file of many small
 // groups costs few allocations and little memory.
 type Robots struct {
-	arena    string       // normalised and as-written patterns, then tokens, then sitemaps
-	rules    []rule       // the groups' rules, each group's in a range of its own
-	agents   []agentGroup // sorted by token
-	tokEnd   uint32       // the end of the last agent's token in arena
-	groups   []Group
-	star     int32           // the group of "*", or -1
+	// The fields a query reads come first, so that they share a cache
+	// line.
+	arena  string       // normalised and as-written patterns, then tokens, then sitemaps
+	rules  []rule       // the groups' rules, each group's in a range of its own
+	agents []agentGroup // sorted by token
+	groups []Group
+	star   int32  // the group of "*", or -1
+	tokEnd uint32 // the end of the last agent's token in arena
+
 	lines    []int32         // the first user-agent line of each block of each group
 	sitemaps []uint32        // the end of each sitemap in arena; the first starts at tokEnd
 	delays   []time.Duration // the groups' crawl-delays
 	size     int             // see Size
+	slab     int             // the bytes of the block that holds agents, rules and arena
 
 	mu sync.Mutex // serialises the building of the groups' indexes
 }
@@ -187,6 +191,7 @@ func Parse(body []byte) *Robots {
 // scratch holds the working buffers of Parse, reused across calls so that
 // parsing allocates little more than what the result keeps.
 type scratch struct {
+	agents []agentGroup
 	blocks []block
 	tokens []tokenBlock
 	rules  []rule
@@ -231,12 +236,15 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 			nAgents++
 		}
 	}
-	r.agents = make([]agentGroup, 0, nAgents)
+	agents := sc.agents[:0]
 	for i, t := range tokens {
 		if (i == 0 || t.token != tokens[i-1].token) && t.token != "*" {
-			r.agents = append(r.agents, agentGroup{key: keyFold8(t.token), tok: uint32(len(arena))})
+			agents = append(agents, agentGroup{key: keyFold8(t.token), tok: uint32(len(arena))})
 			arena = append(arena, t.token...)
 		}
+	}
+	if cap(agents) <= maxScratch/16 {
+		sc.agents = agents
 	}
 	r.tokEnd = uint32(len(arena))
 	if len(ends) > 0 {
@@ -246,8 +254,8 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 		}
 		arena = append(arena, smaps...)
 	}
-	r.arena = string(arena)
 	if len(tokens) == 0 {
+		r.setSlab(nil, 0, arena)
 		r.size = r.computeSize(0, 0)
 		return r
 	}
@@ -306,8 +314,8 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 			agentGroups = append(agentGroups, g)
 		}
 	}
+	r.setSlab(agents, nRules, arena)
 	r.groups = make([]Group, len(specs))
-	r.rules = make([]rule, 0, nRules)
 	r.lines = make([]int32, 0, nLines)
 	indexed := 0 // bytes of the indexes, once built
 	for gi, sp := range specs {
@@ -350,13 +358,38 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 	return r
 }
 
+// setSlab allocates one block of memory for the agents, nRules rules and
+// the arena, in that order, and copies agents and arena into it. A query
+// reads all three: in one block, they share pages, and those of a small
+// file share a few cache lines.
+func (r *Robots) setSlab(agents []agentGroup, nRules int, arena []byte) {
+	aBytes := len(agents) * int(unsafe.Sizeof(agentGroup{}))
+	rBytes := nRules * int(unsafe.Sizeof(rule{}))
+	r.slab = (aBytes + rBytes + len(arena) + 7) &^ 7
+	if r.slab == 0 {
+		return
+	}
+	// As words, so that the agents' keys are aligned.
+	base := unsafe.Pointer(unsafe.SliceData(make([]uint64, r.slab/8)))
+	if len(agents) > 0 {
+		r.agents = unsafe.Slice((*agentGroup)(base), len(agents))
+		copy(r.agents, agents)
+	}
+	if nRules > 0 {
+		r.rules = unsafe.Slice((*rule)(unsafe.Add(base, aBytes)), nRules)[:0]
+	}
+	if len(arena) > 0 {
+		b := unsafe.Slice((*byte)(unsafe.Add(base, aBytes+rBytes)), len(arena))
+		copy(b, arena)
+		r.arena = unsafe.String(&b[0], len(b))
+	}
+}
+
 // computeSize returns the bytes r holds, counting indexed, the bytes of
 // the indexes that its groups will build when first used.
 func (r *Robots) computeSize(indexed, groups int) int {
 	return allocSize(int(unsafe.Sizeof(*r))) +
-		allocSize(len(r.arena)) +
-		allocSize(cap(r.rules)*int(unsafe.Sizeof(rule{}))) +
-		allocSize(cap(r.agents)*int(unsafe.Sizeof(agentGroup{}))) +
+		allocSize(r.slab) +
 		allocSize(groups*int(unsafe.Sizeof(Group{}))) +
 		allocSize(cap(r.lines)*4) +
 		allocSize(cap(r.sitemaps)*4) +
@@ -413,7 +446,23 @@ func parseDelay(v []byte) (time.Duration, bool) {
 // Allowed reports whether the crawler with product token agent may fetch url.
 // url is an absolute URL or a path with an optional query, raw or
 // percent-encoded. It is short for r.Group(agent).Allowed(url).
-func (r *Robots) Allowed(agent, url string) bool { return r.Group(agent).Allowed(url) }
+func (r *Robots) Allowed(agent, url string) bool {
+	g := r.star
+	if i := r.agent(agent); i >= 0 {
+		g = int32(r.agents[i].group)
+	} else if g < 0 {
+		return true
+	}
+	gr := &r.groups[g]
+	if gr.hi-gr.lo > linearMax {
+		return gr.Allowed(url)
+	}
+	// A group small enough to be scanned is scanned here, without the
+	// calls through Group.
+	rules := r.rules[gr.lo:gr.hi]
+	i := scanDecide(r.arena, rules, url)
+	return i < 0 || rules[i].allow()
+}
 
 // Match is like Allowed but also names the deciding rule.
 func (r *Robots) Match(agent, url string) Match { return r.Group(agent).Match(url) }
@@ -428,23 +477,33 @@ func (r *Robots) Match(agent, url string) Match { return r.Group(agent).Match(ur
 // "ExampleBot/1.2" in a file names ExampleBot, but a caller that passes
 // "ExampleBot/1.2" matches no group.
 func (r *Robots) Group(agent string) *Group {
-	key := keyFold8(agent)
-	lo, hi := 0, len(r.agents)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if a := &r.agents[m]; a.key < key || a.key == key && compareFold(agent, r.token(m)) > 0 {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo < len(r.agents) && compareFold(agent, r.token(lo)) == 0 {
-		return &r.groups[r.agents[lo].group]
+	if i := r.agent(agent); i >= 0 {
+		return &r.groups[r.agents[i].group]
 	}
 	if r.star >= 0 {
 		return &r.groups[r.star]
 	}
 	return emptyGroup
+}
+
+// agent returns the index in agents of the token agent, compared without
+// regard to ASCII case, or -1.
+func (r *Robots) agent(agent string) int {
+	agents := r.agents
+	key := keyFold8(agent)
+	lo, hi := 0, len(agents)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if a := &agents[m]; a.key < key || a.key == key && compareFold(agent, r.token(m)) > 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == len(agents) || agents[lo].key != key || compareFold(agent, r.token(lo)) != 0 {
+		return -1
+	}
+	return lo
 }
 
 // Sitemaps returns the values of the sitemap lines, in file order.
