@@ -72,6 +72,10 @@ type Robots struct {
 	groups []Group
 	star   int32  // the group of "*", or -1
 	tokEnd uint32 // the end of the last agent's token in arena
+	// starLo and starHi are the rules of the "*" group, as in
+	// groups[star], so that a query that the "*" group decides need not
+	// read groups when the group is small enough to be scanned.
+	starLo, starHi uint32
 
 	lines    []int32         // the first user-agent line of each block of each group
 	sitemaps []uint32        // the end of each sitemap in arena; the first starts at tokEnd
@@ -348,6 +352,9 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 	for i, g := range agentGroups {
 		r.agents[i].group = uint32(g)
 	}
+	if r.star >= 0 {
+		r.starLo, r.starHi = r.groups[r.star].lo, r.groups[r.star].hi
+	}
 	r.size = r.computeSize(indexed, len(specs))
 	if cap(specs) <= maxScratch/16 && cap(ids) <= maxScratch/8 {
 		sc.groups, sc.ids = specs, ids
@@ -447,19 +454,21 @@ func parseDelay(v []byte) (time.Duration, bool) {
 // url is an absolute URL or a path with an optional query, raw or
 // percent-encoded. It is short for r.Group(agent).Allowed(url).
 func (r *Robots) Allowed(agent, url string) bool {
-	g := r.star
+	var lo, hi uint32
 	if i := r.agent(agent); i >= 0 {
-		g = int32(r.agents[i].group)
-	} else if g < 0 {
+		g := &r.groups[r.agents[i].group]
+		if g.hi-g.lo > linearMax {
+			return g.Allowed(url)
+		}
+		lo, hi = g.lo, g.hi
+	} else if r.star < 0 {
 		return true
-	}
-	gr := &r.groups[g]
-	if gr.hi-gr.lo > linearMax {
-		return gr.Allowed(url)
+	} else if lo, hi = r.starLo, r.starHi; hi-lo > linearMax {
+		return r.groups[r.star].Allowed(url)
 	}
 	// A group small enough to be scanned is scanned here, without the
 	// calls through Group.
-	rules := r.rules[gr.lo:gr.hi]
+	rules := r.rules[lo:hi]
 	i := scanDecide(r.arena, rules, url)
 	return i < 0 || rules[i].allow()
 }
