@@ -197,7 +197,10 @@ func streamQueries(files []corpusFile, ok func(file int) bool) []query {
 		rng.Shuffle(len(paths), func(a, b int) { paths[a], paths[b] = paths[b], paths[a] })
 		for _, p := range paths[:min(streamPerFile, len(paths))] {
 			a := streamAgents[rng.IntN(len(streamAgents))]
-			qs = append(qs, query{file: i, agent: a, url: "https://" + f.site + p, path: p})
+			u := "https://" + f.site + p
+			// temoto's path is the URL's own: both read the same bytes,
+			// in the same state of the caches.
+			qs = append(qs, query{file: i, agent: a, url: u, path: u[len(u)-len(p):]})
 		}
 	}
 	rng.Shuffle(len(qs), func(a, b int) { qs[a], qs[b] = qs[b], qs[a] })
