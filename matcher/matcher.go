@@ -81,7 +81,6 @@ type Robots struct {
 	sitemaps []uint32        // the end of each sitemap in arena; the first starts at tokEnd
 	delays   []time.Duration // the groups' crawl-delays
 	size     int             // see Size
-	slab     int             // the bytes of the block that holds agents, rules and arena
 
 	mu sync.Mutex // serialises the building of the groups' indexes
 }
@@ -372,12 +371,12 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 func (r *Robots) setSlab(agents []agentGroup, nRules int, arena []byte) {
 	aBytes := len(agents) * int(unsafe.Sizeof(agentGroup{}))
 	rBytes := nRules * int(unsafe.Sizeof(rule{}))
-	r.slab = (aBytes + rBytes + len(arena) + 7) &^ 7
-	if r.slab == 0 {
+	slab := slabBytes(len(agents), nRules, len(arena))
+	if slab == 0 {
 		return
 	}
 	// As words, so that the agents' keys are aligned.
-	base := unsafe.Pointer(unsafe.SliceData(make([]uint64, r.slab/8)))
+	base := unsafe.Pointer(unsafe.SliceData(make([]uint64, slab/8)))
 	if len(agents) > 0 {
 		r.agents = unsafe.Slice((*agentGroup)(base), len(agents))
 		copy(r.agents, agents)
@@ -392,11 +391,16 @@ func (r *Robots) setSlab(agents []agentGroup, nRules int, arena []byte) {
 	}
 }
 
+// slabBytes returns the size of the block of setSlab.
+func slabBytes(agents, rules, arena int) int {
+	return (agents*int(unsafe.Sizeof(agentGroup{})) + rules*int(unsafe.Sizeof(rule{})) + arena + 7) &^ 7
+}
+
 // computeSize returns the bytes r holds, counting indexed, the bytes of
 // the indexes that its groups will build when first used.
 func (r *Robots) computeSize(indexed, groups int) int {
 	return allocSize(int(unsafe.Sizeof(*r))) +
-		allocSize(r.slab) +
+		allocSize(slabBytes(len(r.agents), cap(r.rules), len(r.arena))) +
 		allocSize(groups*int(unsafe.Sizeof(Group{}))) +
 		allocSize(cap(r.lines)*4) +
 		allocSize(cap(r.sitemaps)*4) +
