@@ -262,3 +262,21 @@ func TestOursAllocs(t *testing.T) {
 		t.Errorf("... %d queries in all allocate", bad)
 	}
 }
+
+// TestOursConsistent checks that ours answers every corpus and stream
+// query alike through Robots.Allowed (which scans a small group itself),
+// Group.Allowed and Robots.Match.
+func TestOursConsistent(t *testing.T) {
+	cs := needCorpusSet(t)
+	rs := parseOurs(cs.in)
+	bad := 0
+	for _, q := range append(cs.qs[:len(cs.qs):len(cs.qs)], cs.stream...) {
+		r := rs[q.file]
+		a, g, m := r.Allowed(q.agent, q.url), r.Group(q.agent).Allowed(q.url), r.Match(q.agent, q.url)
+		if a != g || a != m.Allowed {
+			if bad++; bad <= examplesPerKind {
+				t.Errorf("%s, %q, %q: Robots.Allowed %v, Group.Allowed %v, Match %+v", needCorpus(t)[q.file].name, q.agent, q.url, a, g, m)
+			}
+		}
+	}
+}
