@@ -19,8 +19,9 @@ import (
 // An entry costs 16 bytes: an 8-byte key, the bytes of its literal that
 // follow the prefix all the group's literals share, and its parent and
 // start, side by side, so that the step of the search that reads a key
-// has the rest of its entry in the same cache line. Entries of more than heavyMin rules, which a file of many rules
-// with one literal makes, also have a heavyRun.
+// has the rest of its entry in the same cache line. Entries of more than
+// heavyMin rules, which a file of many rules with one literal makes, also
+// have a heavyRun.
 type index struct {
 	cp     string      // the literal prefix common to all the rules
 	cpKey  uint64      // key8(cp), which decides the test of a path against cp when cp is at most 8 bytes long
