@@ -145,6 +145,48 @@ func TestQueries(t *testing.T) {
 	}
 }
 
+// TestStreamQueries checks the stream queries: about streamPerFile per
+// file, absolute URLs on the file's site whose path is the one temoto is
+// given, every agent asked, the files interleaved, and the same on every
+// run.
+func TestStreamQueries(t *testing.T) {
+	files := needCorpus(t)
+	ok := func(i int) bool { return i%7 != 3 }
+	qs := streamQueries(files, ok)
+	want := 0
+	for i, f := range files {
+		if ok(i) {
+			want += min(streamPerFile, len(filePaths(f.body)))
+		}
+	}
+	if len(qs) != want {
+		t.Errorf("%d stream queries, want %d", len(qs), want)
+	}
+	agentsSeen := map[string]bool{}
+	same := 0
+	for k, q := range qs {
+		if !ok(q.file) {
+			t.Fatalf("query %d is of file %d, which ok rejects", k, q.file)
+		}
+		if q.url != "https://"+files[q.file].site+q.path || !strings.HasPrefix(q.path, "/") {
+			t.Errorf("query %d: url %q, path %q, site %q", k, q.url, q.path, files[q.file].site)
+		}
+		agentsSeen[q.agent] = true
+		if k > 0 && q.file == qs[k-1].file {
+			same++
+		}
+	}
+	if len(agentsSeen) != len(streamAgents) {
+		t.Errorf("agents asked: %v, want all of %q", agentsSeen, streamAgents)
+	}
+	if same > len(qs)/100 {
+		t.Errorf("%d of %d queries follow one of the same file: not interleaved", same, len(qs))
+	}
+	if again := streamQueries(files, ok); fmt.Sprint(again) != fmt.Sprint(qs) {
+		t.Error("streamQueries differs from one call to the next")
+	}
+}
+
 // TestReadCorpus checks that a corpus is read as its manifest lists it,
 // and that an absent corpus is told apart from a broken one: the first
 // makes the benchmarks and tests that need it skip, the second fail.
@@ -172,8 +214,22 @@ func TestReadCorpus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 2 || files[0].name != "src/a.example" || string(files[0].body) != "hello" || files[1].name != "src/b.example" {
+	if len(files) != 2 || files[0].name != "src/a.example" || string(files[0].body) != "hello" || files[1].name != "src/b.example" ||
+		files[0].site != "a.example" {
 		t.Errorf("readCorpus = %+v", files)
+	}
+
+	write("MANIFEST.tsv", "filename\tsite\tsize_bytes\nsrc/a.example\twww.a.example (per filename)\t5\n")
+	files, err = readCorpus(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 1 || files[0].site != "www.a.example" {
+		t.Errorf("readCorpus with a site column = %+v", files)
+	}
+	write("MANIFEST.tsv", "filename\tsite\tsize_bytes\nsrc/a.example\t\t5\n")
+	if _, err = readCorpus(dir); err == nil {
+		t.Error("readCorpus with an empty site: no error")
 	}
 
 	write("MANIFEST.tsv", "filename\tsize_bytes\nsrc/a.example\t5\nsrc/gone.example\t9\n")
@@ -184,14 +240,14 @@ func TestReadCorpus(t *testing.T) {
 }
 
 // TestOursAllocs checks the goal that a query with an ASCII URL allocates
-// nothing in ours, over the corpus queries. Each query is asked once
+// nothing in ours, over the corpus queries and the stream queries. Each query is asked once
 // before it is counted: ours builds a group's index on the group's first
 // query, once.
 func TestOursAllocs(t *testing.T) {
 	cs := needCorpusSet(t)
 	rs := parseOurs(cs.in)
 	bad := 0
-	for _, q := range cs.qs {
+	for _, q := range append(cs.qs[:len(cs.qs):len(cs.qs)], cs.stream...) {
 		if testing.Short() && q.file%10 != 0 {
 			continue
 		}
@@ -204,5 +260,23 @@ func TestOursAllocs(t *testing.T) {
 	}
 	if bad > examplesPerKind {
 		t.Errorf("... %d queries in all allocate", bad)
+	}
+}
+
+// TestOursConsistent checks that ours answers every corpus and stream
+// query alike through Robots.Allowed (which scans a small group itself),
+// Group.Allowed and Robots.Match.
+func TestOursConsistent(t *testing.T) {
+	cs := needCorpusSet(t)
+	rs := parseOurs(cs.in)
+	bad := 0
+	for _, q := range append(cs.qs[:len(cs.qs):len(cs.qs)], cs.stream...) {
+		r := rs[q.file]
+		a, g, m := r.Allowed(q.agent, q.url), r.Group(q.agent).Allowed(q.url), r.Match(q.agent, q.url)
+		if a != g || a != m.Allowed {
+			if bad++; bad <= examplesPerKind {
+				t.Errorf("%s, %q, %q: Robots.Allowed %v, Group.Allowed %v, Match %+v", needCorpus(t)[q.file].name, q.agent, q.url, a, g, m)
+			}
+		}
 	}
 }

@@ -16,6 +16,9 @@ type corpusSet struct {
 	// qs are the corpus queries, asked only of the files that every
 	// implementation parses (temoto rejects a few files outright).
 	qs []query
+	// stream are the stream queries (see streamQueries), of the same
+	// files.
+	stream []query
 	// skipped is the number of files left out of qs because temoto
 	// rejects them.
 	skipped int
@@ -48,7 +51,8 @@ func needCorpusSet(tb testing.TB) *corpusSet {
 				skipped++
 			}
 		}
-		corpusSetData = corpusSet{in: in, qs: qs, skipped: skipped}
+		stream := streamQueries(files, func(i int) bool { return ok[i] })
+		corpusSetData = corpusSet{in: in, qs: qs, stream: stream, skipped: skipped}
 	})
 	return &corpusSetData
 }
@@ -101,6 +105,23 @@ func BenchmarkQueryCorpus(b *testing.B) {
 		b.Run(im.name, func(b *testing.B) {
 			b.ReportAllocs()
 			im.loopQueries(b, cs.in, cs.qs)
+		})
+	}
+}
+
+// BenchmarkQueryStream asks one query per iteration, cycling through the
+// stream queries: absolute URLs on the sites of the corpus files, for an
+// agent given with each query, in an order shuffled across the files (see
+// streamQueries), as a crawler's frontier interleaves sites. ours and
+// grobotstxt are given the absolute URL; temoto, whose API takes only a
+// path, its path and query, extracted before the loop. ns/op is the mean
+// over the stream.
+func BenchmarkQueryStream(b *testing.B) {
+	cs := needCorpusSet(b)
+	for _, im := range impls {
+		b.Run(im.name, func(b *testing.B) {
+			b.ReportAllocs()
+			im.loopQueries(b, cs.in, cs.stream)
 		})
 	}
 }
@@ -169,7 +190,8 @@ const pathologicalRule = "/*a*a*a*a*a*a*a*a*a*a*b"
 func BenchmarkPathological(b *testing.B) {
 	in := newInputs([]byte("User-agent: *\nDisallow: " + pathologicalRule + "\n"))
 	for _, n := range []int{2000, 20000} {
-		qs := []query{{agent: "ExampleBot", url: "/" + strings.Repeat("a", n-1)}}
+		p := "/" + strings.Repeat("a", n-1)
+		qs := []query{{agent: "ExampleBot", url: p, path: p}}
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			for _, im := range impls {
 				b.Run(im.name, func(b *testing.B) {
@@ -225,7 +247,7 @@ func pathQueries(file int, paths []string) []query {
 	var qs []query
 	for _, p := range paths {
 		for _, a := range agents {
-			qs = append(qs, query{file: file, agent: a, url: p})
+			qs = append(qs, query{file: file, agent: a, url: p, path: p})
 		}
 	}
 	return qs

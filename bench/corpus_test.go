@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,6 +41,7 @@ const rulePathsPerFile = 6
 // corpusFile is one file of the corpus.
 type corpusFile struct {
 	name string // path in the corpus, as in MANIFEST.tsv
+	site string // the host that served it, as in MANIFEST.tsv
 	body []byte // the whole file
 }
 
@@ -84,14 +88,31 @@ func readCorpus(dir string) ([]corpusFile, error) {
 		return nil, err
 	}
 	var files []corpusFile
+	siteCol := -1
 	sc := bufio.NewScanner(bytes.NewReader(manifest))
 	for line := 0; sc.Scan(); line++ {
+		cols := strings.Split(sc.Text(), "\t")
 		if line == 0 {
+			siteCol = slices.Index(cols, "site")
 			continue // header
 		}
-		name, _, _ := strings.Cut(sc.Text(), "\t")
+		name := cols[0]
 		if name == "" {
 			continue
+		}
+		// The site is its column's first word: a few say after it how it
+		// was found ("reddit.com (per filename)"). Without that column,
+		// the file's name stands for it.
+		site := path.Base(name)
+		if siteCol >= 0 {
+			var w []string
+			if siteCol < len(cols) {
+				w = strings.Fields(cols[siteCol])
+			}
+			if len(w) == 0 {
+				return nil, fmt.Errorf("corpus: MANIFEST.tsv names %s without its site", name)
+			}
+			site = w[0]
 		}
 		body, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
 		if err != nil {
@@ -99,7 +120,7 @@ func readCorpus(dir string) ([]corpusFile, error) {
 			// broken corpus, not an absent one.
 			return nil, fmt.Errorf("corpus: MANIFEST.tsv names %s: %v", name, err)
 		}
-		files = append(files, corpusFile{name: name, body: body})
+		files = append(files, corpusFile{name: name, site: site, body: body})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
@@ -127,7 +148,10 @@ func findFile(tb testing.TB, files []corpusFile, suffix string) corpusFile {
 type query struct {
 	file  int
 	agent string
-	url   string // path and query, ASCII, percent-encoded
+	url   string // path and query, ASCII, percent-encoded; or an absolute URL
+	// path is url's path and query, what temoto is given: its API takes
+	// nothing else. It is url itself when url is a path.
+	path string
 }
 
 // corpusQueries returns the queries asked of each file: genericPaths plus
@@ -138,10 +162,48 @@ func corpusQueries(files []corpusFile) []query {
 	for i, f := range files {
 		for _, p := range filePaths(f.body) {
 			for _, a := range agents {
-				qs = append(qs, query{file: i, agent: a, url: p})
+				qs = append(qs, query{file: i, agent: a, url: p, path: p})
 			}
 		}
 	}
+	return qs
+}
+
+// streamAgents are the product tokens of the stream queries: three that
+// hundreds of corpus files name (Googlebot 397 files, bingbot 212,
+// Baiduspider 154) and one that none does.
+var streamAgents = []string{"Googlebot", "Bingbot", "Baiduspider", "ExampleBot"}
+
+// streamPerFile is how many stream queries each file gets.
+const streamPerFile = 6
+
+// streamSeed seeds the choice and order of the stream queries.
+const streamSeed = 14
+
+// streamQueries returns the queries of a crawler's frontier: for each file
+// whose number ok accepts, streamPerFile of its query paths (see
+// filePaths) picked at random, each as an absolute https URL on the
+// file's site and for an agent picked at random from streamAgents; then
+// all of them shuffled, so that consecutive queries go to different files.
+// The result depends only on the files and ok.
+func streamQueries(files []corpusFile, ok func(file int) bool) []query {
+	rng := rand.New(rand.NewPCG(streamSeed, streamSeed))
+	var qs []query
+	for i, f := range files {
+		if !ok(i) {
+			continue
+		}
+		paths := filePaths(f.body)
+		rng.Shuffle(len(paths), func(a, b int) { paths[a], paths[b] = paths[b], paths[a] })
+		for _, p := range paths[:min(streamPerFile, len(paths))] {
+			a := streamAgents[rng.IntN(len(streamAgents))]
+			u := "https://" + f.site + p
+			// temoto's path is the URL's own: both read the same bytes,
+			// in the same state of the caches.
+			qs = append(qs, query{file: i, agent: a, url: u, path: u[len(u)-len(p):]})
+		}
+	}
+	rng.Shuffle(len(qs), func(a, b int) { qs[a], qs[b] = qs[b], qs[a] })
 	return qs
 }
 

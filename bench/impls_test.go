@@ -155,7 +155,7 @@ var impls = []impl{
 			cpu := startCPU()
 			for b.Loop() {
 				q := &qs[i]
-				sinkBool = rs[q.file].TestAgent(q.url, q.agent)
+				sinkBool = rs[q.file].TestAgent(q.path, q.agent)
 				if i++; i == len(qs) {
 					i = 0
 				}
@@ -166,7 +166,7 @@ var impls = []impl{
 			rs := parseTemoto(in)
 			out := make([]bool, len(qs))
 			for i, q := range qs {
-				out[i] = rs[q.file].TestAgent(q.url, q.agent)
+				out[i] = rs[q.file].TestAgent(q.path, q.agent)
 			}
 			return out
 		},
@@ -248,7 +248,7 @@ var groupImpls = []struct {
 			i := 0
 			cpu := startCPU()
 			for b.Loop() {
-				sinkBool = gs[i].Test(qs[i].url)
+				sinkBool = gs[i].Test(qs[i].path)
 				if i++; i == len(qs) {
 					i = 0
 				}

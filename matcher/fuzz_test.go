@@ -41,7 +41,7 @@ func FuzzParse(f *testing.F) {
 		r := Parse(body)
 		g := r.Group(agent)
 		m := g.Match(url)
-		if m.Allowed != g.Allowed(url) || m != r.Match(agent, url) {
+		if m.Allowed != g.Allowed(url) || m != r.Match(agent, url) || m.Allowed != r.Allowed(agent, url) {
 			t.Fatalf("Match and Allowed disagree on %q", url)
 		}
 		if (m.Line == 0) != (m.Rule == "") || m.Line == 0 && !m.Allowed {

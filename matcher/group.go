@@ -245,16 +245,46 @@ func (g *Group) decide(url string) int {
 // buffer.
 func (g *Group) decideNormalized(p string) int {
 	var buf [512]byte // on the stack: find does not retain the path
-	b := buf[:0]
-	if p == "" || p[0] == '?' {
-		b = append(b, '/') // an empty path is "/"
-	}
-	b = appendNormURL(b, p)
-	s := unsafe.String(unsafe.SliceData(b), len(b))
-	if s == "/robots.txt" {
+	s, robots := normalizeTo(buf[:0], p)
+	if robots {
 		return -1
 	}
 	return g.find(s)
+}
+
+// scanDecide is decide for a group of rules small enough to be scanned.
+func scanDecide(arena string, rules []rule, url string) int {
+	p, normal := pathQuery(url)
+	if !normal {
+		return scanDecideNormalized(arena, rules, p)
+	}
+	if p == "/robots.txt" {
+		return -1
+	}
+	return scan(arena, rules, p)
+}
+
+// scanDecideNormalized is scanDecide for a path and query p that need
+// normalising.
+func scanDecideNormalized(arena string, rules []rule, p string) int {
+	var buf [512]byte // on the stack: scan does not retain the path
+	s, robots := normalizeTo(buf[:0], p)
+	if robots {
+		return -1
+	}
+	return scan(arena, rules, s)
+}
+
+// normalizeTo returns the normalised form of the path and query p, as a
+// string made of buf with its bytes appended, and whether it is
+// /robots.txt.
+func normalizeTo(buf []byte, p string) (string, bool) {
+	if p == "" || p[0] == '?' {
+		buf = append(buf, '/') // an empty path is "/"
+	}
+	buf = appendNormURL(buf, p)
+	s := unsafe.String(unsafe.SliceData(buf), len(buf))
+	return s, s == "/robots.txt"
 }
 
 // Allowed reports whether url may be fetched under g. url is an absolute URL

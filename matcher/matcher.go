@@ -64,12 +64,19 @@ import (
 // array, each group's rules side by side, so that a file of many small
 // groups costs few allocations and little memory.
 type Robots struct {
-	arena    string       // normalised and as-written patterns, then tokens, then sitemaps
-	rules    []rule       // the groups' rules, each group's in a range of its own
-	agents   []agentGroup // sorted by token
-	tokEnd   uint32       // the end of the last agent's token in arena
-	groups   []Group
-	star     int32           // the group of "*", or -1
+	// The fields a query reads come first, so that they share a cache
+	// line.
+	arena  string       // normalised and as-written patterns, then tokens, then sitemaps
+	rules  []rule       // the groups' rules, each group's in a range of its own
+	agents []agentGroup // sorted by token
+	groups []Group
+	star   int32  // the group of "*", or -1
+	tokEnd uint32 // the end of the last agent's token in arena
+	// starLo and starHi are the rules of the "*" group, as in
+	// groups[star], so that a query that the "*" group decides need not
+	// read groups when the group is small enough to be scanned.
+	starLo, starHi uint32
+
 	lines    []int32         // the first user-agent line of each block of each group
 	sitemaps []uint32        // the end of each sitemap in arena; the first starts at tokEnd
 	delays   []time.Duration // the groups' crawl-delays
@@ -187,6 +194,7 @@ func Parse(body []byte) *Robots {
 // scratch holds the working buffers of Parse, reused across calls so that
 // parsing allocates little more than what the result keeps.
 type scratch struct {
+	agents []agentGroup
 	blocks []block
 	tokens []tokenBlock
 	rules  []rule
@@ -231,12 +239,15 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 			nAgents++
 		}
 	}
-	r.agents = make([]agentGroup, 0, nAgents)
+	agents := sc.agents[:0]
 	for i, t := range tokens {
 		if (i == 0 || t.token != tokens[i-1].token) && t.token != "*" {
-			r.agents = append(r.agents, agentGroup{key: keyFold8(t.token), tok: uint32(len(arena))})
+			agents = append(agents, agentGroup{key: keyFold8(t.token), tok: uint32(len(arena))})
 			arena = append(arena, t.token...)
 		}
+	}
+	if cap(agents) <= maxScratch/16 {
+		sc.agents = agents
 	}
 	r.tokEnd = uint32(len(arena))
 	if len(ends) > 0 {
@@ -246,8 +257,8 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 		}
 		arena = append(arena, smaps...)
 	}
-	r.arena = string(arena)
 	if len(tokens) == 0 {
+		r.setSlab(nil, 0, arena)
 		r.size = r.computeSize(0, 0)
 		return r
 	}
@@ -306,8 +317,8 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 			agentGroups = append(agentGroups, g)
 		}
 	}
+	r.setSlab(agents, nRules, arena)
 	r.groups = make([]Group, len(specs))
-	r.rules = make([]rule, 0, nRules)
 	r.lines = make([]int32, 0, nLines)
 	indexed := 0 // bytes of the indexes, once built
 	for gi, sp := range specs {
@@ -340,6 +351,9 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 	for i, g := range agentGroups {
 		r.agents[i].group = uint32(g)
 	}
+	if r.star >= 0 {
+		r.starLo, r.starHi = r.groups[r.star].lo, r.groups[r.star].hi
+	}
 	r.size = r.computeSize(indexed, len(specs))
 	if cap(specs) <= maxScratch/16 && cap(ids) <= maxScratch/8 {
 		sc.groups, sc.ids = specs, ids
@@ -350,13 +364,43 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 	return r
 }
 
+// setSlab allocates one block of memory for the agents, nRules rules and
+// the arena, in that order, and copies agents and arena into it. A query
+// reads all three: in one block, they share pages, and those of a small
+// file share a few cache lines.
+func (r *Robots) setSlab(agents []agentGroup, nRules int, arena []byte) {
+	aBytes := len(agents) * int(unsafe.Sizeof(agentGroup{}))
+	rBytes := nRules * int(unsafe.Sizeof(rule{}))
+	slab := slabBytes(len(agents), nRules, len(arena))
+	if slab == 0 {
+		return
+	}
+	// As words, so that the agents' keys are aligned.
+	base := unsafe.Pointer(unsafe.SliceData(make([]uint64, slab/8)))
+	if len(agents) > 0 {
+		r.agents = unsafe.Slice((*agentGroup)(base), len(agents))
+		copy(r.agents, agents)
+	}
+	if nRules > 0 {
+		r.rules = unsafe.Slice((*rule)(unsafe.Add(base, aBytes)), nRules)[:0]
+	}
+	if len(arena) > 0 {
+		b := unsafe.Slice((*byte)(unsafe.Add(base, aBytes+rBytes)), len(arena))
+		copy(b, arena)
+		r.arena = unsafe.String(&b[0], len(b))
+	}
+}
+
+// slabBytes returns the size of the block of setSlab.
+func slabBytes(agents, rules, arena int) int {
+	return (agents*int(unsafe.Sizeof(agentGroup{})) + rules*int(unsafe.Sizeof(rule{})) + arena + 7) &^ 7
+}
+
 // computeSize returns the bytes r holds, counting indexed, the bytes of
 // the indexes that its groups will build when first used.
 func (r *Robots) computeSize(indexed, groups int) int {
 	return allocSize(int(unsafe.Sizeof(*r))) +
-		allocSize(len(r.arena)) +
-		allocSize(cap(r.rules)*int(unsafe.Sizeof(rule{}))) +
-		allocSize(cap(r.agents)*int(unsafe.Sizeof(agentGroup{}))) +
+		allocSize(slabBytes(len(r.agents), cap(r.rules), len(r.arena))) +
 		allocSize(groups*int(unsafe.Sizeof(Group{}))) +
 		allocSize(cap(r.lines)*4) +
 		allocSize(cap(r.sitemaps)*4) +
@@ -413,7 +457,25 @@ func parseDelay(v []byte) (time.Duration, bool) {
 // Allowed reports whether the crawler with product token agent may fetch url.
 // url is an absolute URL or a path with an optional query, raw or
 // percent-encoded. It is short for r.Group(agent).Allowed(url).
-func (r *Robots) Allowed(agent, url string) bool { return r.Group(agent).Allowed(url) }
+func (r *Robots) Allowed(agent, url string) bool {
+	var lo, hi uint32
+	if i := r.agent(agent); i >= 0 {
+		g := &r.groups[r.agents[i].group]
+		if g.hi-g.lo > linearMax {
+			return g.Allowed(url)
+		}
+		lo, hi = g.lo, g.hi
+	} else if r.star < 0 {
+		return true
+	} else if lo, hi = r.starLo, r.starHi; hi-lo > linearMax {
+		return r.groups[r.star].Allowed(url)
+	}
+	// A group small enough to be scanned is scanned here, without the
+	// calls through Group.
+	rules := r.rules[lo:hi]
+	i := scanDecide(r.arena, rules, url)
+	return i < 0 || rules[i].allow()
+}
 
 // Match is like Allowed but also names the deciding rule.
 func (r *Robots) Match(agent, url string) Match { return r.Group(agent).Match(url) }
@@ -428,23 +490,33 @@ func (r *Robots) Match(agent, url string) Match { return r.Group(agent).Match(ur
 // "ExampleBot/1.2" in a file names ExampleBot, but a caller that passes
 // "ExampleBot/1.2" matches no group.
 func (r *Robots) Group(agent string) *Group {
-	key := keyFold8(agent)
-	lo, hi := 0, len(r.agents)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if a := &r.agents[m]; a.key < key || a.key == key && compareFold(agent, r.token(m)) > 0 {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo < len(r.agents) && compareFold(agent, r.token(lo)) == 0 {
-		return &r.groups[r.agents[lo].group]
+	if i := r.agent(agent); i >= 0 {
+		return &r.groups[r.agents[i].group]
 	}
 	if r.star >= 0 {
 		return &r.groups[r.star]
 	}
 	return emptyGroup
+}
+
+// agent returns the index in agents of the token agent, compared without
+// regard to ASCII case, or -1.
+func (r *Robots) agent(agent string) int {
+	agents := r.agents
+	key := keyFold8(agent)
+	lo, hi := 0, len(agents)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if a := &agents[m]; a.key < key || a.key == key && compareFold(agent, r.token(m)) > 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == len(agents) || agents[lo].key != key || compareFold(agent, r.token(lo)) != 0 {
+		return -1
+	}
+	return lo
 }
 
 // Sitemaps returns the values of the sitemap lines, in file order.

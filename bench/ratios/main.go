@@ -219,8 +219,10 @@ func atMost(group, unit string, limit float64) goal {
 }
 
 var goals = []goal{
-	fasterThan("ParseCorpus", "temoto", 4),
+	fasterThan("ParseCorpus", "temoto", 10),
 	fasterThan("UseCorpus", "temoto", 4),
+	fasterThan("QueryStream", "temoto", 15),
+	atMost("QueryStream", "allocs/op", 0),
 	fasterThan("QueryCorpus", "temoto", 10),
 	atMost("QueryCorpus", "allocs/op", 0),
 	fasterThan("QueryLargest", "temoto", 50),
