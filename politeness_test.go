@@ -100,33 +100,52 @@ func (s *logServer) count(origin string) int {
 }
 
 // memPacer is a Pacer shared by several Transports, as the processes of a
-// fleet share one, kept in memory.
+// fleet share one, kept in memory. It is written from the Pacer contract
+// alone, apart from the Transport's own pace, so that a test through it
+// does not share the pace's mistakes.
 type memPacer struct {
 	epoch time.Time
 	mu    sync.Mutex
-	paces map[string]*pace
-}
-
-func (p *memPacer) pace(origin string) *pace {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.paces == nil {
-		p.paces = make(map[string]*pace)
-	}
-	if p.paces[origin] == nil {
-		p.paces[origin] = new(pace)
-	}
-	return p.paces[origin]
+	last  map[string]time.Duration // since epoch: the latest turn taken
+	pause map[string]time.Duration // since epoch: the end of the pause
 }
 
 func (p *memPacer) Reserve(ctx context.Context, origin string, every, maxWait time.Duration) (time.Duration, bool, error) {
-	wait, ok, _ := p.pace(origin).reserve(time.Since(p.epoch), every, maxWait)
-	return wait, ok, nil
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Since(p.epoch)
+	at := max(now, p.pause[origin])
+	last, ok := p.last[origin]
+	if ok {
+		at = max(at, last+every)
+	}
+	if wait := at - now; wait > 0 && wait >= maxWait {
+		return wait, false, nil
+	}
+	if p.last == nil {
+		p.last = make(map[string]time.Duration)
+	}
+	p.last[origin] = at
+	return at - now, true, nil
 }
 
 func (p *memPacer) Pause(ctx context.Context, origin string, until time.Time) error {
-	p.pace(origin).pause(until.Sub(p.epoch))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pause == nil {
+		p.pause = make(map[string]time.Duration)
+	}
+	p.pause[origin] = max(p.pause[origin], until.Sub(p.epoch))
 	return nil
+}
+
+func (p *memPacer) PausedUntil(ctx context.Context, origin string) (time.Time, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if u, ok := p.pause[origin]; ok {
+		return p.epoch.Add(u), nil
+	}
+	return time.Time{}, nil
 }
 
 // TestGiveBackDuringPause: requests queued behind a Retry-After pause, one of
@@ -477,12 +496,4 @@ func politenessRun(t *testing.T, seed uint64) {
 	// Loads that requests gave up on still take their turn and finish.
 	time.Sleep(time.Hour)
 	srv.check(t, func(origin string) time.Duration { return delays[origin] })
-}
-
-func (p *memPacer) PausedUntil(ctx context.Context, origin string) (time.Time, error) {
-	pc := p.pace(origin)
-	if u := pc.pausedUntil.Load(); u > 0 {
-		return p.epoch.Add(time.Duration(u)), nil
-	}
-	return time.Time{}, nil
 }
