@@ -25,6 +25,13 @@ const (
 // the pace of origins between Transports, for example across the processes
 // of a fleet of crawlers.
 //
+// Transports that share a Pacer should share a [Store] too. A turn is spaced
+// by the interval of the request that takes it, and a Transport knows an
+// origin's crawl-delay from a robots.txt it has parsed, its own or the
+// Store's. One that has neither (no shared Store, or an entry the Store no
+// longer holds) fetches robots.txt with no interval, and that fetch can
+// leave at the same instant as another Transport's request to the origin.
+//
 // Origins are named as for a [Store]. A Pacer must be safe for concurrent use
 // by multiple goroutines. If it returns an error, the Transport logs it and
 // paces the origin itself for that request, as if it had no Pacer; a request

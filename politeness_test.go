@@ -443,6 +443,9 @@ func politenessRun(t *testing.T, seed uint64) {
 	var store Store
 	var pacer Pacer
 	if nt > 1 || rng.IntN(2) == 0 {
+		// Transports that share a Pacer share a Store too: see the
+		// Pacer doc for what a Transport that has not seen an
+		// origin's robots.txt cannot know.
 		store, pacer = &MemoryStore{}, &memPacer{epoch: time.Now()}
 	}
 	var clients []*http.Client
