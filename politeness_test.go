@@ -259,6 +259,45 @@ func TestEvictionKeepsThePace(t *testing.T) {
 	})
 }
 
+// TestEvictedBeforeLoad: a site evicted between a request's lookup and the
+// start of its load is not loaded; the request waits for the origin's
+// current site, so that one origin has one load, and one fetch of
+// robots.txt, at a time.
+func TestEvictedBeforeLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &logServer{robots: func(string) string { return "User-agent: *\nCrawl-delay: 1\n" }}
+		tr := &Transport{Base: srv, Agent: "ExampleBot", MaxOrigins: 1}
+		client := &http.Client{Transport: tr}
+		var wg sync.WaitGroup
+		first := true
+		lookupMissHook = func(k originKey) {
+			if k.host != "c.example" || !first {
+				return
+			}
+			first = false
+			// Between the lookup of c and its load: a.example evicts
+			// c's site, and another request for c adds a new one.
+			if err := get(client, "https://a.example/x"); err != nil {
+				t.Errorf("GET a.example: %v", err)
+			}
+			wg.Go(func() {
+				if err := get(client, "https://c.example/y"); err != nil {
+					t.Errorf("GET c.example/y: %v", err)
+				}
+			})
+		}
+		defer func() { lookupMissHook = nil }()
+		if err := get(client, "https://c.example/x"); err != nil {
+			t.Errorf("GET c.example/x: %v", err)
+		}
+		wg.Wait()
+		srv.check(t, func(string) time.Duration { return time.Second })
+		if n := srv.count("https://c.example:443"); n != 3 {
+			t.Errorf("%d arrivals at c.example, want robots.txt once and 2 pages: %v", n, srv.log["https://c.example:443"])
+		}
+	})
+}
+
 // TestPortSpellings: a port is a number, and an explicit default port is no
 // port: one origin, one robots.txt, one pace.
 func TestPortSpellings(t *testing.T) {
