@@ -584,19 +584,52 @@ func (t *Transport) lookup(ctx context.Context, k originKey, now time.Duration, 
 		t.stats.evictions.Add(uint64(evicted))
 	}
 	t.stats.misses.Add(1)
-	st, err := t.wait(ctx, s, userAgent)
+	if h := lookupMissHook; h != nil {
+		h(k)
+	}
+	st, err := t.wait(ctx, s, userAgent, false)
+	for tries := 1; err == errSiteGone; tries++ {
+		// s was evicted before its load began: wait for the origin's
+		// current site instead, so that an origin has one load at a
+		// time (two would send two requests for robots.txt at once,
+		// each on a pace that knows no crawl-delay). After a few tries
+		// under such churn, load on s as it is.
+		var evicted int
+		s, evicted = t.cache.add(sh, k, now)
+		t.stats.evictions.Add(uint64(evicted))
+		st, err = t.wait(ctx, s, userAgent, tries >= 8)
+	}
 	return s, st, err
 }
+
+// lookupMissHook, if set by a test, is called on each miss before the load
+// is waited for, so that a test can evict the site in between.
+var lookupMissHook func(originKey)
+
+// errSiteGone is the error of Transport.wait for a site evicted before its
+// load began.
+var errSiteGone = errors.New("robots: site evicted")
 
 // wait returns the site's state once it is fresh, starting a load unless
 // one is in progress. It gives up when ctx is done, and at once when the
 // load waits for a turn that comes after ctx's deadline; the load goes on
-// for the other callers.
-func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string) (*state, error) {
+// for the other callers. It returns errSiteGone if s has been evicted,
+// unless evenGone is set.
+func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string, evenGone bool) (*state, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("robots: waiting for %s/robots.txt: %w", s.origin, err)
 	}
+	// Under the shard's lock, s is either gone or, once its flight is
+	// set, not evicted (a loading site is not): a load never starts on a
+	// site that the cache no longer holds.
+	sh := t.cache.shard(s.key)
+	sh.mu.Lock()
+	if s.gone && !evenGone {
+		sh.mu.Unlock()
+		return nil, errSiteGone
+	}
 	s.mu.Lock()
+	sh.mu.Unlock()
 	if st := s.cur.Load(); st != nil && st.fresh(t.now()) {
 		s.mu.Unlock()
 		return st, nil

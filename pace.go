@@ -25,6 +25,13 @@ const (
 // the pace of origins between Transports, for example across the processes
 // of a fleet of crawlers.
 //
+// Transports that share a Pacer should share a [Store] too. A turn is spaced
+// by the interval of the request that takes it, and a Transport knows an
+// origin's crawl-delay from a robots.txt it has parsed, its own or the
+// Store's. One that has neither (no shared Store, or an entry the Store no
+// longer holds) fetches robots.txt with no interval, and that fetch can
+// leave at the same instant as another Transport's request to the origin.
+//
 // Origins are named as for a [Store]. A Pacer must be safe for concurrent use
 // by multiple goroutines. If it returns an error, the Transport logs it and
 // paces the origin itself for that request, as if it had no Pacer; a request
@@ -59,21 +66,43 @@ type Pacer interface {
 // # Turns and give-backs
 //
 // A turn is taken at max(now, last+every, pausedUntil) and becomes the new
-// last. Every time here is on one clock, the Transport's monotonic one, and
-// last only moves forward, except on a give-back: a request that does not
-// use its turn (its context ended while it waited, or a pause began)
-// restores the previous last only if its turn is still the latest one
-// taken. Then no later turn was computed from it, so restoring cannot let
-// two requests share an interval; otherwise the unused turn stays taken,
-// which only spaces the requests that follow it more.
+// last; every is the interval of the request that takes the turn. A pace
+// has no clock of its own, only times on the Transport's monotonic clock
+// (Transport.now): now, a pause end (now plus a Retry-After, when its
+// answer is read) and a Pacer's turn (now plus the wait it returned), so no
+// call can move a clock back. last only moves forward, except on a
+// give-back: a request that does not use its turn (its context ended while
+// it waited, or a pause began) restores the previous last only if its turn
+// is still the latest one taken (seq). Then no later turn was computed from
+// it, and restoring leaves the pace as if the turn had never been taken.
+// Otherwise the unused turn stays taken: a later turn was spaced from it,
+// and handing it out again would put the next request one interval after
+// the previous last, on a turn already held. A give-back can leave a gap,
+// never two requests in one interval.
 //
-// (golang.org/x/time/rate, used before, ties the spacing of a turn to the
-// limit in force when the previous one was taken and keeps its own clock,
-// which a pause moved forward and a cancellation moved back: a give-back
-// during a pause credited the interval twice. Here the spacing of a turn is
-// the interval of the request that takes it: the fetch of robots.txt, sent
-// before its crawl-delay is known, is spaced from the next request by the
-// delay it finds.)
+// # Why not golang.org/x/time/rate
+//
+// A rate.Limiter can take turns from a pause's end, provided that every
+// call passes it one clock that never goes back (say the latest of now,
+// the pause end and any time passed before). Reserving at the pause end and
+// cancelling or reserving at now, as this package once did, moves its clock
+// back: the tokens counted at the pause end are counted again from now on,
+// and the turns queued behind the pause are handed out twice (with
+// Every(500ms), turns 2.5s, 3s and 3.5s queued at 0.5s, and one refused and
+// cancelled at 0.5s: the next two get 2.5s and 3s again).
+//
+// What a Limiter cannot express is an interval per request. It keeps
+// tokens, not the time of the latest turn: the time since that turn is
+// turned into tokens at the limit in force, and SetLimit prices again the
+// turns already reserved. Turns at 0 and 2s under Every(2s), then a request
+// under Every(500ms), all reserved at 0: the third turn is at 1s, before
+// the second. And a request under rate.Inf (no interval) takes no turn at
+// all, so the request after it is not spaced from it. The Transport needs
+// both: the fetch of robots.txt is spaced by the longest crawl-delay known
+// for its origin (none on a first visit) and the page after it by the one
+// it finds, and crawler agents with different crawl-delays share their
+// origin's turns. So a pace keeps the time of the latest turn itself, and
+// the Pacer contract, which redisstore follows, has the same model.
 type pace struct {
 	pausedUntil atomic.Int64 // ns on the Transport's clock; written under mu
 
@@ -81,7 +110,7 @@ type pace struct {
 	last    time.Duration // guarded by mu: the latest turn taken; valid if seq != 0
 	seq     uint64        // guarded by mu: the reservation that took last; 0 if none
 	next    uint64        // guarded by mu: the last reservation number handed out
-	every   time.Duration // guarded by mu: the interval last known for the origin
+	every   time.Duration // guarded by mu: the longest interval known for the origin
 	dropped atomic.Bool   // written under mu: dropped from the cache (see drop); no turn is taken here
 }
 

@@ -100,33 +100,52 @@ func (s *logServer) count(origin string) int {
 }
 
 // memPacer is a Pacer shared by several Transports, as the processes of a
-// fleet share one, kept in memory.
+// fleet share one, kept in memory. It is written from the Pacer contract
+// alone, apart from the Transport's own pace, so that a test through it
+// does not share the pace's mistakes.
 type memPacer struct {
 	epoch time.Time
 	mu    sync.Mutex
-	paces map[string]*pace
-}
-
-func (p *memPacer) pace(origin string) *pace {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.paces == nil {
-		p.paces = make(map[string]*pace)
-	}
-	if p.paces[origin] == nil {
-		p.paces[origin] = new(pace)
-	}
-	return p.paces[origin]
+	last  map[string]time.Duration // since epoch: the latest turn taken
+	pause map[string]time.Duration // since epoch: the end of the pause
 }
 
 func (p *memPacer) Reserve(ctx context.Context, origin string, every, maxWait time.Duration) (time.Duration, bool, error) {
-	wait, ok, _ := p.pace(origin).reserve(time.Since(p.epoch), every, maxWait)
-	return wait, ok, nil
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Since(p.epoch)
+	at := max(now, p.pause[origin])
+	last, ok := p.last[origin]
+	if ok {
+		at = max(at, last+every)
+	}
+	if wait := at - now; wait > 0 && wait >= maxWait {
+		return wait, false, nil
+	}
+	if p.last == nil {
+		p.last = make(map[string]time.Duration)
+	}
+	p.last[origin] = at
+	return at - now, true, nil
 }
 
 func (p *memPacer) Pause(ctx context.Context, origin string, until time.Time) error {
-	p.pace(origin).pause(until.Sub(p.epoch))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pause == nil {
+		p.pause = make(map[string]time.Duration)
+	}
+	p.pause[origin] = max(p.pause[origin], until.Sub(p.epoch))
 	return nil
+}
+
+func (p *memPacer) PausedUntil(ctx context.Context, origin string) (time.Time, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if u, ok := p.pause[origin]; ok {
+		return p.epoch.Add(u), nil
+	}
+	return time.Time{}, nil
 }
 
 // TestGiveBackDuringPause: requests queued behind a Retry-After pause, one of
@@ -157,10 +176,20 @@ func TestGiveBackDuringPause(t *testing.T) {
 		}
 		cancel()
 		// A request that gives its turn back after waiting a while,
-		// when it is the latest: the turn goes to the next request.
+		// when it is the latest: the turn (4s) goes to the next request.
 		ctx, cancel = context.WithCancel(context.Background())
 		wg.Go(func() { getCtx(ctx, client, "https://example.com/late") })
 		time.Sleep(time.Second)
+		cancel()
+		synctest.Wait()
+		// A request that gives its turn (4s) back when a later one (c,
+		// 4.5s) was spaced from it: that turn stays taken, since
+		// handing it out again would put the next request at c's.
+		ctx, cancel = context.WithCancel(context.Background())
+		wg.Go(func() { getCtx(ctx, client, "https://example.com/mid") })
+		synctest.Wait()
+		wg.Go(func() { get(client, "https://example.com/c") })
+		synctest.Wait()
 		cancel()
 		synctest.Wait()
 		for i := range 2 {
@@ -168,11 +197,11 @@ func TestGiveBackDuringPause(t *testing.T) {
 		}
 		wg.Wait()
 		srv.check(t, func(string) time.Duration { return 500 * time.Millisecond })
-		if n := srv.count("https://example.com:443"); n != 1+1+3+2 {
-			t.Errorf("%d arrivals, want robots.txt, /busy, 3 and 2", n)
+		if n := srv.count("https://example.com:443"); n != 1+1+3+1+2 {
+			t.Errorf("%d arrivals, want robots.txt, /busy, 3, c and 2", n)
 		}
-		if d := time.Since(start); d != 4500*time.Millisecond {
-			t.Errorf("the last request left at %v, want 4.5s (robots.txt at 0, /busy at 0.5s, paused to 2.5s, 5 turns): the turn given back is used; arrivals %v", d, srv.log)
+		if d := time.Since(start); d != 5500*time.Millisecond {
+			t.Errorf("the last request left at %v, want 5.5s (robots.txt at 0, /busy at 0.5s, paused to 2.5s, turns 2.5 to 5.5s but 4s given back twice); arrivals %v", d, srv.log)
 		}
 	})
 }
@@ -230,6 +259,45 @@ func TestEvictionKeepsThePace(t *testing.T) {
 	})
 }
 
+// TestEvictedBeforeLoad: a site evicted between a request's lookup and the
+// start of its load is not loaded; the request waits for the origin's
+// current site, so that one origin has one load, and one fetch of
+// robots.txt, at a time.
+func TestEvictedBeforeLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &logServer{robots: func(string) string { return "User-agent: *\nCrawl-delay: 1\n" }}
+		tr := &Transport{Base: srv, Agent: "ExampleBot", MaxOrigins: 1}
+		client := &http.Client{Transport: tr}
+		var wg sync.WaitGroup
+		first := true
+		lookupMissHook = func(k originKey) {
+			if k.host != "c.example" || !first {
+				return
+			}
+			first = false
+			// Between the lookup of c and its load: a.example evicts
+			// c's site, and another request for c adds a new one.
+			if err := get(client, "https://a.example/x"); err != nil {
+				t.Errorf("GET a.example: %v", err)
+			}
+			wg.Go(func() {
+				if err := get(client, "https://c.example/y"); err != nil {
+					t.Errorf("GET c.example/y: %v", err)
+				}
+			})
+		}
+		defer func() { lookupMissHook = nil }()
+		if err := get(client, "https://c.example/x"); err != nil {
+			t.Errorf("GET c.example/x: %v", err)
+		}
+		wg.Wait()
+		srv.check(t, func(string) time.Duration { return time.Second })
+		if n := srv.count("https://c.example:443"); n != 3 {
+			t.Errorf("%d arrivals at c.example, want robots.txt once and 2 pages: %v", n, srv.log["https://c.example:443"])
+		}
+	})
+}
+
 // TestPortSpellings: a port is a number, and an explicit default port is no
 // port: one origin, one robots.txt, one pace.
 func TestPortSpellings(t *testing.T) {
@@ -280,6 +348,42 @@ func TestFleetFetchTakesTheFirstTurn(t *testing.T) {
 			t.Errorf("%d arrivals, want one robots.txt and 9 pages", n)
 		}
 	})
+	// Another process that reads the entry the moment it is put, while
+	// the fetching one still holds the lock, finds the fetch's turn
+	// taken: its page leaves a crawl-delay after robots.txt.
+	synctest.Test(t, func(t *testing.T) {
+		srv := &logServer{robots: func(string) string { return "User-agent: *\nCrawl-delay: 1\n" }}
+		pacer := &memPacer{epoch: time.Now()}
+		store := &putHookStore{}
+		other := &http.Client{Transport: &Transport{Base: srv, Agent: "ExampleBot", Store: store, Pacer: pacer}}
+		store.hook = func() {
+			if err := get(other, "https://example.com/other"); err != nil {
+				t.Errorf("GET from the other process: %v", err)
+			}
+		}
+		tr := &Transport{Base: srv, Agent: "ExampleBot", Store: store, Pacer: pacer}
+		if err := get(&http.Client{Transport: tr}, "https://example.com/page"); err != nil {
+			t.Fatal(err)
+		}
+		srv.check(t, func(string) time.Duration { return time.Second })
+		if n := srv.count("https://example.com:443"); n != 3 {
+			t.Errorf("%d arrivals, want robots.txt and 2 pages", n)
+		}
+	})
+}
+
+// putHookStore is a MemoryStore that runs hook once, inside the first Put,
+// after the entry is stored and before Put returns.
+type putHookStore struct {
+	MemoryStore
+	hook func()
+	once sync.Once
+}
+
+func (s *putHookStore) Put(ctx context.Context, origin string, e *Entry) error {
+	err := s.MemoryStore.Put(ctx, origin, e)
+	s.once.Do(s.hook)
+	return err
 }
 
 // TestPacerWaitIsCounted: a Pacer's wait is waited by the Transport, counted
@@ -309,12 +413,35 @@ func TestPacerWaitIsCounted(t *testing.T) {
 		if st := tr.Stats(); st.PaceWaits == 0 || st.PaceWait == 0 {
 			t.Errorf("Stats = %+v, want the Pacer's waits counted", st)
 		}
+
+		// Another process paused the origin for 2s. A Transport that has
+		// no robots.txt for it yet waits for the fetch of robots.txt, which
+		// waits for the end of the pause: a request with an 800ms
+		// deadline fails at once, and the fetch goes on for the others.
+		if err := pacer.Pause(context.Background(), "https://example.com", time.Now().Add(2*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		fresh := &Transport{Base: srv, Agent: "ExampleBot", Pacer: pacer}
+		ctx, cancel = context.WithTimeout(context.Background(), 800*time.Millisecond)
+		defer cancel()
+		start = time.Now()
+		if err := getCtx(ctx, &http.Client{Transport: fresh}, "https://example.com/w"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("waiting on a fetch past the deadline: err = %v, want DeadlineExceeded", err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("waiting on a fetch past the deadline: refused after %v, want at once", d)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if st := fresh.Stats(); st.PaceWaits != 1 || st.PaceWait != 2*time.Second {
+			t.Errorf("Stats = %+v, want the fetch's wait of 2s counted", st)
+		}
 		srv.check(t, func(string) time.Duration { return 2 * time.Second })
 	})
 }
 
-// TestPolitenessProperty drives random mixes of pauses, deadlines that give
-// turns back, refreshes, evictions, port spellings and Transports sharing a
+// TestPolitenessProperty drives random mixes of pauses, deadlines, requests
+// abandoned while they wait (which give their turns back), refreshes, evictions, port spellings and Transports sharing a
 // Pacer and a Store, and checks that the arrivals at each origin are one
 // crawl-delay apart and never inside a pause.
 func TestPolitenessProperty(t *testing.T) {
@@ -355,6 +482,9 @@ func politenessRun(t *testing.T, seed uint64) {
 	var store Store
 	var pacer Pacer
 	if nt > 1 || rng.IntN(2) == 0 {
+		// Transports that share a Pacer share a Store too: see the
+		// Pacer doc for what a Transport that has not seen an
+		// origin's robots.txt cannot know.
 		store, pacer = &MemoryStore{}, &memPacer{epoch: time.Now()}
 	}
 	var clients []*http.Client
@@ -377,17 +507,28 @@ func politenessRun(t *testing.T, seed uint64) {
 			for i := range n {
 				mu.Lock()
 				u := fmt.Sprintf("http://%s%s/w%d/%d", hosts[rng.IntN(len(hosts))], spell[rng.IntN(len(spell))], w, i)
-				var timeout time.Duration
-				if rng.IntN(3) == 0 {
+				// A deadline is refused at once if the turn is past
+				// it; a cancellation gives a turn taken back.
+				var timeout, abandon time.Duration
+				switch rng.IntN(6) {
+				case 0, 1:
 					timeout = time.Duration(rng.IntN(3000)) * time.Millisecond
+				case 2:
+					abandon = time.Duration(rng.IntN(3000)) * time.Millisecond
 				}
 				sleep := time.Duration(rng.IntN(1500)) * time.Millisecond
 				mu.Unlock()
-				ctx, cancel := context.Background(), context.CancelFunc(func() {})
+				ctx, cancel := context.WithCancel(context.Background())
 				if timeout > 0 {
-					ctx, cancel = context.WithTimeout(ctx, timeout)
+					cancel()
+					ctx, cancel = context.WithTimeout(context.Background(), timeout)
+				}
+				stop := func() bool { return false }
+				if abandon > 0 {
+					stop = time.AfterFunc(abandon, cancel).Stop
 				}
 				getCtx(ctx, c, u)
+				stop()
 				cancel()
 				time.Sleep(sleep)
 			}
@@ -397,12 +538,4 @@ func politenessRun(t *testing.T, seed uint64) {
 	// Loads that requests gave up on still take their turn and finish.
 	time.Sleep(time.Hour)
 	srv.check(t, func(origin string) time.Duration { return delays[origin] })
-}
-
-func (p *memPacer) PausedUntil(ctx context.Context, origin string) (time.Time, error) {
-	pc := p.pace(origin)
-	if u := pc.pausedUntil.Load(); u > 0 {
-		return p.epoch.Add(time.Duration(u)), nil
-	}
-	return time.Time{}, nil
 }
