@@ -277,8 +277,12 @@ func TestLoadMillionOrigins(t *testing.T) {
 		n += len(sh.ring)
 		sh.mu.Unlock()
 	}
-	if n > bound || uint64(n) != kept {
-		t.Errorf("%d origins in the cache, Stats say %d, bound %d", n, kept, bound)
+	// A site evicted before its load began is added again for the same
+	// request (one load per origin at a time): that adds an origin with no
+	// new miss, so the cache may hold more than Stats' misses less evictions,
+	// never fewer.
+	if n > bound || uint64(n) < kept {
+		t.Errorf("%d origins in the cache, Stats say at most %d, bound %d", n, kept, bound)
 	}
 
 	runtime.GC()
