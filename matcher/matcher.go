@@ -68,12 +68,13 @@ type Robots struct {
 	rules    []rule       // the groups' rules, each group's in a range of its own
 	agents   []agentGroup // sorted by token
 	tokEnd   uint32       // the end of the last agent's token in arena
+	star     int32        // the group of "*", or -1
 	groups   []Group
-	star     int32           // the group of "*", or -1
 	lines    []int32         // the first user-agent line of each block of each group
 	sitemaps []uint32        // the end of each sitemap in arena; the first starts at tokEnd
 	delays   []time.Duration // the groups' crawl-delays
 	size     int             // see Size
+	usage    *usageData      // the Content-Usage and Content-Signal lines; nil if none (usage.go)
 
 	mu sync.Mutex // serialises the building of the groups' indexes
 }
@@ -104,6 +105,7 @@ type block struct {
 	hasRules         bool
 	delay            time.Duration
 	hasDelay         bool
+	usageLo, usageHi int // its usage lines, in usageCollector.lines
 }
 
 // Parse parses a robots.txt body. It never fails: lines that are not valid
@@ -127,13 +129,14 @@ func Parse(body []byte) *Robots {
 		arena  = sc.arena[:0]
 		smaps  = sc.smaps[:0]
 		ends   []uint32
+		uc     usageCollector
 	)
 	s.init(body)
 	for s.next() {
 		switch s.field {
 		case fieldUserAgent:
 			if cur == nil || cur.hasRules {
-				blocks = append(blocks, block{line: s.num, rulesLo: len(rules), rulesHi: len(rules)})
+				blocks = append(blocks, block{line: s.num, rulesLo: len(rules), rulesHi: len(rules), usageLo: len(uc.lines), usageHi: len(uc.lines)})
 				cur = &blocks[len(blocks)-1]
 			}
 			tok, _ := productToken(s.value)
@@ -166,6 +169,12 @@ func Parse(body []byte) *Robots {
 				smaps = append(smaps, s.value...)
 				ends = append(ends, uint32(len(smaps)))
 			}
+		case fieldContentUsage, fieldContentSignal:
+			uc.add(&s, cur == nil)
+			if cur != nil {
+				cur.hasRules = true // a rule of its group (SPEC 10.1)
+				cur.usageHi = len(uc.lines)
+			}
 		case fieldCrawlDelay:
 			if cur == nil {
 				continue
@@ -175,7 +184,7 @@ func Parse(body []byte) *Robots {
 			}
 		}
 	}
-	r := build(sc, arena, rules, blocks, tokens, smaps, ends)
+	r := build(sc, arena, rules, blocks, tokens, smaps, ends, &uc)
 	if cap(arena) <= maxScratch && cap(rules) <= maxScratch/16 && cap(smaps) <= maxScratch && cap(tokens) <= maxScratch/16 {
 		clear(tokens) // drop the token strings
 		sc.blocks, sc.tokens, sc.rules, sc.arena, sc.smaps = blocks, tokens, rules, arena, smaps
@@ -216,7 +225,7 @@ type groupSpec struct {
 // build combines the blocks that name each token into one Group each.
 // arena holds the normalised patterns; build adds the tokens and then the
 // sitemaps to it, so that all of a file's strings lie together in memory.
-func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tokenBlock, smaps []byte, ends []uint32) *Robots {
+func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tokenBlock, smaps []byte, ends []uint32, uc *usageCollector) *Robots {
 	r := &Robots{star: -1}
 	slices.SortFunc(tokens, func(a, b tokenBlock) int {
 		if c := strings.Compare(a.token, b.token); c != 0 {
@@ -249,6 +258,7 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 	r.arena = string(arena)
 	if len(tokens) == 0 {
 		r.size = r.computeSize(0, 0)
+		r.buildUsage(uc, blocks, nil, nil)
 		return r
 	}
 
@@ -341,6 +351,7 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 		r.agents[i].group = uint32(g)
 	}
 	r.size = r.computeSize(indexed, len(specs))
+	r.buildUsage(uc, blocks, specs, ids)
 	if cap(specs) <= maxScratch/16 && cap(ids) <= maxScratch/8 {
 		sc.groups, sc.ids = specs, ids
 	}
@@ -443,6 +454,9 @@ func (r *Robots) Group(agent string) *Group {
 	}
 	if r.star >= 0 {
 		return &r.groups[r.star]
+	}
+	if r.usage != nil {
+		return &r.usage.none // no group, but the lines before the first one (SPEC 10.1)
 	}
 	return emptyGroup
 }

@@ -15,6 +15,8 @@ const (
 	fieldDisallow                // disallow
 	fieldSitemap                 // sitemap
 	fieldCrawlDelay              // crawl-delay
+	fieldContentUsage            // content-usage (SPEC 10.1)
+	fieldContentSignal           // content-signal (SPEC 10.1)
 )
 
 // canonical returns the field's key as a lint message names it.
@@ -30,6 +32,10 @@ func (f field) canonical() string {
 		return "sitemap"
 	case fieldCrawlDelay:
 		return "crawl-delay"
+	case fieldContentUsage:
+		return "content-usage"
+	case fieldContentSignal:
+		return "content-signal"
 	}
 	return ""
 }
@@ -172,6 +178,12 @@ func (s *scanner) split(line []byte) {
 	s.key, s.value = key, value
 	var exact bool
 	s.field, exact = classify(key)
+	if s.flags&flagNoColon != 0 && (s.field == fieldContentUsage || s.field == fieldContentSignal) {
+		// A usage line needs its colon: its statement may hold spaces,
+		// and no file in the wild omits it.
+		s.field = fieldInvalid
+		return
+	}
 	if !exact && s.field != fieldUnknown {
 		s.flags |= flagLenientKey
 	}
@@ -192,6 +204,9 @@ func classify(key []byte) (f field, exact bool) {
 	case 's':
 		f, names = fieldSitemap, sitemapKeys
 	case 'c':
+		if f := usageField(key); f != fieldNone {
+			return f, true
+		}
 		f, names = fieldCrawlDelay, crawlDelayKeys
 	default:
 		return fieldUnknown, false
