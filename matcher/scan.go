@@ -7,16 +7,16 @@ import "bytes"
 type field uint8
 
 const (
-	fieldNone       field = iota // blank line or comment only
-	fieldInvalid                 // not "key: value" nor "key value"
-	fieldUnknown                 // a key this package does not use
-	fieldUserAgent               // user-agent
-	fieldAllow                   // allow
-	fieldDisallow                // disallow
-	fieldSitemap                 // sitemap
-	fieldCrawlDelay              // crawl-delay
-	fieldContentUsage            // content-usage (SPEC 10.1)
-	fieldContentSignal           // content-signal (SPEC 10.1)
+	fieldNone          field = iota // blank line or comment only
+	fieldInvalid                    // not "key: value" nor "key value"
+	fieldUnknown                    // a key this package does not use
+	fieldUserAgent                  // user-agent
+	fieldAllow                      // allow
+	fieldDisallow                   // disallow
+	fieldSitemap                    // sitemap
+	fieldCrawlDelay                 // crawl-delay
+	fieldContentUsage               // content-usage (SPEC 10.1)
+	fieldContentSignal              // content-signal (SPEC 10.1)
 )
 
 // canonical returns the field's key as a lint message names it.
