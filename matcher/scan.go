@@ -181,7 +181,7 @@ func (s *scanner) split(line []byte) {
 	if s.flags&flagNoColon != 0 && (s.field == fieldContentUsage || s.field == fieldContentSignal) {
 		// A usage line needs its colon: its statement may hold spaces,
 		// and no file in the wild omits it.
-		s.field = fieldInvalid
+		s.field, s.flags = fieldInvalid, s.flags&^flagNoColon
 		return
 	}
 	if !exact && s.field != fieldUnknown {

@@ -251,13 +251,14 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 		linePref[i] = p
 	}
 	// Label ids, in the labels' order.
+	var labels []string
 	for _, lv := range prefLabels {
 		for _, x := range lv {
-			d.labels = append(d.labels, x.label)
+			labels = append(labels, x.label)
 		}
 	}
-	slices.Sort(d.labels)
-	d.labels = slices.Clip(slices.Compact(d.labels))
+	slices.Sort(labels)
+	d.labels = slices.Clone(slices.Compact(labels))
 	for _, lv := range prefLabels {
 		d.addPref(lv, &text)
 	}
@@ -369,6 +370,15 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 		budget = d.addCombos(ug, budget, &text)
 	}
 	d.text = text.String()
+	// The labels, as the texts hold them: one string for all.
+	for p := range d.prefs {
+		t := d.textOf(uint32(p))
+		for _, e := range d.entsOf(uint32(p)) {
+			l, _, _ := strings.Cut(t, "=")
+			d.labels[e>>1] = l
+			t = t[min(len(t), len(l)+len("=y, ")):]
+		}
+	}
 	d.size = d.computeSize(indexed)
 	r.usage = d
 	r.size += d.size
@@ -471,9 +481,6 @@ func (d *usageData) computeSize(indexed int) int {
 		allocSize(cap(d.labels)*16) +
 		allocSize(len(d.text)) +
 		indexed
-	for _, l := range d.labels {
-		n += allocSize(len(l))
-	}
 	if d.combos != nil {
 		// A map slot holds a 16-byte key, a 4-byte value and a control
 		// byte; groups are at most 7/8 full.

@@ -280,3 +280,49 @@ func TestContentUsageDoesNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+func TestLintUsage(t *testing.T) {
+	body := "Content-Signal: search=yes, ai-train=no\n" + // fine
+		"User-agent: *\n" +
+		"Content-Usage: Train-AI=n\n" + // 3: upper case
+		"Content-Usage: train-ai=yes, search\n" + // 4: yes, bare key
+		"Content-Usage: *.pdf train-ai=n\n" + // 5: path
+		"Content-Usage: docs/ train-ai=n\n" + // 6: path read as statement
+		"Content-Usage: /x train-ai=n,,\n" + // 7: does not parse
+		"Content-Signal: search=y\n" + // 8: y in Content-Signal
+		"Content-Usage: /a/ train-ai=n, search=y\n" + // fine
+		"User-agent: b\n"
+	rep := Lint([]byte(body))
+	want := map[int][]string{
+		3: {"upper case"},
+		4: {`"train-ai" is yes, not y or n`, `"search" is a bare key`},
+		5: {`path "*.pdf" does not start with "/"`},
+		6: {`path "docs/" does not start with "/"`},
+		7: {"does not parse"},
+		8: {`"search" is y, not yes or no`},
+	}
+	got := map[int][]string{}
+	for _, d := range rep.Diagnostics {
+		got[d.Line] = append(got[d.Line], d.Message)
+	}
+	for line, msgs := range want {
+		if len(got[line]) != len(msgs) {
+			t.Errorf("line %d: %q, want %d diagnostics", line, got[line], len(msgs))
+			continue
+		}
+		for i, m := range msgs {
+			if !strings.Contains(got[line][i], m) {
+				t.Errorf("line %d: %q does not say %q", line, got[line][i], m)
+			}
+		}
+	}
+	for line := range got {
+		if want[line] == nil {
+			t.Errorf("line %d: unexpected %q", line, got[line])
+		}
+	}
+	// Usage lines are rules of their group: "User-agent: b" starts another.
+	if len(rep.Groups) != 2 || rep.Groups[0].Usage != 7 || rep.Groups[1].Usage != 0 {
+		t.Errorf("groups %+v", rep.Groups)
+	}
+}
