@@ -47,7 +47,7 @@ func FuzzUsage(f *testing.F) {
 		if err != nil || canonicalText(lv) != s {
 			t.Fatalf("canonical %q re-parses as %q, %v", s, canonicalText(lv), err)
 		}
-		if got := Parse([]byte("user-agent: *\ncontent-usage: / " + s + "\n")).ContentUsage("x", "/"); got != s {
+		if got := Parse([]byte("user-agent: *\ncontent-usage: / "+s+"\n")).ContentUsage("x", "/"); got != s {
 			t.Fatalf("canonical %q as a line says %q", s, got)
 		}
 		if got := (Usage{}).WithHeader([]string{s}).String(); got != s {
