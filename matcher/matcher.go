@@ -30,6 +30,14 @@
 // seconds, fractions allowed ("0.5"); anything else is ignored. A group with
 // several crawl-delay lines, or several groups combined, takes the largest.
 //
+// # Usage preferences
+//
+// Content-Usage (IETF AIPREF) and Content-Signal lines say how fetched
+// content may be used, such as for AI training; they never change whether a
+// URL may be fetched. [Robots.ContentUsage] and [Group.Usage] tell the
+// preference that applies to a URL: of each kind, the most specific matching
+// line decides, and the two combine label by label, "n" first. See [Usage].
+//
 // # Example
 //
 //	r := matcher.Parse(body)
