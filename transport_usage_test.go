@@ -168,3 +168,56 @@ func TestUses(t *testing.T) {
 		}
 	}
 }
+
+// usageBase serves a robots.txt that states a preference, and a new
+// response for every other request.
+type usageBase struct{}
+
+func (usageBase) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Path == "/robots.txt" {
+		return httpmock.NewStringResponse(200, "Content-Signal: search=yes, ai-train=no\n"+benchRobots+"Content-Usage: /articles/ train-ai=y\n"), nil
+	}
+	return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}, Request: req}, nil
+}
+
+// BenchmarkRoundTripUsage is what a request costs to an origin whose
+// robots.txt states a preference, with UsageOf asked of every response,
+// and with Uses set, against the same request to an origin that states
+// none (BenchmarkRoundTrip's robots-no-pacing).
+//
+//	go test -run '^$' -bench 'RoundTripUsage' -benchmem .
+func BenchmarkRoundTripUsage(b *testing.B) {
+	req, _ := http.NewRequest("GET", "https://example.com/articles/2024/robots-and-you.html", nil)
+	req.Header.Set("User-Agent", "Mozilla/5.0 (compatible; ExampleBot/1.0; +https://example.com/bot)")
+	for _, c := range []struct {
+		name    string
+		base    http.RoundTripper
+		uses    []string
+		usageOf bool
+	}{
+		{"no-preference", usageBase{}, nil, false},
+		{"preference", usageBase{}, nil, false},
+		{"preference+UsageOf", usageBase{}, nil, true},
+		{"preference+Uses", usageBase{}, []string{"ai-input"}, false},
+	} {
+		if c.name == "no-preference" {
+			c.base = benchBase{page: &http.Response{StatusCode: 200, Body: http.NoBody}}
+		}
+		tr := &Transport{Base: c.base, Agent: "ExampleBot", IgnoreCrawlDelay: true, IgnoreRetryAfter: true, Uses: c.uses}
+		if _, err := tr.RoundTrip(req); err != nil { // warm the cache
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if c.usageOf && UsageOf(resp).IsZero() {
+					b.Fatal("no usage")
+				}
+			}
+		})
+	}
+}

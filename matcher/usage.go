@@ -203,6 +203,23 @@ type usageGroup struct {
 	// different things.
 	zero     [2]uint32
 	zeroMany [2]bool
+	// withFile is set when g holds the file's lines too, copied, so that
+	// a query scans one set of rules of each kind, not two: for a group
+	// with lines of its own, when the file has few.
+	withFile bool
+}
+
+// maxCopied is the most lines before the first group that are copied
+// into each group with lines of its own (see usageGroup.withFile).
+const maxCopied = linearMax
+
+// sets returns the Groups of sub that hold ug's rules of kind k and the
+// file's.
+func (d *usageData) sets(ug *usageGroup, k int) []*Group {
+	if ug.withFile || ug == &d.file {
+		return []*Group{&ug.g[k]}
+	}
+	return []*Group{&ug.g[k], &d.file.g[k]}
 }
 
 // maxCombos bounds the combined preferences a file precomputes, so that
@@ -284,13 +301,19 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 	d.sub.arena = string(arena)
 
 	// The rules of each group, each kind side by side, and of the file.
-	nRules := 0
-	for _, sp := range specs {
+	nRules := uc.nFile
+	own := make([]bool, len(specs))
+	for gi, sp := range specs {
 		for _, b := range ids[sp.lo:sp.hi] {
-			nRules += blocks[b].usageHi - blocks[b].usageLo
+			n := blocks[b].usageHi - blocks[b].usageLo
+			nRules += n
+			own[gi] = own[gi] || n > 0
+		}
+		if own[gi] && uc.nFile <= maxCopied {
+			nRules += uc.nFile
 		}
 	}
-	d.sub.rules = make([]rule, 0, nRules+uc.nFile)
+	d.sub.rules = make([]rule, 0, nRules)
 	indexed := 0
 	var hashes []uint64
 	addGroup := func(ug *usageGroup, ranges func(yield func(lo, hi int))) {
@@ -319,7 +342,12 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 	addGroup(&d.file, func(yield func(lo, hi int)) { yield(0, uc.nFile) })
 	d.groups = make([]usageGroup, len(specs))
 	for gi, sp := range specs {
-		addGroup(&d.groups[gi], func(yield func(lo, hi int)) {
+		ug := &d.groups[gi]
+		ug.withFile = own[gi] && uc.nFile > 0 && uc.nFile <= maxCopied
+		addGroup(ug, func(yield func(lo, hi int)) {
+			if ug.withFile {
+				yield(0, uc.nFile)
+			}
 			for _, b := range ids[sp.lo:sp.hi] {
 				yield(blocks[b].usageLo, blocks[b].usageHi)
 			}
@@ -337,7 +365,7 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 		for k := range ug.zero {
 			var lv []labelValue
 			var first uint32
-			for _, g := range []*Group{&ug.g[k], &d.file.g[k]} {
+			for _, g := range d.sets(ug, k) {
 				for i := range g.rules() {
 					if r := &g.rules()[i]; r.n == 0 {
 						p := d.prefOf(r)
@@ -432,7 +460,7 @@ func (d *usageData) mayTie(rules []rule) bool {
 func (d *usageData) addCombos(ug *usageGroup, budget int, text *strings.Builder) int {
 	var sets [2][]uint32
 	for k := range sets {
-		for _, g := range []*Group{&ug.g[k], &d.file.g[k]} {
+		for _, g := range d.sets(ug, k) {
 			for i := range g.rules() {
 				if r := &g.rules()[i]; r.n > 0 {
 					sets[k] = append(sets[k], d.prefOf(r))
@@ -601,7 +629,7 @@ func (d *usageData) decide(ug *usageGroup, k int, p string) (best int32, pref ui
 			bestN = d.sub.rules[best].n
 		}
 	}
-	if f := &d.file.g[k]; f.hi > f.lo {
+	if f := &d.file.g[k]; f.hi > f.lo && !ug.withFile {
 		if i := f.find(p); i >= 0 {
 			j := int32(f.lo) + int32(i)
 			switch n := d.sub.rules[j].n; {
@@ -629,7 +657,7 @@ func (d *usageData) tied(ties []int32, ug *usageGroup, k int, p string, best int
 	bp := d.prefOf(br)
 	start := len(ties)
 	differ := false
-	for _, g := range []*Group{&ug.g[k], &d.file.g[k]} {
+	for _, g := range d.sets(ug, k) {
 		for i := g.lo; i < g.hi; i++ {
 			r := &d.sub.rules[i]
 			if int32(i) == best || r.n != br.n || !ruleMatches(d.sub.arena, r, p) {
@@ -800,7 +828,7 @@ func (u *Usage) deciding(k int) []int32 {
 	best := int32(u.rule[k] - 1)
 	if u.d.sub.rules[best].n == 0 && u.ug.zeroMany[k] {
 		var rs []int32 // every rule without a path
-		for _, g := range []*Group{&u.ug.g[k], &u.d.file.g[k]} {
+		for _, g := range u.d.sets(u.ug, k) {
 			for i := g.lo; i < g.hi; i++ {
 				if u.d.sub.rules[i].n == 0 {
 					rs = append(rs, int32(i))

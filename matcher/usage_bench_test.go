@@ -107,3 +107,32 @@ func BenchmarkUsageCorpus(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkContentUsage compares ContentUsage with Allowed on a small file
+// of the usual shape with usage lines: a Content-Signal line for every
+// crawler, as Cloudflare writes it, and Content-Usage lines in the groups.
+//
+//	go test ./matcher -run '^$' -bench 'ContentUsage$' -benchmem
+func BenchmarkContentUsage(b *testing.B) {
+	r := Parse([]byte("Content-Signal: search=yes, ai-train=no\n" + benchRobots +
+		"Content-Usage: /docs/ train-ai=y\n\nUser-agent: *\nContent-Usage: /blog/ train-ai=y\n"))
+	for _, u := range []string{
+		"https://example.com/products/shoes?color=red",
+		"/docs/manual%20v2.pdf",
+		"/caf%C3%A9/menu",
+	} {
+		name := strings.ReplaceAll(u, "/", "_")
+		b.Run("Allowed"+name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r.Allowed("Googlebot", u)
+			}
+		})
+		b.Run("ContentUsage"+name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r.ContentUsage("Googlebot", u)
+			}
+		})
+	}
+}
