@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -325,4 +326,26 @@ func TestLintUsage(t *testing.T) {
 	if len(rep.Groups) != 2 || rep.Groups[0].Usage != 7 || rep.Groups[1].Usage != 0 {
 		t.Errorf("groups %+v", rep.Groups)
 	}
+}
+
+// TestUsageConcurrent asks one file from many goroutines at once, so that
+// the race detector sees the usage groups' indexes built while others
+// read them.
+func TestUsageConcurrent(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("content-signal: search=yes\nuser-agent: *\n")
+	for i := range 40 {
+		fmt.Fprintf(&b, "content-usage: /d%d/ train-ai=n\n", i)
+	}
+	r := Parse([]byte(b.String()))
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			url := fmt.Sprintf("/d%d/x", i)
+			if got, want := r.ContentUsage("bot", url), "search=y, train-ai=n"; got != want {
+				t.Errorf("ContentUsage(%q) = %q want %q", url, got, want)
+			}
+		})
+	}
+	wg.Wait()
 }
