@@ -10,6 +10,9 @@ import (
 // the canonical text re-parses to the same preference; a disallowed URL
 // has none.
 func FuzzUsage(f *testing.F) {
+	for i, body := range seedBodies(f) {
+		f.Add(string(body), []string{"ExampleBot", "OtherBot"}[i%2], []string{"/ai-ok/x.pdf", "/ab", "/never/x"}[i%3])
+	}
 	f.Add(specExample, "OtherBot", "/ai-ok/x")
 	f.Add(specExample, "examplebot", "/never/x")
 	f.Add("Content-Signal: search=yes, ai-train=no\nUser-agent: *\nAllow: /\n", "bot", "/")
