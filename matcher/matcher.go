@@ -137,7 +137,7 @@ func Parse(body []byte) *Robots {
 		arena  = sc.arena[:0]
 		smaps  = sc.smaps[:0]
 		ends   []uint32
-		uc     usageCollector
+		uc     = &sc.usage
 	)
 	s.init(body)
 	for s.next() {
@@ -192,7 +192,12 @@ func Parse(body []byte) *Robots {
 			}
 		}
 	}
-	r := build(sc, arena, rules, blocks, tokens, smaps, ends, &uc)
+	r := build(sc, arena, rules, blocks, tokens, smaps, ends, uc)
+	clear(uc.lines) // drop the references to body
+	uc.lines, uc.nFile = uc.lines[:0], 0
+	if cap(uc.lines) > maxScratch/32 {
+		uc.lines = nil
+	}
 	if cap(arena) <= maxScratch && cap(rules) <= maxScratch/16 && cap(smaps) <= maxScratch && cap(tokens) <= maxScratch/16 {
 		clear(tokens) // drop the token strings
 		sc.blocks, sc.tokens, sc.rules, sc.arena, sc.smaps = blocks, tokens, rules, arena, smaps
@@ -212,6 +217,7 @@ type scratch struct {
 	groups []groupSpec
 	ids    []int
 	hashes []uint64
+	usage  usageCollector
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
