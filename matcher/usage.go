@@ -182,6 +182,9 @@ type usageData struct {
 	labels []string          // every label stated, sorted; a label's id is its index
 	text   string            // the canonical texts of prefs
 	combos map[string]uint32 // the prefs that combine two others, by their ents as bytes
+	// fileZero is 1 + the preference of the file's lines without a
+	// path, of each kind, combined; 0 if none.
+	fileZero [2]uint32
 	size   int               // bytes held, as counted in Robots.Size
 }
 
@@ -203,6 +206,10 @@ type usageGroup struct {
 	// different things.
 	zero     [2]uint32
 	zeroMany [2]bool
+	// zeroBoth is set when the group and the file both have lines
+	// without a path of a kind and zero holds only the group's: the
+	// file's, usageData.fileZero, are combined with it at query time.
+	zeroBoth [2]bool
 	// withFile is set when g holds the file's lines too, copied, so that
 	// a query scans one set of rules of each kind, not two: for a group
 	// with lines of its own, when the file has few.
@@ -357,45 +364,73 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 		d.noneU.g[k].r = &d.sub
 	}
 	d.none = Group{r: r, ln: uint32(len(r.lines))}
+	// What the lines without a path say, combined: the file's once, then
+	// each group's with the file's. A group whose own and the file's are
+	// not combined beforehand (the file has too many to copy) leaves it to
+	// the query, as a tie.
+	zeroOf := func(g *Group) (zero uint32, many bool) {
+		var lv []labelValue
+		var first uint32
+		for i := range g.rules() {
+			if r := &g.rules()[i]; r.n == 0 {
+				p := d.prefOf(r)
+				if zero == 0 {
+					first, zero = p, 1
+				} else if p != first {
+					many = true
+				}
+				if many || len(lv) == 0 {
+					lv = append(lv, d.labelsOf(d.entsOf(p))...)
+				}
+			}
+		}
+		switch {
+		case zero == 0:
+			return 0, false
+		case many:
+			return 1 + intern(mergeLabels(lv)), true
+		}
+		return 1 + first, false
+	}
+	fileZero := &d.fileZero
+	var fileZeroMany [2]bool
+	for k := range fileZero {
+		fileZero[k], fileZeroMany[k] = zeroOf(&d.file.g[k])
+	}
 	for gi := -1; gi < len(d.groups); gi++ {
 		ug := &d.noneU
 		if gi >= 0 {
 			ug = &d.groups[gi]
 		}
 		for k := range ug.zero {
-			var lv []labelValue
-			var first uint32
-			for _, g := range d.sets(ug, k) {
-				for i := range g.rules() {
-					if r := &g.rules()[i]; r.n == 0 {
-						p := d.prefOf(r)
-						if ug.zero[k] == 0 {
-							first, ug.zero[k] = p, 1
-						} else if p != first {
-							ug.zeroMany[k] = true
-						}
-						lv = append(lv, d.labelsOf(d.entsOf(p))...)
-					}
-				}
+			z, many := zeroOf(&ug.g[k])
+			switch {
+			case ug.withFile || fileZero[k] == 0:
+			case z == 0:
+				z, many = fileZero[k], fileZeroMany[k]
+			default:
+				ug.zeroBoth[k] = true
 			}
-			if ug.zero[k] != 0 {
-				ug.zero[k] = 1 + first
-				if ug.zeroMany[k] {
-					ug.zero[k] = 1 + intern(mergeLabels(lv))
-				}
-			}
+			ug.zero[k], ug.zeroMany[k] = z, many
 		}
 	}
 
 	// Precompute what a group's Content-Usage and Content-Signal rules say
 	// together, for the common files that have few of either.
+	var filePrefs [2][]uint32
+	for k := range filePrefs {
+		filePrefs[k] = d.pathPrefs(nil, &d.file.g[k])
+	}
 	budget := maxCombos
 	for gi := -1; gi < len(d.groups) && budget > 0; gi++ {
 		ug := &d.noneU
 		if gi >= 0 {
 			ug = &d.groups[gi]
+			if ug.g[0].hi == ug.g[0].lo && ug.g[1].hi == ug.g[1].lo {
+				continue // no lines of its own: as noneU
+			}
 		}
-		budget = d.addCombos(ug, budget, &text)
+		budget = d.addCombos(ug, budget, &filePrefs, &text)
 	}
 	d.text = text.String()
 	// The labels, as the texts hold them: one string for all.
@@ -454,27 +489,43 @@ func (d *usageData) mayTie(rules []rule) bool {
 	return false
 }
 
+// pathPrefs appends to dst the distinct preferences of g's rules with a
+// path, sorted.
+func (d *usageData) pathPrefs(dst []uint32, g *Group) []uint32 {
+	lo := len(dst)
+	for i := range g.rules() {
+		if r := &g.rules()[i]; r.n > 0 {
+			dst = append(dst, d.prefOf(r))
+		}
+	}
+	slices.Sort(dst[lo:])
+	return append(dst[:lo], slices.Compact(dst[lo:])...)
+}
+
 // addCombos adds what each preference of ug's and the file's Content-Usage
 // rules says together with each of their Content-Signal rules, while
-// budget lasts, and returns what is left of it.
-func (d *usageData) addCombos(ug *usageGroup, budget int, text *strings.Builder) int {
+// budget lasts, and returns what is left of it. filePrefs are the file's
+// path preferences of each kind.
+func (d *usageData) addCombos(ug *usageGroup, budget int, filePrefs *[2][]uint32, text *strings.Builder) int {
 	var sets [2][]uint32
 	for k := range sets {
-		for _, g := range d.sets(ug, k) {
-			for i := range g.rules() {
-				if r := &g.rules()[i]; r.n > 0 {
-					sets[k] = append(sets[k], d.prefOf(r))
-				}
-			}
+		sets[k] = d.pathPrefs(nil, &ug.g[k])
+		if !ug.withFile {
+			sets[k] = append(sets[k], filePrefs[k]...)
 		}
 		if ug.zero[k] != 0 {
 			sets[k] = append(sets[k], ug.zero[k]-1)
 		}
-		slices.Sort(sets[k])
-		sets[k] = slices.Compact(sets[k])
+		if len(sets[k]) > budget {
+			return budget
+		}
 	}
 	if len(sets[0])*len(sets[1]) > budget {
 		return budget
+	}
+	for k := range sets {
+		slices.Sort(sets[k])
+		sets[k] = slices.Compact(sets[k])
 	}
 	var buf [32]uint32
 	for _, a := range sets[0] {
@@ -568,7 +619,12 @@ func (d *usageData) labelsOf(ents []uint32) []labelValue {
 // merge appends to buf what preferences a and b say together, most
 // restrictive first, and reports whether that is what a says alone, or b.
 func (d *usageData) merge(buf []uint32, a, b uint32) (m []uint32, sameA, sameB bool) {
-	ea, eb := d.entsOf(a), d.entsOf(b)
+	return mergeEnts(buf, d.entsOf(a), d.entsOf(b))
+}
+
+// mergeEnts appends to buf what ents ea and eb say together, most
+// restrictive first, and reports whether that is what ea says alone, or eb.
+func mergeEnts(buf, ea, eb []uint32) (m []uint32, sameA, sameB bool) {
 	i, j := 0, 0
 	sameA, sameB = true, true
 	for i < len(ea) || j < len(eb) {
@@ -619,8 +675,9 @@ func (g *Group) usageGroup() (*usageData, *usageGroup) {
 // decide returns the usage rule of kind k, among ug's and the file's, that
 // decides the normalised path p, or -1; 1 + the preference it decides
 // with, combined with the rules without a path when it has none, or 0;
-// and whether another rule with a path may tie with it.
-func (d *usageData) decide(ug *usageGroup, k int, p string) (best int32, pref uint32, tie bool) {
+// 1 + a second preference to combine with it, or 0; and whether another
+// rule with a path may tie with it.
+func (d *usageData) decide(ug *usageGroup, k int, p string) (best int32, pref, pref2 uint32, tie bool) {
 	best = -1
 	var bestN uint32
 	if g := &ug.g[k]; g.hi > g.lo {
@@ -642,11 +699,13 @@ func (d *usageData) decide(ug *usageGroup, k int, p string) (best int32, pref ui
 	}
 	switch {
 	case best < 0:
-		return -1, 0, false
+		return -1, 0, 0, false
+	case bestN == 0 && ug.zeroBoth[k]:
+		return best, ug.zero[k], d.fileZero[k], false
 	case bestN == 0:
-		return best, ug.zero[k], false
+		return best, ug.zero[k], 0, false
 	}
-	return best, 1 + d.prefOf(&d.sub.rules[best]), tie
+	return best, 1 + d.prefOf(&d.sub.rules[best]), 0, tie
 }
 
 // tied appends to ties the rules of kind k other than best, among ug's and
@@ -714,7 +773,8 @@ type Usage struct {
 	d    *usageData
 	ug   *usageGroup
 	rule [2]uint32 // 1 + the deciding rule of each kind, in d.sub.rules; 0 for none
-	pref [2]uint32 // 1 + the preference of each kind; 0 for none, or when ties list the rules
+	pref  [2]uint32 // 1 + the preference of each kind; 0 for none, or when ties list the rules
+	pref2 [2]uint32 // 1 + a preference of each kind to combine with pref; 0 for none
 	ties []int32   // further deciding rules with paths, of rules of one kind that tie; nil if none
 	hdr  *headerUsage
 }
@@ -805,11 +865,11 @@ func (g *Group) usageAt(d *usageData, ug *usageGroup, p string) Usage {
 	}
 	u := Usage{d: d, ug: ug}
 	for k := range u.rule {
-		best, pref, tie := d.decide(ug, k, p)
+		best, pref, pref2, tie := d.decide(ug, k, p)
 		if best < 0 {
 			continue
 		}
-		u.rule[k], u.pref[k] = uint32(best)+1, pref
+		u.rule[k], u.pref[k], u.pref2[k] = uint32(best)+1, pref, pref2
 		if tie {
 			n := len(u.ties)
 			if u.ties = d.tied(u.ties, ug, k, p, best); len(u.ties) > n {
@@ -826,7 +886,7 @@ func (u *Usage) deciding(k int) []int32 {
 		return nil
 	}
 	best := int32(u.rule[k] - 1)
-	if u.d.sub.rules[best].n == 0 && u.ug.zeroMany[k] {
+	if u.d.sub.rules[best].n == 0 && (u.ug.zeroMany[k] || u.ug.zeroBoth[k]) {
 		var rs []int32 // every rule without a path
 		for _, g := range u.d.sets(u.ug, k) {
 			for i := g.lo; i < g.hi; i++ {
@@ -850,36 +910,70 @@ func (u *Usage) deciding(k int) []int32 {
 // labels stated, sorted, each as "label=y" or "label=n", joined by ", ",
 // as in "ai-input=n, search=y, train-ai=n"; "" when u states nothing.
 func (u Usage) String() string {
-	if u.hdr == nil && u.ties == nil {
-		a, b := u.pref[0], u.pref[1]
-		switch {
-		case a == 0 && b == 0:
-			return ""
-		case b == 0:
-			return u.d.textOf(a - 1)
-		case a == 0 || a == b:
-			return u.d.textOf(b - 1)
-		}
-		var buf [32]uint32
-		m, sameA, sameB := u.d.merge(buf[:0], a-1, b-1)
-		switch {
-		case sameA:
-			return u.d.textOf(a - 1)
-		case sameB:
-			return u.d.textOf(b - 1)
-		}
-		if p, ok := u.d.combos[string(u32Bytes(m))]; ok {
-			return u.d.textOf(p)
-		}
-		return canonicalText(u.d.labelsOf(m))
+	if u.hdr != nil || u.ties != nil {
+		return canonicalText(u.merged())
 	}
-	return canonicalText(u.merged())
+	a, b := u.pref[0], u.pref[1]
+	if u.pref2[0] != 0 || u.pref2[1] != 0 {
+		return u.stringOf(u.pref[0], u.pref2[0], u.pref[1], u.pref2[1])
+	}
+	switch {
+	case a == 0 && b == 0:
+		return ""
+	case b == 0:
+		return u.d.textOf(a - 1)
+	case a == 0 || a == b:
+		return u.d.textOf(b - 1)
+	}
+	var buf [32]uint32
+	m, sameA, sameB := u.d.merge(buf[:0], a-1, b-1)
+	switch {
+	case sameA:
+		return u.d.textOf(a - 1)
+	case sameB:
+		return u.d.textOf(b - 1)
+	}
+	if p, ok := u.d.combos[string(u32Bytes(m))]; ok {
+		return u.d.textOf(p)
+	}
+	return canonicalText(u.d.labelsOf(m))
+}
+
+// stringOf returns the canonical text of what preferences ps (1 + each;
+// 0 for none) say together.
+func (u *Usage) stringOf(ps ...uint32) string {
+	var b1, b2 [32]uint32
+	m, spare := b1[:0], b2[:0] // distinct arrays: mergeEnts's output must not overlap its input
+	first := true
+	for _, p := range ps {
+		if p == 0 {
+			continue
+		}
+		if first {
+			m, first = append(m, u.d.entsOf(p-1)...), false
+			continue
+		}
+		out, _, _ := mergeEnts(spare[:0], m, u.d.entsOf(p-1))
+		m, spare = out, m
+	}
+	for _, p := range ps {
+		if p != 0 && slices.Equal(m, u.d.entsOf(p-1)) {
+			return u.d.textOf(p - 1)
+		}
+	}
+	if p, ok := u.d.combos[string(u32Bytes(m))]; ok {
+		return u.d.textOf(p)
+	}
+	return canonicalText(u.d.labelsOf(m))
 }
 
 // merged returns what u says, label by label.
 func (u *Usage) merged() []labelValue {
 	var lv []labelValue
 	for k, p := range u.pref {
+		if p2 := u.pref2[k]; p2 != 0 {
+			lv = append(lv, u.d.labelsOf(u.d.entsOf(p2-1))...)
+		}
 		if p != 0 {
 			lv = append(lv, u.d.labelsOf(u.d.entsOf(p-1))...)
 			continue
@@ -917,6 +1011,9 @@ func (u Usage) Get(label string) UsageValue {
 				}
 			}
 			for k, p := range u.pref {
+				if p2 := u.pref2[k]; p2 != 0 {
+					seePref(p2 - 1)
+				}
 				if p != 0 {
 					seePref(p - 1)
 				} else if u.rule[k] != 0 {

@@ -35,6 +35,12 @@ func TestUsageMemoryShapes(t *testing.T) {
 		{"groups with usage", bound, fill("content-signal: search=yes\n", func(i int) string {
 			return fmt.Sprintf("user-agent: bot%d\ncontent-usage: train-ai=n\ncontent-signal: ai-input=no\n", i)
 		})},
+		{"file-level lines and groups", bound, fill("", func(i int) string {
+			if i < 100 { // more than are copied into each group
+				return fmt.Sprintf("content-usage: l%d=n\n", i)
+			}
+			return fmt.Sprintf("user-agent: b%d\ncontent-usage: o=y\n", i)
+		})},
 		{"realistic, usage and rules", 1.6, fill("User-agent: *\nContent-Signal: search=yes, ai-train=no\n", func(i int) string {
 			if i%100 == 0 {
 				return fmt.Sprintf("Content-Usage: /archive/%d/ train-ai=y\n", i)

@@ -349,3 +349,34 @@ func TestUsageConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestUsageManyFileLines has more lines before the first group than are
+// copied into each group: the file's lines and a group's own then tie at
+// query time.
+func TestUsageManyFileLines(t *testing.T) {
+	var b strings.Builder
+	for i := range maxCopied + 4 {
+		fmt.Fprintf(&b, "content-usage: l%02d=n\n", i)
+	}
+	b.WriteString("content-usage: /p/ x=y\ncontent-signal: search=yes\n")
+	b.WriteString("user-agent: a\ncontent-usage: own=y\nuser-agent: b\ndisallow: /z\n")
+	r := Parse([]byte(b.String()))
+	var all []string
+	for i := range maxCopied + 4 {
+		all = append(all, fmt.Sprintf("l%02d=n", i))
+	}
+	for _, tt := range []struct{ agent, url, want string }{
+		{"a", "/", strings.Join(all, ", ") + ", own=y, search=y"},
+		{"b", "/", strings.Join(all, ", ") + ", search=y"},
+		{"a", "/p/1", "search=y, x=y"},
+		{"c", "/p/1", "search=y, x=y"},
+	} {
+		u := r.Usage(tt.agent, tt.url)
+		if got := u.String(); got != tt.want || labelsText(u) != tt.want {
+			t.Errorf("Usage(%q, %q) = %q want %q", tt.agent, tt.url, got, tt.want)
+		}
+		if got, want := len(u.Rules()), strings.Count(tt.want, "=")-strings.Count(tt.want, "search")+1; tt.url == "/" && got != want {
+			t.Errorf("Usage(%q, %q) has %d deciding lines, want %d", tt.agent, tt.url, got, want)
+		}
+	}
+}
