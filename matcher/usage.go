@@ -173,6 +173,7 @@ type usageData struct {
 	// of the usage groups' indexes.
 	sub    Robots
 	groups []usageGroup // of each group of the file, by index in Robots.groups
+	big    []*Group     // the sets of more than linearMax rules, by lo
 	file   usageGroup   // the lines before the first user-agent line
 	noneU  usageGroup   // of none: no lines of its own
 	none   Group        // the group of a crawler that no group names, in a file with no "*" group
@@ -185,7 +186,7 @@ type usageData struct {
 	// fileZero is 1 + the preference of the file's lines without a
 	// path, of each kind, combined; 0 if none.
 	fileZero [2]uint32
-	size   int               // bytes held, as counted in Robots.Size
+	size     int // bytes held, as counted in Robots.Size
 }
 
 // pref is one distinct preference: ents[ent:entEnd], text[txt:txtEnd].
@@ -193,19 +194,39 @@ type pref struct {
 	ent, entEnd, txt, txtEnd uint32
 }
 
-// usageGroup is the usage rules of one group, one Group of sub per kind.
+// usageSet is a range of sub.rules: the usage rules of one kind of one
+// group, sorted best first when there are at most linearMax, else in a
+// Group of their own in usageData.big, which indexes them.
+type usageSet struct {
+	lo, hi uint32
+}
+
+// rules returns s's rules.
+func (s *usageSet) rules(d *usageData) []rule { return d.sub.rules[s.lo:s.hi] }
+
+// find returns the index in s of the rule that decides the normalised path
+// p, or -1, as Group.find does.
+func (s *usageSet) find(d *usageData, p string) int {
+	if s.hi-s.lo > linearMax {
+		i, _ := slices.BinarySearchFunc(d.big, s.lo, func(g *Group, lo uint32) int { return int(g.lo) - int(lo) })
+		return d.big[i].find(p)
+	}
+	return scan(d.sub.arena, d.sub.rules[s.lo:s.hi], p)
+}
+
+// usageGroup is the usage rules of one group, one set per kind.
 type usageGroup struct {
-	g [2]Group
-	// tie is set for a kind when two of its rules with a path have
-	// patterns of one length and different preferences, so that both
-	// may decide a URL.
-	tie [2]bool
+	g [2]usageSet
 	// zero is 1 + the preference of its rules without a path and the
 	// file's, of each kind, combined: they all match every URL, and tie.
 	// It is 0 when there are none. zeroMany is set when they say
 	// different things.
 	zero     [2]uint32
 	zeroMany [2]bool
+	// tie is set for a kind when two of its rules with a path have
+	// patterns of one length and different preferences, so that both
+	// may decide a URL.
+	tie [2]bool
 	// zeroBoth is set when the group and the file both have lines
 	// without a path of a kind and zero holds only the group's: the
 	// file's, usageData.fileZero, are combined with it at query time.
@@ -222,11 +243,11 @@ const maxCopied = linearMax
 
 // sets returns the Groups of sub that hold ug's rules of kind k and the
 // file's.
-func (d *usageData) sets(ug *usageGroup, k int) []*Group {
+func (d *usageData) sets(ug *usageGroup, k int) []*usageSet {
 	if ug.withFile || ug == &d.file {
-		return []*Group{&ug.g[k]}
+		return []*usageSet{&ug.g[k]}
 	}
-	return []*Group{&ug.g[k], &d.file.g[k]}
+	return []*usageSet{&ug.g[k], &d.file.g[k]}
 }
 
 // maxCombos bounds the combined preferences a file precomputes, so that
@@ -326,7 +347,7 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 	addGroup := func(ug *usageGroup, ranges func(yield func(lo, hi int))) {
 		for k := range ug.g {
 			g := &ug.g[k]
-			g.r, g.lo = &d.sub, uint32(len(d.sub.rules))
+			g.lo = uint32(len(d.sub.rules))
 			ranges(func(lo, hi int) {
 				for i := lo; i < hi; i++ {
 					if uc.lines[i].kind == uint8(k) {
@@ -340,9 +361,10 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 			if len(rs) <= linearMax {
 				sortBest(rs)
 			} else {
+				d.big = append(d.big, &Group{r: &d.sub, lo: g.lo, hi: g.hi})
 				var n int
 				n, hashes = indexSize(d.sub.arena, rs, hashes)
-				indexed += n
+				indexed += n + allocSize(int(unsafe.Sizeof(Group{})))
 			}
 		}
 	}
@@ -360,19 +382,16 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 			}
 		})
 	}
-	for k := range d.noneU.g {
-		d.noneU.g[k].r = &d.sub
-	}
 	d.none = Group{r: r, ln: uint32(len(r.lines))}
 	// What the lines without a path say, combined: the file's once, then
 	// each group's with the file's. A group whose own and the file's are
 	// not combined beforehand (the file has too many to copy) leaves it to
 	// the query, as a tie.
-	zeroOf := func(g *Group) (zero uint32, many bool) {
+	zeroOf := func(g *usageSet) (zero uint32, many bool) {
 		var lv []labelValue
 		var first uint32
-		for i := range g.rules() {
-			if r := &g.rules()[i]; r.n == 0 {
+		for i := range g.rules(d) {
+			if r := &g.rules(d)[i]; r.n == 0 {
 				p := d.prefOf(r)
 				if zero == 0 {
 					first, zero = p, 1
@@ -491,10 +510,10 @@ func (d *usageData) mayTie(rules []rule) bool {
 
 // pathPrefs appends to dst the distinct preferences of g's rules with a
 // path, sorted.
-func (d *usageData) pathPrefs(dst []uint32, g *Group) []uint32 {
+func (d *usageData) pathPrefs(dst []uint32, g *usageSet) []uint32 {
 	lo := len(dst)
-	for i := range g.rules() {
-		if r := &g.rules()[i]; r.n > 0 {
+	for i := range g.rules(d) {
+		if r := &g.rules(d)[i]; r.n > 0 {
 			dst = append(dst, d.prefOf(r))
 		}
 	}
@@ -555,6 +574,7 @@ func (d *usageData) computeSize(indexed int) int {
 		allocSize(len(d.sub.arena)) +
 		allocSize(cap(d.sub.rules)*int(unsafe.Sizeof(rule{}))) +
 		allocSize(cap(d.groups)*int(unsafe.Sizeof(usageGroup{}))) +
+		allocSize(cap(d.big)*8) +
 		allocSize(cap(d.prefs)*int(unsafe.Sizeof(pref{}))) +
 		allocSize(cap(d.ents)*4) +
 		allocSize(cap(d.labels)*16) +
@@ -681,13 +701,13 @@ func (d *usageData) decide(ug *usageGroup, k int, p string) (best int32, pref, p
 	best = -1
 	var bestN uint32
 	if g := &ug.g[k]; g.hi > g.lo {
-		if i := g.find(p); i >= 0 {
+		if i := g.find(d, p); i >= 0 {
 			best, tie = int32(g.lo)+int32(i), ug.tie[k]
 			bestN = d.sub.rules[best].n
 		}
 	}
 	if f := &d.file.g[k]; f.hi > f.lo && !ug.withFile {
-		if i := f.find(p); i >= 0 {
+		if i := f.find(d, p); i >= 0 {
 			j := int32(f.lo) + int32(i)
 			switch n := d.sub.rules[j].n; {
 			case best < 0 || n > bestN:
@@ -770,13 +790,13 @@ func (v UsageValue) String() string {
 // URL, save where rules with paths of equal specificity say different
 // things.
 type Usage struct {
-	d    *usageData
-	ug   *usageGroup
-	rule [2]uint32 // 1 + the deciding rule of each kind, in d.sub.rules; 0 for none
+	d     *usageData
+	ug    *usageGroup
+	rule  [2]uint32 // 1 + the deciding rule of each kind, in d.sub.rules; 0 for none
 	pref  [2]uint32 // 1 + the preference of each kind; 0 for none, or when ties list the rules
 	pref2 [2]uint32 // 1 + a preference of each kind to combine with pref; 0 for none
-	ties []int32   // further deciding rules with paths, of rules of one kind that tie; nil if none
-	hdr  *headerUsage
+	ties  []int32   // further deciding rules with paths, of rules of one kind that tie; nil if none
+	hdr   *headerUsage
 }
 
 // headerUsage is a Content-Usage header of a response.

@@ -74,9 +74,9 @@ func bruteUsage(g *Group, url string) string {
 	for k := range 2 {
 		var best []uint32
 		bestN := -1
-		for _, grp := range []*Group{&ug.g[k], &d.file.g[k]} {
-			for i := range grp.rules() {
-				r := &grp.rules()[i]
+		for _, grp := range []*usageSet{&ug.g[k], &d.file.g[k]} {
+			for i := range grp.rules(d) {
+				r := &grp.rules(d)[i]
 				if !ruleMatches(d.sub.arena, r, p) {
 					continue
 				}
