@@ -46,12 +46,12 @@ type GroupInfo struct {
 	HasCrawlDelay bool
 }
 
-// Lint parses body as [Parse] does and reports what it finds. Of
-// Content-Usage and Content-Signal lines (SPEC.md section 10), it reports
-// statements that do not parse, keys in upper case, values other than y and
-// n (yes and no for Content-Signal), and paths that do not start with "/". It is slower
+// Lint parses body as [Parse] does and reports what it finds. It is slower
 // than Parse and meant for people writing robots.txt files and the tools
-// that check them.
+// that check them. Of Content-Usage and Content-Signal lines (SPEC.md
+// section 10), it reports statements that do not parse, keys in upper case,
+// values other than y and n (yes and no for Content-Signal), and paths that
+// do not start with "/".
 func Lint(body []byte) *Report {
 	rep := &Report{Size: len(body)}
 	var s scanner

@@ -7,16 +7,14 @@ import "bytes"
 type field uint8
 
 const (
-	fieldNone          field = iota // blank line or comment only
-	fieldInvalid                    // not "key: value" nor "key value"
-	fieldUnknown                    // a key this package does not use
-	fieldUserAgent                  // user-agent
-	fieldAllow                      // allow
-	fieldDisallow                   // disallow
-	fieldSitemap                    // sitemap
-	fieldCrawlDelay                 // crawl-delay
-	fieldContentUsage               // content-usage (SPEC 10.1)
-	fieldContentSignal              // content-signal (SPEC 10.1)
+	fieldNone       field = iota // blank line or comment only
+	fieldInvalid                 // not "key: value" nor "key value"
+	fieldUnknown                 // a key this package does not use
+	fieldUserAgent               // user-agent
+	fieldAllow                   // allow
+	fieldDisallow                // disallow
+	fieldSitemap                 // sitemap
+	fieldCrawlDelay              // crawl-delay
 )
 
 // canonical returns the field's key as a lint message names it.
@@ -179,8 +177,8 @@ func (s *scanner) split(line []byte) {
 	var exact bool
 	s.field, exact = classify(key)
 	if s.flags&flagNoColon != 0 && (s.field == fieldContentUsage || s.field == fieldContentSignal) {
-		// A usage line needs its colon: its statement may hold spaces,
-		// and no file in the wild omits it.
+		// A usage line needs its colon: its value may hold spaces (a
+		// path, then a statement), which the colon-less form cannot.
 		s.field, s.flags = fieldInvalid, s.flags&^flagNoColon
 		return
 	}

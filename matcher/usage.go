@@ -20,6 +20,12 @@ import (
 // the verdict is. Statements are interned: each distinct preference is a
 // run of label ids (sorted as the labels are) and its canonical text.
 
+// The fields of usage lines, after those of scan.go.
+const (
+	fieldContentUsage  field = fieldCrawlDelay + 1 + iota // content-usage (SPEC 10.1)
+	fieldContentSignal                                    // content-signal (SPEC 10.1)
+)
+
 // Kinds of usage line.
 const (
 	kindUsage  = 0 // Content-Usage
