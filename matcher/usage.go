@@ -850,7 +850,11 @@ func (r *Robots) HasUsage() bool { return r.usage != nil }
 // ContentUsage returns the canonical text of g.Usage(url): the stated
 // labels sorted, each as "label=y" or "label=n", joined by ", ", as in
 // "search=y, train-ai=n"; or "" when nothing applies.
-func (g *Group) ContentUsage(url string) string { return g.Usage(url).String() }
+func (g *Group) ContentUsage(url string) string {
+	var u Usage
+	g.usageInto(&u, url)
+	return u.text()
+}
 
 // Usage returns the usage preference that applies to url under g (SPEC.md
 // section 10.3): nothing if url is disallowed; else, for Content-Usage and
@@ -860,37 +864,49 @@ func (g *Group) ContentUsage(url string) string { return g.Usage(url).String() }
 // the two combined. The lines before the first user-agent line count as
 // rules of every group. url is read as [Group.Match] reads it.
 func (g *Group) Usage(url string) Usage {
+	var u Usage
+	g.usageInto(&u, url)
+	return u
+}
+
+// usageInto sets *u, which is zero, to the usage preference of url.
+func (g *Group) usageInto(u *Usage, url string) {
 	d, ug := g.usageGroup()
 	if d == nil {
-		return Usage{}
+		return
 	}
 	p, normal := pathQuery(url)
 	if !normal {
-		return g.usageNormalized(d, ug, p)
+		g.usageNormalized(u, d, ug, p)
+		return
 	}
-	return g.usageAt(d, ug, p)
+	g.usageAt(u, d, ug, p)
 }
 
-// usageNormalized is Usage for a path and query p that need normalising.
-func (g *Group) usageNormalized(d *usageData, ug *usageGroup, p string) Usage {
+// usageNormalized is usageInto for a path and query p that need
+// normalising.
+func (g *Group) usageNormalized(u *Usage, d *usageData, ug *usageGroup, p string) {
 	var buf [512]byte
 	b := buf[:0]
 	if p == "" || p[0] == '?' {
 		b = append(b, '/') // an empty path is "/"
 	}
 	b = appendNormURL(b, p)
-	return g.usageAt(d, ug, unsafe.String(unsafe.SliceData(b), len(b)))
+	g.usageAt(u, d, ug, unsafe.String(unsafe.SliceData(b), len(b)))
 }
 
-// usageAt is Usage for the normalised path and query p.
-func (g *Group) usageAt(d *usageData, ug *usageGroup, p string) Usage {
+// usageAt is usageInto for the normalised path and query p.
+func (g *Group) usageAt(u *Usage, d *usageData, ug *usageGroup, p string) {
 	if p != "/robots.txt" {
 		if i := g.find(p); i >= 0 && !g.r.rules[g.lo+uint32(i)].allow() {
-			return Usage{} // disallowed: no preference applies (attach §4.1)
+			return // disallowed: no preference applies (attach §4.1)
 		}
 	}
-	u := Usage{d: d, ug: ug}
+	u.d, u.ug = d, ug
 	for k := range u.rule {
+		if ug.g[k].hi == ug.g[k].lo && (ug.withFile || d.file.g[k].hi == d.file.g[k].lo) {
+			continue // no line of this kind applies
+		}
 		best, pref, pref2, tie := d.decide(ug, k, p)
 		if best < 0 {
 			continue
@@ -903,7 +919,6 @@ func (g *Group) usageAt(d *usageData, ug *usageGroup, p string) Usage {
 			}
 		}
 	}
-	return u
 }
 
 // deciding returns the rules of kind k that decide u, in d.sub.rules.
@@ -935,7 +950,10 @@ func (u *Usage) deciding(k int) []int32 {
 // String returns the canonical text of u (SPEC.md section 10.3): the
 // labels stated, sorted, each as "label=y" or "label=n", joined by ", ",
 // as in "ai-input=n, search=y, train-ai=n"; "" when u states nothing.
-func (u Usage) String() string {
+func (u Usage) String() string { return u.text() }
+
+// text is String.
+func (u *Usage) text() string {
 	if u.hdr != nil || u.ties != nil {
 		return canonicalText(u.merged())
 	}

@@ -116,6 +116,21 @@ func BenchmarkUsageCorpus(b *testing.B) {
 func BenchmarkContentUsage(b *testing.B) {
 	r := Parse([]byte("Content-Signal: search=yes, ai-train=no\n" + benchRobots +
 		"Content-Usage: /docs/ train-ai=y\n\nUser-agent: *\nContent-Usage: /blog/ train-ai=y\n"))
+	// Cloudflare's managed robots.txt: one Content-Signal line before
+	// the groups, nothing else.
+	cf := Parse([]byte("Content-Signal: search=yes, ai-train=no\n" + benchRobots))
+	b.Run("Cloudflare/Allowed", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			cf.Allowed("ExampleBot", "https://example.com/products/shoes?color=red")
+		}
+	})
+	b.Run("Cloudflare/ContentUsage", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			cf.ContentUsage("ExampleBot", "https://example.com/products/shoes?color=red")
+		}
+	})
 	for _, u := range []string{
 		"https://example.com/products/shoes?color=red",
 		"/docs/manual%20v2.pdf",
