@@ -536,6 +536,7 @@ type decision struct {
 	allowed bool
 	rule    string
 	line    int
+	use     string // the use a usage preference refuses; "" for a rule
 	err     error
 }
 

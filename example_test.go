@@ -14,6 +14,7 @@ import (
 	"github.com/jarcoal/httpmock"
 
 	"github.com/f9014239/robots"
+	"github.com/f9014239/robots/matcher"
 )
 
 // newSite starts a web site whose robots.txt is rules and whose every other
@@ -289,4 +290,39 @@ func ExampleTransport_Forget() {
 	// allowed: false
 	// allowed, from the cache: false
 	// allowed, after Forget: true
+}
+
+// UsageOf tells a crawler how it may use what it fetched (SPEC.md section
+// 10): the robots.txt of the site, as it was when the page was fetched,
+// and the page's own Content-Usage header. Uses goes further: the crawler
+// names the uses it makes, and pages the site marks "n" for one of them
+// are not fetched at all.
+func ExampleUsageOf() {
+	site := newSite("Content-Signal: search=yes\n" +
+		"User-agent: *\nDisallow: /private\nContent-Usage: train-ai=n\nContent-Usage: /open-data/ train-ai=y\n")
+	defer site.Close()
+
+	client := &http.Client{Transport: robots.NewTransport(nil, "ExampleBot")}
+	for _, path := range []string{"/article", "/open-data/set"} {
+		resp, err := client.Get(site.URL + path)
+		if err != nil {
+			panic(err)
+		}
+		resp.Body.Close()
+		usage := robots.UsageOf(resp)
+		fmt.Printf("%s: %s; may train: %v\n", path, usage, usage.Get("train-ai") != matcher.UsageDisallowed)
+	}
+
+	trainer := &http.Client{Transport: &robots.Transport{Agent: "ExampleBot", Uses: []string{"train-ai"}}}
+	_, err := trainer.Get(site.URL + "/article")
+	fmt.Println(errors.Is(err, robots.ErrDisallowed))
+	var de *robots.DisallowedError
+	if errors.As(err, &de) {
+		fmt.Printf("%s refused by line %d: %s\n", de.Use, de.Line, de.Rule)
+	}
+	// Output:
+	// /article: search=y, train-ai=n; may train: false
+	// /open-data/set: search=y, train-ai=y; may train: true
+	// true
+	// train-ai refused by line 4: Content-Usage: train-ai=n
 }

@@ -3,6 +3,7 @@ module github.com/f9014239/robots
 go 1.26.0
 
 require (
+	github.com/dunglas/httpsfv v1.1.2
 	github.com/jarcoal/httpmock v1.4.2
 	go.uber.org/goleak v1.3.0
 	golang.org/x/net v0.62.0

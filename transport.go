@@ -72,6 +72,7 @@ type DisallowedError struct {
 	Agent string   // the product token that was matched; "*" when there is none
 	Rule  string   // the deciding line as written, e.g. "Disallow: /private"; "" when the origin is refused whole
 	Line  int      // 1-based line number of Rule; 0 when Rule is ""
+	Use   string   // the use refused by a usage preference (see Transport.Uses), e.g. "train-ai"; "" when a rule disallows
 	Err   error    // why the origin is refused whole (robots.txt unreachable); nil otherwise
 
 	// RetryAt, when Err is not nil, is when the Transport fetches the
@@ -85,6 +86,8 @@ type DisallowedError struct {
 // [*url.Error] of an [http.Client] already shows.
 func (e *DisallowedError) Error() string {
 	switch {
+	case e.Rule != "" && e.Use != "":
+		return "robots: disallowed by robots.txt: usage preference " + e.Use + "=n: " + strconv.Quote(e.Rule) + " (line " + strconv.Itoa(e.Line) + ")"
 	case e.Rule != "":
 		return "robots: disallowed by robots.txt: " + strconv.Quote(e.Rule) + " (line " + strconv.Itoa(e.Line) + ")"
 	case e.Err != nil:
@@ -277,6 +280,18 @@ type Transport struct {
 	// If zero, DefaultMaxRetryAfter (5 minutes) is used.
 	MaxRetryAfter time.Duration
 
+	// Uses, if not empty, names the uses the crawler makes of what it
+	// fetches, as usage labels (SPEC.md section 10): "train-ai" (AI
+	// model training; Content-Signal's "ai-train" is the same),
+	// "search", "ai-input", or any other. A request whose URL the
+	// origin's robots.txt marks "n" for one of them, by a Content-Usage
+	// or Content-Signal line, is refused before it is sent, with a
+	// [*DisallowedError] that names the use and the deciding line. A
+	// response's own Content-Usage header cannot be known before the
+	// request is sent; read it with [UsageOf]. If empty, usage
+	// preferences refuse nothing.
+	Uses []string
+
 	// Pacer, if non-nil, spaces the requests to each origin instead of
 	// the Transport's own memory; see Pacer. It is called for every
 	// request, whether the origin has a crawl-delay or not, unless it is
@@ -319,6 +334,7 @@ type config struct {
 	maxRetryAfter    time.Duration
 	pacer            Pacer
 	watcher          PauseWatcher // pacer, if it is one
+	uses             []string     // Transport.Uses, "ai-train" read as "train-ai"
 }
 
 // netDefaultTransport is http.DefaultTransport as net/http made it, for a
@@ -386,6 +402,12 @@ func (t *Transport) init() {
 		pacer:            t.Pacer,
 	}
 	c.watcher, _ = c.pacer.(PauseWatcher)
+	for _, u := range t.Uses {
+		if u == "ai-train" {
+			u = "train-ai" // Content-Signal's name of the same category
+		}
+		c.uses = append(c.uses, u)
+	}
 	c.agent, c.err = tokenOf(t.Agent)
 	if c.userAgent == "" && c.agent != "*" {
 		c.userAgent = t.Agent
@@ -531,11 +553,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	var s *site
+	var st *state
 	if isRobotsTxt(req.URL) {
 		s, err = t.robotsTxtSite(ctx, req.URL)
 	} else {
 		var every time.Duration
-		s, every, err = t.check(ctx, req.URL, agent, t.fetchAgent(req.Header, ua))
+		s, st, every, err = t.check(ctx, req.URL, agent, t.fetchAgent(req.Header, ua))
 		if err == nil {
 			err = t.waitTurn(ctx, s, every, nil, false)
 		}
@@ -549,8 +572,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Header.Set("User-Agent", ua)
 	}
 	resp, err := t.cfg.base.RoundTrip(req)
-	if err == nil && resp != nil && !t.cfg.ignoreRetryAfter {
-		t.pauseFor(ctx, s, resp)
+	if err == nil && resp != nil {
+		if !t.cfg.ignoreRetryAfter {
+			t.pauseFor(ctx, s, resp)
+		}
+		if st != nil && st.robots != nil && st.robots.HasUsage() {
+			t.attachUsage(resp, req, st, agent) // see UsageOf
+		}
 	}
 	return resp, err
 }
@@ -632,38 +660,41 @@ func (t *Transport) checkRequest(ctx context.Context, u *url.URL, hdr http.Heade
 		_, err := keyOf(u)
 		return err
 	}
-	_, _, err = t.check(ctx, u, agent, t.fetchAgent(hdr, ua))
+	_, _, _, err = t.check(ctx, u, agent, t.fetchAgent(hdr, ua))
 	return err
 }
 
 // check decides for u as agent; userAgent gives the User-Agent that a fetch
 // of robots.txt sends. If u is allowed, it returns its origin's site and the
-// interval between requests to it.
-func (t *Transport) check(ctx context.Context, u *url.URL, agent string, userAgent func() string) (*site, time.Duration, error) {
+// interval between requests to it, and the state that decided.
+func (t *Transport) check(ctx context.Context, u *url.URL, agent string, userAgent func() string) (*site, *state, time.Duration, error) {
 	k, err := keyOf(u)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	now := t.now()
 	s, st, err := t.lookup(ctx, k, now, userAgent)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	group := agent
 	if agent == t.cfg.agent {
 		group = "" // st.group is precomputed for it
 	}
 	d := st.decide(now, group, target(u))
+	if d.allowed && len(t.cfg.uses) > 0 && st.robots != nil && st.robots.HasUsage() {
+		d = t.decideUses(st, group, target(u)) // see Transport.Uses
+	}
 	if d.allowed {
-		return s, t.interval(st, group), nil
+		return s, st, t.interval(st, group), nil
 	}
 	t.stats.refused.Add(1)
 	uc := *u
-	de := &DisallowedError{URL: &uc, Agent: agent, Rule: d.rule, Line: d.line, Err: d.err}
+	de := &DisallowedError{URL: &uc, Agent: agent, Rule: d.rule, Line: d.line, Use: d.use, Err: d.err}
 	if d.err != nil {
 		de.RetryAt = st.entry.Expires
 	}
-	return nil, 0, de
+	return nil, nil, 0, de
 }
 
 // isRobotsTxt reports whether u asks for /robots.txt itself: its path and

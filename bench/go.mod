@@ -8,4 +8,6 @@ require (
 	github.com/temoto/robotstxt v1.1.2
 )
 
+require github.com/dunglas/httpsfv v1.1.2 // indirect
+
 replace github.com/f9014239/robots => ../

@@ -41,13 +41,17 @@ type GroupInfo struct {
 	Line          int      // the line of the group's first user-agent line
 	Agents        []string // the product tokens as they count, in lower case, e.g. "googlebot", "*"
 	Rules         int      // allow and disallow rules that can match something
+	Usage         int      // Content-Usage and Content-Signal lines
 	CrawlDelay    time.Duration
 	HasCrawlDelay bool
 }
 
 // Lint parses body as [Parse] does and reports what it finds. It is slower
 // than Parse and meant for people writing robots.txt files and the tools
-// that check them.
+// that check them. Of Content-Usage and Content-Signal lines (SPEC.md
+// section 10), it reports statements that do not parse, keys in upper case,
+// values other than y and n (yes and no for Content-Signal), and paths that
+// do not start with "/".
 func Lint(body []byte) *Report {
 	rep := &Report{Size: len(body)}
 	var s scanner
@@ -111,6 +115,14 @@ func Lint(body []byte) *Report {
 				cur.Rules++
 			}
 			inRules = true
+		case fieldContentUsage, fieldContentSignal:
+			for _, msg := range lintUsage(s.field, v) {
+				add(msg)
+			}
+			if cur != nil {
+				cur.Usage++
+				inRules = true // a rule of its group (SPEC 10.1)
+			}
 		case fieldSitemap:
 			if len(v) == 0 {
 				add("empty sitemap value ignored")

@@ -30,6 +30,14 @@
 // seconds, fractions allowed ("0.5"); anything else is ignored. A group with
 // several crawl-delay lines, or several groups combined, takes the largest.
 //
+// # Usage preferences
+//
+// Content-Usage (IETF AIPREF) and Content-Signal lines say how fetched
+// content may be used, such as for AI training; they never change whether a
+// URL may be fetched. [Robots.ContentUsage] and [Group.Usage] tell the
+// preference that applies to a URL: of each kind, the most specific matching
+// line decides, and the two combine label by label, "n" first. See [Usage].
+//
 // # Example
 //
 //	r := matcher.Parse(body)
@@ -81,6 +89,7 @@ type Robots struct {
 	sitemaps []uint32        // the end of each sitemap in arena; the first starts at tokEnd
 	delays   []time.Duration // the groups' crawl-delays
 	size     int             // see Size
+	usage    *usageData      // the Content-Usage and Content-Signal lines; nil if none (usage.go)
 
 	mu sync.Mutex // serialises the building of the groups' indexes
 }
@@ -111,6 +120,7 @@ type block struct {
 	hasRules         bool
 	delay            time.Duration
 	hasDelay         bool
+	usageLo, usageHi int // its usage lines, in usageCollector.lines
 }
 
 // Parse parses a robots.txt body. It never fails: lines that are not valid
@@ -134,13 +144,14 @@ func Parse(body []byte) *Robots {
 		arena  = sc.arena[:0]
 		smaps  = sc.smaps[:0]
 		ends   []uint32
+		uc     = &sc.usage
 	)
 	s.init(body)
 	for s.next() {
 		switch s.field {
 		case fieldUserAgent:
 			if cur == nil || cur.hasRules {
-				blocks = append(blocks, block{line: s.num, rulesLo: len(rules), rulesHi: len(rules)})
+				blocks = append(blocks, block{line: s.num, rulesLo: len(rules), rulesHi: len(rules), usageLo: len(uc.lines), usageHi: len(uc.lines)})
 				cur = &blocks[len(blocks)-1]
 			}
 			tok, _ := productToken(s.value)
@@ -173,6 +184,12 @@ func Parse(body []byte) *Robots {
 				smaps = append(smaps, s.value...)
 				ends = append(ends, uint32(len(smaps)))
 			}
+		case fieldContentUsage, fieldContentSignal:
+			uc.add(&s, cur == nil)
+			if cur != nil {
+				cur.hasRules = true // a rule of its group (SPEC 10.1)
+				cur.usageHi = len(uc.lines)
+			}
 		case fieldCrawlDelay:
 			if cur == nil {
 				continue
@@ -182,7 +199,12 @@ func Parse(body []byte) *Robots {
 			}
 		}
 	}
-	r := build(sc, arena, rules, blocks, tokens, smaps, ends)
+	r := build(sc, arena, rules, blocks, tokens, smaps, ends, uc)
+	clear(uc.lines) // drop the references to body
+	uc.lines, uc.nFile = uc.lines[:0], 0
+	if cap(uc.lines) > maxScratch/32 {
+		uc.lines = nil
+	}
 	if cap(arena) <= maxScratch && cap(rules) <= maxScratch/16 && cap(smaps) <= maxScratch && cap(tokens) <= maxScratch/16 {
 		clear(tokens) // drop the token strings
 		sc.blocks, sc.tokens, sc.rules, sc.arena, sc.smaps = blocks, tokens, rules, arena, smaps
@@ -203,6 +225,7 @@ type scratch struct {
 	groups []groupSpec
 	ids    []int
 	hashes []uint64
+	usage  usageCollector
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -224,7 +247,7 @@ type groupSpec struct {
 // build combines the blocks that name each token into one Group each.
 // arena holds the normalised patterns; build adds the tokens and then the
 // sitemaps to it, so that all of a file's strings lie together in memory.
-func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tokenBlock, smaps []byte, ends []uint32) *Robots {
+func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tokenBlock, smaps []byte, ends []uint32, uc *usageCollector) *Robots {
 	r := &Robots{star: -1}
 	slices.SortFunc(tokens, func(a, b tokenBlock) int {
 		if c := strings.Compare(a.token, b.token); c != 0 {
@@ -260,6 +283,7 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 	if len(tokens) == 0 {
 		r.setSlab(nil, 0, arena)
 		r.size = r.computeSize(0, 0)
+		r.buildUsage(uc, blocks, nil, nil)
 		return r
 	}
 
@@ -355,6 +379,7 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 		r.starLo, r.starHi = r.groups[r.star].lo, r.groups[r.star].hi
 	}
 	r.size = r.computeSize(indexed, len(specs))
+	r.buildUsage(uc, blocks, specs, ids)
 	if cap(specs) <= maxScratch/16 && cap(ids) <= maxScratch/8 {
 		sc.groups, sc.ids = specs, ids
 	}
@@ -495,6 +520,9 @@ func (r *Robots) Group(agent string) *Group {
 	}
 	if r.star >= 0 {
 		return &r.groups[r.star]
+	}
+	if r.usage != nil {
+		return &r.usage.none // no group, but the lines before the first one (SPEC 10.1)
 	}
 	return emptyGroup
 }

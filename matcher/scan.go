@@ -30,6 +30,10 @@ func (f field) canonical() string {
 		return "sitemap"
 	case fieldCrawlDelay:
 		return "crawl-delay"
+	case fieldContentUsage:
+		return "content-usage"
+	case fieldContentSignal:
+		return "content-signal"
 	}
 	return ""
 }
@@ -172,6 +176,12 @@ func (s *scanner) split(line []byte) {
 	s.key, s.value = key, value
 	var exact bool
 	s.field, exact = classify(key)
+	if s.flags&flagNoColon != 0 && (s.field == fieldContentUsage || s.field == fieldContentSignal) {
+		// A usage line needs its colon: its value may hold spaces (a
+		// path, then a statement), which the colon-less form cannot.
+		s.field, s.flags = fieldInvalid, s.flags&^flagNoColon
+		return
+	}
 	if !exact && s.field != fieldUnknown {
 		s.flags |= flagLenientKey
 	}
@@ -192,6 +202,9 @@ func classify(key []byte) (f field, exact bool) {
 	case 's':
 		f, names = fieldSitemap, sitemapKeys
 	case 'c':
+		if f := usageField(key); f != fieldNone {
+			return f, true
+		}
 		f, names = fieldCrawlDelay, crawlDelayKeys
 	default:
 		return fieldUnknown, false

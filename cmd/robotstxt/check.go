@@ -36,6 +36,31 @@ type verdict struct {
 	Line    int         `json:"line,omitempty"` // its line number
 	Groups  []groupJSON `json:"groups"`         // the groups that applied; empty when none did
 	Reason  string      `json:"reason,omitempty"`
+	// Usage is the usage preference of an allowed URL (SPEC.md section
+	// 10.3), as in "search=y, train-ai=n", and UsageRules the lines that
+	// decide it; both empty when robots.txt states none for the URL.
+	Usage      string          `json:"usage,omitempty"`
+	UsageRules []usageRuleJSON `json:"usage_rules,omitempty"`
+}
+
+type usageRuleJSON struct {
+	Line int    `json:"line"`
+	Rule string `json:"rule"`
+}
+
+// setUsage sets v's usage preference from robots, for an allowed URL.
+func (v *verdict) setUsage(r *matcher.Robots, agent, target string) {
+	if r == nil || !v.Allowed {
+		return
+	}
+	u := r.Group(agent).Usage(target)
+	v.Usage = u.String()
+	if v.Usage == "" {
+		return
+	}
+	for _, ur := range u.Rules() {
+		v.UsageRules = append(v.UsageRules, usageRuleJSON{Line: ur.Line, Rule: ur.Rule})
+	}
 }
 
 type groupJSON struct {
@@ -248,14 +273,16 @@ func (c *fileChecker) check(_ context.Context, target string) (*verdict, error) 
 		return nil, err
 	}
 	m := c.src.robots.Group(c.agent).Match(target)
-	return &verdict{
+	v := &verdict{
 		URL:     target,
 		Agent:   c.agent,
 		Allowed: m.Allowed,
 		Rule:    m.Rule,
 		Line:    m.Line,
 		Groups:  c.src.applied(c.agent),
-	}, nil
+	}
+	v.setUsage(c.src.robots, c.agent, target)
+	return v, nil
 }
 
 // siteChecker checks URLs with a [robots.Transport], which fetches and caches
@@ -346,6 +373,7 @@ func (c *siteChecker) check(ctx context.Context, target string) (*verdict, error
 			v.Rule, v.Line = m.Rule, m.Line
 		}
 	}
+	v.setUsage(src.robots, c.agent, u.String())
 	v.Reason = src.reason
 	return v, nil
 }
@@ -367,6 +395,20 @@ func printVerdict(w io.Writer, v *verdict) {
 	}
 	if v.Reason == "" || v.Rule != "" {
 		why += "; " + groupText(v.Groups)
+	}
+	if v.Usage != "" {
+		lines := make([]string, 0, len(v.UsageRules))
+		for _, r := range v.UsageRules {
+			if r.Line > 0 {
+				lines = append(lines, strconv.Itoa(r.Line))
+			}
+		}
+		why += "; usage " + v.Usage
+		if len(lines) == 1 {
+			why += " (line " + lines[0] + ")"
+		} else if len(lines) > 1 {
+			why += " (lines " + strings.Join(lines, ", ") + ")"
+		}
 	}
 	fmt.Fprintf(w, "%-10s  %s  %s\n", word, v.URL, why)
 }

@@ -292,6 +292,12 @@ func (c *crawler) visit(ctx context.Context, u *url.URL) bool {
 	if loc := resp.Header.Get("Location"); resp.StatusCode/100 == 3 && loc != "" {
 		note = "redirect to " + loc + ", another site: not followed"
 	}
+	if usage := robots.UsageOf(resp).String(); usage != "" && resp.StatusCode/100 == 2 {
+		if note != "" {
+			note += "; "
+		}
+		note += "usage " + usage
+	}
 	c.line(strconv.Itoa(resp.StatusCode), u, note)
 
 	body := io.LimitReader(resp.Body, maxPage)

@@ -19,6 +19,9 @@ var demoCrawlDelay = time.Second
 // The crawler's own group (robotstxt, the default -agent) shows an Allow
 // that beats a shorter Disallow and two wildcard rules; BadBot is shut out;
 // every other crawler obeys "*", which is not combined with the named groups.
+// The crawler's group also states usage preferences (SPEC.md section 10):
+// no AI training but on the blog, search and no AI answers; the blog's
+// first post says no training again in its own Content-Usage header.
 func demoRobots(host string, crawlDelay time.Duration) string {
 	delay := strconv.FormatFloat(crawlDelay.Seconds(), 'f', -1, 64)
 	return `# robots.txt of the robotstxt demo site
@@ -30,6 +33,9 @@ Disallow: /private/
 Disallow: /*?sort=
 Disallow: /*.pdf$
 Crawl-delay: ` + delay + `
+Content-Usage: train-ai=n
+Content-Usage: /blog/ train-ai=y
+Content-Signal: search=yes, ai-input=no
 
 User-agent: BadBot
 Disallow: /
@@ -92,6 +98,9 @@ func demoHandler(crawlDelay time.Duration) http.Handler {
 		if !ok {
 			http.NotFound(w, r)
 			return
+		}
+		if r.URL.Path == "/blog/first-post" {
+			w.Header().Set("Content-Usage", "train-ai=n")
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		title, _, _ := strings.Cut(strings.TrimPrefix(page, "<h1>"), "</h1>")

@@ -45,6 +45,7 @@ type lintGroupJSON struct {
 	Rules      int      `json:"rules"`                 // rules crawlers read
 	Ignored    int      `json:"ignored,omitempty"`     // rules past the 500 KiB cut
 	CrawlDelay *float64 `json:"crawl_delay,omitempty"` // seconds, as crawlers read it
+	Usage      int      `json:"usage_lines,omitempty"` // Content-Usage and Content-Signal lines crawlers read
 }
 
 // maxShown is how many problems lint lists without -all.
@@ -182,7 +183,7 @@ func lintBody(out *lintJSON, body []byte) {
 	for _, g := range rep.Groups {
 		j := lintGroupJSON{Line: g.Line, Agents: g.Agents}
 		if r := readRules[g.Line]; r != nil {
-			j.Rules = r.Rules
+			j.Rules, j.Usage = r.Rules, r.Usage
 			if r.HasCrawlDelay {
 				s := r.CrawlDelay.Seconds()
 				j.CrawlDelay = &s
@@ -327,6 +328,9 @@ func printLint(stdout io.Writer, out *lintJSON, read bool, shown int) {
 			if g.CrawlDelay != nil {
 				d := time.Duration(*g.CrawlDelay * float64(time.Second))
 				fmt.Fprintf(w, ", crawl-delay %v", d)
+			}
+			if g.Usage > 0 {
+				fmt.Fprintf(w, ", %s", count(g.Usage, "usage line"))
 			}
 			fmt.Fprintln(w)
 		}

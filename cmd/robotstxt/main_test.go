@@ -445,12 +445,12 @@ func TestCrawlDemo(t *testing.T) {
 	}
 	got := lines(stdout)
 	for _, want := range []string{
-		"200 /",
-		"200 /blog/",
+		"200 / usage ai-input=n, search=y, train-ai=n",
+		"200 /blog/ usage ai-input=n, search=y, train-ai=y",
 		"refused /private/ Disallow: /private/ (line 6)",
-		"200 /private/press/launch",
+		"200 /private/press/launch usage ai-input=n, search=y, train-ai=n",
 		"404 /gone",
-		"200 /blog/first-post",
+		"200 /blog/first-post usage ai-input=n, search=y, train-ai=n", // its own header says n
 		"refused /blog/?sort=date Disallow: /*?sort= (line 7)",
 		"refused /blog/?sort=title Disallow: /*?sort= (line 7)",
 		"refused /files/report.pdf Disallow: /*.pdf$ (line 8)",

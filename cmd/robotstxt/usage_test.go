@@ -1,0 +1,90 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const usageFile = `Content-Signal: search=yes, ai-train=no
+User-agent: *
+Disallow: /x
+Content-Usage: /ai/ train-ai=y
+Content-Usage: Train-AI=n
+Content-Usage: *.pdf train-ai=maybe
+Content-Signal: search=y
+`
+
+func TestCheckUsage(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "robots.txt")
+	if err := os.WriteFile(file, []byte(usageFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCmd(t, "", "check", file, "/a", "/ai/b", "/x/1")
+	if code != exitFlagged {
+		t.Errorf("check = %d, stderr %s", code, stderr)
+	}
+	for _, want := range []string{
+		"allowed /a no rule matched; group * (line 2); usage search=y, train-ai=n (lines 1, 5, 7)", // 5 and 7 tie with 1 and state nothing
+		"allowed /ai/b no rule matched; group * (line 2); usage search=y, train-ai=n (lines 1, 4, 7)",
+		"disallowed /x/1 Disallow: /x (line 3); group * (line 2)",
+	} {
+		if !contains(lines(stdout), want) {
+			t.Errorf("check output lacks %q:\n%s", want, stdout)
+		}
+	}
+	_, stdout, _ = runCmd(t, "", "check", "-json", file, "/ai/b", "/x/1")
+	var v, d verdict
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	if err := dec.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	if err := dec.Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	if v.Usage != "search=y, train-ai=n" || len(v.UsageRules) != 3 ||
+		v.UsageRules[1] != (usageRuleJSON{Line: 4, Rule: "Content-Usage: /ai/ train-ai=y"}) {
+		t.Errorf("check -json /ai/b = %+v", v)
+	}
+	if d.Usage != "" || d.UsageRules != nil || strings.Contains(stdout, `"usage":""`) {
+		t.Errorf("a disallowed URL has a usage: %s", stdout)
+	}
+}
+
+func TestCheckUsageSite(t *testing.T) {
+	s := newSite(t, demoHandler(10*time.Millisecond))
+	code, stdout, stderr := runCmd(t, "", "check", s.URL, "/blog/", "/")
+	if code != exitOK {
+		t.Errorf("check = %d, stderr %s", code, stderr)
+	}
+	for _, want := range []string{
+		"allowed " + s.URL + "/blog/ no rule matched; group robotstxt, examplebot (line 3); usage ai-input=n, search=y, train-ai=y (lines 11, 12)",
+		"allowed " + s.URL + "/ no rule matched; group robotstxt, examplebot (line 3); usage ai-input=n, search=y, train-ai=n (lines 10, 12)",
+	} {
+		if !contains(lines(stdout), want) {
+			t.Errorf("check output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestLintUsage(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "robots.txt")
+	if err := os.WriteFile(file, []byte(usageFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stdout, _ := runCmd(t, "", "lint", file)
+	for _, want := range []string{
+		"line 5: content-usage statement has a key in upper case (keys are lower case): it does not parse and states nothing",
+		`line 6: content-usage path "*.pdf" does not start with "/"`,
+		`line 6: content-usage value of "train-ai" is maybe, not y or n: unknown`,
+		`line 7: content-signal value of "search" is y, not yes or no: unknown`,
+		"line 2: *: 1 rule, 4 usage lines", // line 1 belongs to no group
+	} {
+		if !contains(lines(stdout), want) {
+			t.Errorf("lint output lacks %q:\n%s", want, stdout)
+		}
+	}
+}

@@ -1,0 +1,1156 @@
+package matcher
+
+import (
+	"encoding/binary"
+	"slices"
+	"strings"
+	"unsafe"
+
+	"github.com/dunglas/httpsfv"
+)
+
+// Usage preferences (SPEC.md section 10): Content-Usage (IETF AIPREF) and
+// Content-Signal lines say how fetched content may be used. They never
+// change whether a URL may be fetched.
+//
+// A file that states no preference holds nothing more than a nil pointer.
+// A file that does keeps its usage lines as rules of their own, in an
+// arena and a rule array apart from the allow and disallow rules, so that
+// each kind of line of each group is matched by the same scan or index as
+// the verdict is. Statements are interned: each distinct preference is a
+// run of label ids (sorted as the labels are) and its canonical text.
+
+// The fields of usage lines, after those of scan.go.
+const (
+	fieldContentUsage  field = fieldCrawlDelay + 1 + iota // content-usage (SPEC 10.1)
+	fieldContentSignal                                    // content-signal (SPEC 10.1)
+)
+
+// Kinds of usage line.
+const (
+	kindUsage  = 0 // Content-Usage
+	kindSignal = 1 // Content-Signal
+)
+
+// usageKeys are the canonical spellings of the usage fields, by kind.
+var usageKeys = [2]string{"Content-Usage", "Content-Signal"}
+
+// usageField returns the usage field that key names, compared whole and
+// without regard to ASCII case, or fieldNone. Misspellings and prefixes do
+// not count: a new field gets no leniency it has not earned in the wild.
+func usageField(key []byte) field {
+	switch {
+	case len(key) == len("content-usage") && hasPrefixFold(key, "content-usage"):
+		return fieldContentUsage
+	case len(key) == len("content-signal") && hasPrefixFold(key, "content-signal"):
+		return fieldContentSignal
+	}
+	return fieldNone
+}
+
+// usageLine is a usage line as Parse reads it.
+type usageLine struct {
+	line  int
+	kind  uint8
+	value []byte // in the body; valid while Parse runs
+}
+
+// usageCollector gathers the usage lines of one Parse.
+type usageCollector struct {
+	lines []usageLine
+	nFile int // the lines before the first user-agent line: lines[:nFile]
+}
+
+// add records the usage line s has read; file reports that it stands
+// before the first user-agent line.
+func (uc *usageCollector) add(s *scanner, file bool) {
+	kind := uint8(kindUsage)
+	if s.field == fieldContentSignal {
+		kind = kindSignal
+	}
+	uc.lines = append(uc.lines, usageLine{line: s.num, kind: kind, value: s.value})
+	if file {
+		uc.nFile++
+	}
+}
+
+// splitUsage splits a usage line's value into its path pattern, if any, and
+// its statement (SPEC 10.1).
+func splitUsage(v []byte) (path []byte, hasPath bool, stmt []byte) {
+	if len(v) == 0 || v[0] != '/' && v[0] != '*' {
+		return nil, false, v
+	}
+	i := 0
+	for i < len(v) && v[i] != ' ' && v[i] != '\t' {
+		i++
+	}
+	path, stmt = v[:i], v[i:]
+	for len(stmt) > 0 && (stmt[0] == ' ' || stmt[0] == '\t') {
+		stmt = stmt[1:]
+	}
+	return path, true, stmt
+}
+
+// labelValue is one label of a preference and whether it is disallowed
+// ("n"); a label that is allowed has no = false.
+type labelValue struct {
+	label string
+	no    bool
+}
+
+// parseStatement reads a statement of the given kind: an RFC 9651
+// Dictionary whose members that are the tokens y or n (yes or no for
+// Content-Signal) state a label. It returns the labels stated, sorted,
+// each once; a label stated twice (Content-Signal's ai-train and train-ai)
+// is disallowed if either says so. It fails when the statement does not
+// parse, which states nothing.
+func parseStatement(kind uint8, stmt string) ([]labelValue, error) {
+	d, err := httpsfv.UnmarshalDictionary([]string{stmt})
+	if err != nil {
+		return nil, err
+	}
+	var lv []labelValue
+	for _, k := range d.Names() {
+		m, _ := d.Get(k)
+		it, ok := m.(httpsfv.Item)
+		if !ok {
+			continue // an inner list: unknown
+		}
+		tok, ok := it.Value.(httpsfv.Token)
+		if !ok {
+			continue // a boolean, string, number, …: unknown
+		}
+		var no bool
+		switch {
+		case kind == kindUsage && tok == "y", kind == kindSignal && tok == "yes":
+		case kind == kindUsage && tok == "n", kind == kindSignal && tok == "no":
+			no = true
+		default:
+			continue // any other token: unknown
+		}
+		if kind == kindSignal && k == "ai-train" {
+			k = "train-ai" // the same category (SPEC 10.2)
+		}
+		lv = append(lv, labelValue{k, no})
+	}
+	return mergeLabels(lv), nil
+}
+
+// mergeLabels sorts lv by label and combines each label's values, most
+// restrictive first (SPEC 10.3).
+func mergeLabels(lv []labelValue) []labelValue {
+	slices.SortFunc(lv, func(a, b labelValue) int { return strings.Compare(a.label, b.label) })
+	out := lv[:0]
+	for _, x := range lv {
+		if n := len(out); n > 0 && out[n-1].label == x.label {
+			out[n-1].no = out[n-1].no || x.no
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// canonicalText returns the canonical text of sorted labels:
+// "label=y" or "label=n", joined by ", ".
+func canonicalText(lv []labelValue) string {
+	var b strings.Builder
+	for i, x := range lv {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(x.label)
+		if x.no {
+			b.WriteString("=n")
+		} else {
+			b.WriteString("=y")
+		}
+	}
+	return b.String()
+}
+
+// usageData is what a file's usage lines become.
+type usageData struct {
+	// sub holds the usage rules: its arena has, for each line, its
+	// preference as 4 bytes, then the normalised pattern that rule.pat
+	// points at, then the pattern as written and the statement as
+	// written, each after its length as a uvarint. A rule's allow bit
+	// is set for a Content-Signal line. sub's mutex guards the building
+	// of the usage groups' indexes.
+	sub    Robots
+	groups []usageGroup // of each group of the file, by index in Robots.groups
+	big    []*Group     // the sets of more than linearMax rules, by lo
+	file   usageGroup   // the lines before the first user-agent line
+	noneU  usageGroup   // of none: no lines of its own
+	none   Group        // the group of a crawler that no group names, in a file with no "*" group
+
+	prefs  []pref
+	ents   []uint32          // the labels of each pref: id<<1 | 1 when disallowed
+	labels []string          // every label stated, sorted; a label's id is its index
+	text   string            // the canonical texts of prefs
+	combos map[string]uint32 // the prefs that combine two others, by their ents as bytes
+	// fileZero is 1 + the preference of the file's lines without a
+	// path, of each kind, combined; 0 if none.
+	fileZero [2]uint32
+	size     int // bytes held, as counted in Robots.Size
+}
+
+// pref is one distinct preference: ents[ent:entEnd], text[txt:txtEnd].
+type pref struct {
+	ent, entEnd, txt, txtEnd uint32
+}
+
+// usageSet is a range of sub.rules: the usage rules of one kind of one
+// group, sorted best first when there are at most linearMax, else in a
+// Group of their own in usageData.big, which indexes them.
+type usageSet struct {
+	lo, hi uint32
+}
+
+// rules returns s's rules.
+func (s *usageSet) rules(d *usageData) []rule { return d.sub.rules[s.lo:s.hi] }
+
+// find returns the index in s of the rule that decides the normalised path
+// p, or -1, as Group.find does.
+func (s *usageSet) find(d *usageData, p string) int {
+	if s.hi-s.lo > linearMax {
+		i, _ := slices.BinarySearchFunc(d.big, s.lo, func(g *Group, lo uint32) int { return int(g.lo) - int(lo) })
+		return d.big[i].find(p)
+	}
+	return scan(d.sub.arena, d.sub.rules[s.lo:s.hi], p)
+}
+
+// usageGroup is the usage rules of one group, one set per kind.
+type usageGroup struct {
+	g [2]usageSet
+	// zero is 1 + the preference of its rules without a path and the
+	// file's, of each kind, combined: they all match every URL, and tie.
+	// It is 0 when there are none. zeroMany is set when they say
+	// different things.
+	zero     [2]uint32
+	zeroMany [2]bool
+	// tie is set for a kind when two of its rules with a path have
+	// patterns of one length and different preferences, so that both
+	// may decide a URL.
+	tie [2]bool
+	// zeroBoth is set when the group and the file both have lines
+	// without a path of a kind and zero holds only the group's: the
+	// file's, usageData.fileZero, are combined with it at query time.
+	zeroBoth [2]bool
+	// withFile is set when g holds the file's lines too, copied, so that
+	// a query scans one set of rules of each kind, not two: for a group
+	// with lines of its own, when the file has few.
+	withFile bool
+}
+
+// maxCopied is the most lines before the first group that are copied
+// into each group with lines of its own (see usageGroup.withFile).
+const maxCopied = linearMax
+
+// sets returns the Groups of sub that hold ug's rules of kind k and the
+// file's.
+func (d *usageData) sets(ug *usageGroup, k int) []*usageSet {
+	if ug.withFile || ug == &d.file {
+		return []*usageSet{&ug.g[k]}
+	}
+	return []*usageSet{&ug.g[k], &d.file.g[k]}
+}
+
+// maxCombos bounds the combined preferences a file precomputes, so that
+// a query that matches a Content-Usage and a Content-Signal rule needs
+// not build the text of what they say together.
+const maxCombos = 256
+
+// buildUsage builds r.usage from the usage lines uc collected, if any.
+// specs and ids are the groups' blocks, as build made them.
+func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpec, ids []int) {
+	if len(uc.lines) == 0 {
+		return
+	}
+	d := &usageData{}
+	d.sub.star = -1
+	// Intern the statements: by kind and text as written, then by
+	// canonical text.
+	byRaw := make(map[string]uint32)
+	byText := make(map[string]uint32)
+	var text strings.Builder
+	intern := func(lv []labelValue) uint32 {
+		t := canonicalText(lv)
+		p, ok := byText[t]
+		if !ok {
+			p = d.addPref(lv, &text)
+			byText[t] = p
+		}
+		return p
+	}
+	var prefLabels [][]labelValue
+	linePref := make([]uint32, len(uc.lines))
+	for i, l := range uc.lines {
+		_, _, stmt := splitUsage(l.value)
+		raw := string(rune('0'+l.kind)) + string(stmt)
+		p, ok := byRaw[raw]
+		if !ok {
+			lv, _ := parseStatement(l.kind, string(stmt)) // a statement that does not parse states nothing
+			text := canonicalText(lv)
+			if p, ok = byText[text]; !ok {
+				p = uint32(len(prefLabels))
+				byText[text] = p
+				prefLabels = append(prefLabels, lv)
+			}
+			byRaw[raw] = p
+		}
+		linePref[i] = p
+	}
+	// Label ids, in the labels' order.
+	var labels []string
+	for _, lv := range prefLabels {
+		for _, x := range lv {
+			labels = append(labels, x.label)
+		}
+	}
+	slices.Sort(labels)
+	d.labels = slices.Clone(slices.Compact(labels))
+	for _, lv := range prefLabels {
+		d.addPref(lv, &text)
+	}
+
+	// The arena: each line's preference, pattern and text.
+	var arena []byte
+	lineRule := make([]rule, len(uc.lines))
+	for i, l := range uc.lines {
+		path, hasPath, stmt := splitUsage(l.value)
+		arena = binary.LittleEndian.AppendUint32(arena, linePref[i])
+		rl := rule{pat: uint32(len(arena))}
+		if hasPath {
+			arena = appendNormRule(arena, path)
+		}
+		rl.n = uint32(len(arena)) - rl.pat
+		rl.meta = makeMeta(l.line, l.kind == kindSignal, patternKind(arena[rl.pat:]), false)
+		arena = binary.AppendUvarint(arena, uint64(len(path)))
+		arena = append(arena, path...)
+		arena = binary.AppendUvarint(arena, uint64(len(stmt)))
+		arena = append(arena, stmt...)
+		lineRule[i] = rl
+	}
+	d.sub.arena = string(arena)
+
+	// The rules of each group, each kind side by side, and of the file.
+	nRules := uc.nFile
+	own := make([]bool, len(specs))
+	for gi, sp := range specs {
+		for _, b := range ids[sp.lo:sp.hi] {
+			n := blocks[b].usageHi - blocks[b].usageLo
+			nRules += n
+			own[gi] = own[gi] || n > 0
+		}
+		if own[gi] && uc.nFile <= maxCopied {
+			nRules += uc.nFile
+		}
+	}
+	d.sub.rules = make([]rule, 0, nRules)
+	indexed := 0
+	var hashes []uint64
+	addGroup := func(ug *usageGroup, ranges func(yield func(lo, hi int))) {
+		for k := range ug.g {
+			g := &ug.g[k]
+			g.lo = uint32(len(d.sub.rules))
+			ranges(func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					if uc.lines[i].kind == uint8(k) {
+						d.sub.rules = append(d.sub.rules, lineRule[i])
+					}
+				}
+			})
+			g.hi = uint32(len(d.sub.rules))
+			rs := d.sub.rules[g.lo:g.hi]
+			ug.tie[k] = d.mayTie(rs)
+			if len(rs) <= linearMax {
+				sortBest(rs)
+			} else {
+				d.big = append(d.big, &Group{r: &d.sub, lo: g.lo, hi: g.hi})
+				var n int
+				n, hashes = indexSize(d.sub.arena, rs, hashes)
+				indexed += n + allocSize(int(unsafe.Sizeof(Group{})))
+			}
+		}
+	}
+	addGroup(&d.file, func(yield func(lo, hi int)) { yield(0, uc.nFile) })
+	d.groups = make([]usageGroup, len(specs))
+	for gi, sp := range specs {
+		ug := &d.groups[gi]
+		ug.withFile = own[gi] && uc.nFile > 0 && uc.nFile <= maxCopied
+		addGroup(ug, func(yield func(lo, hi int)) {
+			if ug.withFile {
+				yield(0, uc.nFile)
+			}
+			for _, b := range ids[sp.lo:sp.hi] {
+				yield(blocks[b].usageLo, blocks[b].usageHi)
+			}
+		})
+	}
+	d.none = Group{r: r, ln: uint32(len(r.lines))}
+	// What the lines without a path say, combined: the file's once, then
+	// each group's with the file's. A group whose own and the file's are
+	// not combined beforehand (the file has too many to copy) leaves it to
+	// the query, as a tie.
+	zeroOf := func(g *usageSet) (zero uint32, many bool) {
+		var lv []labelValue
+		var first uint32
+		for i := range g.rules(d) {
+			if r := &g.rules(d)[i]; r.n == 0 {
+				p := d.prefOf(r)
+				if zero == 0 {
+					first, zero = p, 1
+				} else if p != first {
+					many = true
+				}
+				if many || len(lv) == 0 {
+					lv = append(lv, d.labelsOf(d.entsOf(p))...)
+				}
+			}
+		}
+		switch {
+		case zero == 0:
+			return 0, false
+		case many:
+			return 1 + intern(mergeLabels(lv)), true
+		}
+		return 1 + first, false
+	}
+	fileZero := &d.fileZero
+	var fileZeroMany [2]bool
+	for k := range fileZero {
+		fileZero[k], fileZeroMany[k] = zeroOf(&d.file.g[k])
+	}
+	for gi := -1; gi < len(d.groups); gi++ {
+		ug := &d.noneU
+		if gi >= 0 {
+			ug = &d.groups[gi]
+		}
+		for k := range ug.zero {
+			z, many := zeroOf(&ug.g[k])
+			switch {
+			case ug.withFile || fileZero[k] == 0:
+			case z == 0:
+				z, many = fileZero[k], fileZeroMany[k]
+			default:
+				ug.zeroBoth[k] = true
+			}
+			ug.zero[k], ug.zeroMany[k] = z, many
+		}
+	}
+
+	// Precompute what a group's Content-Usage and Content-Signal rules say
+	// together, for the common files that have few of either.
+	var filePrefs [2][]uint32
+	for k := range filePrefs {
+		filePrefs[k] = d.pathPrefs(nil, &d.file.g[k])
+	}
+	budget := maxCombos
+	for gi := -1; gi < len(d.groups) && budget > 0; gi++ {
+		ug := &d.noneU
+		if gi >= 0 {
+			ug = &d.groups[gi]
+			if ug.g[0].hi == ug.g[0].lo && ug.g[1].hi == ug.g[1].lo {
+				continue // no lines of its own: as noneU
+			}
+		}
+		budget = d.addCombos(ug, budget, &filePrefs, &text)
+	}
+	d.text = text.String()
+	// The labels, as the texts hold them: one string for all.
+	for p := range d.prefs {
+		t := d.textOf(uint32(p))
+		for _, e := range d.entsOf(uint32(p)) {
+			l, _, _ := strings.Cut(t, "=")
+			d.labels[e>>1] = l
+			t = t[min(len(t), len(l)+len("=y, ")):]
+		}
+	}
+	d.size = d.computeSize(indexed)
+	r.usage = d
+	r.size += d.size
+}
+
+// addPref appends a preference of sorted labels lv, whose labels are in
+// d.labels, and its canonical text.
+func (d *usageData) addPref(lv []labelValue, text *strings.Builder) uint32 {
+	p := pref{ent: uint32(len(d.ents)), txt: uint32(text.Len())}
+	for _, x := range lv {
+		id, _ := slices.BinarySearch(d.labels, x.label)
+		e := uint32(id) << 1
+		if x.no {
+			e |= 1
+		}
+		d.ents = append(d.ents, e)
+	}
+	text.WriteString(canonicalText(lv))
+	p.entEnd, p.txtEnd = uint32(len(d.ents)), uint32(text.Len())
+	d.prefs = append(d.prefs, p)
+	return uint32(len(d.prefs) - 1)
+}
+
+// mayTie reports whether two of rules have patterns of one length and
+// different preferences.
+func (d *usageData) mayTie(rules []rule) bool {
+	type np struct{ n, p uint32 }
+	s := make([]np, 0, len(rules))
+	for i := range rules {
+		if rules[i].n > 0 { // those without a path are combined beforehand
+			s = append(s, np{rules[i].n, d.prefOf(&rules[i])})
+		}
+	}
+	slices.SortFunc(s, func(a, b np) int {
+		if a.n != b.n {
+			return int(a.n) - int(b.n)
+		}
+		return int(a.p) - int(b.p)
+	})
+	for i := 1; i < len(s); i++ {
+		if s[i].n == s[i-1].n && s[i].p != s[i-1].p {
+			return true
+		}
+	}
+	return false
+}
+
+// pathPrefs appends to dst the distinct preferences of g's rules with a
+// path, sorted.
+func (d *usageData) pathPrefs(dst []uint32, g *usageSet) []uint32 {
+	lo := len(dst)
+	for i := range g.rules(d) {
+		if r := &g.rules(d)[i]; r.n > 0 {
+			dst = append(dst, d.prefOf(r))
+		}
+	}
+	slices.Sort(dst[lo:])
+	return append(dst[:lo], slices.Compact(dst[lo:])...)
+}
+
+// addCombos adds what each preference of ug's and the file's Content-Usage
+// rules says together with each of their Content-Signal rules, while
+// budget lasts, and returns what is left of it. filePrefs are the file's
+// path preferences of each kind.
+func (d *usageData) addCombos(ug *usageGroup, budget int, filePrefs *[2][]uint32, text *strings.Builder) int {
+	var sets [2][]uint32
+	for k := range sets {
+		sets[k] = d.pathPrefs(nil, &ug.g[k])
+		if !ug.withFile {
+			sets[k] = append(sets[k], filePrefs[k]...)
+		}
+		if ug.zero[k] != 0 {
+			sets[k] = append(sets[k], ug.zero[k]-1)
+		}
+		if len(sets[k]) > budget {
+			return budget
+		}
+	}
+	if len(sets[0])*len(sets[1]) > budget {
+		return budget
+	}
+	for k := range sets {
+		slices.Sort(sets[k])
+		sets[k] = slices.Compact(sets[k])
+	}
+	var buf [32]uint32
+	for _, a := range sets[0] {
+		for _, b := range sets[1] {
+			m, sameA, sameB := d.merge(buf[:0], a, b)
+			if sameA || sameB {
+				continue
+			}
+			key := string(u32Bytes(m))
+			if _, ok := d.combos[key]; ok {
+				continue
+			}
+			if d.combos == nil {
+				d.combos = make(map[string]uint32)
+			}
+			d.combos[key] = d.addPref(d.labelsOf(m), text)
+			budget--
+		}
+	}
+	return budget
+}
+
+// computeSize returns the bytes d holds, counting indexed, the bytes of the
+// indexes of its large groups, once built.
+func (d *usageData) computeSize(indexed int) int {
+	n := allocSize(int(unsafe.Sizeof(*d))) +
+		allocSize(len(d.sub.arena)) +
+		allocSize(cap(d.sub.rules)*int(unsafe.Sizeof(rule{}))) +
+		allocSize(cap(d.groups)*int(unsafe.Sizeof(usageGroup{}))) +
+		allocSize(cap(d.big)*8) +
+		allocSize(cap(d.prefs)*int(unsafe.Sizeof(pref{}))) +
+		allocSize(cap(d.ents)*4) +
+		allocSize(cap(d.labels)*16) +
+		allocSize(len(d.text)) +
+		indexed
+	if d.combos != nil {
+		// A map slot holds a 16-byte key, a 4-byte value and a control
+		// byte; groups are at most 7/8 full.
+		n += allocSize(48 + len(d.combos)*(16+4+1)*8/7)
+		for k := range d.combos {
+			n += allocSize(len(k))
+		}
+	}
+	return n
+}
+
+// prefOf returns the preference of usage rule r.
+func (d *usageData) prefOf(r *rule) uint32 {
+	a := d.sub.arena[r.pat-4 : r.pat]
+	return uint32(a[0]) | uint32(a[1])<<8 | uint32(a[2])<<16 | uint32(a[3])<<24
+}
+
+// asWritten returns usage rule r as written: its canonical key, its
+// pattern and its statement.
+func (d *usageData) asWritten(r *rule) string {
+	rest := d.sub.arena[r.pat+r.n:]
+	n, k := binary.Uvarint([]byte(rest[:min(len(rest), binary.MaxVarintLen64)]))
+	path := rest[k : k+int(n)]
+	rest = rest[k+int(n):]
+	n, k = binary.Uvarint([]byte(rest[:min(len(rest), binary.MaxVarintLen64)]))
+	stmt := rest[k : k+int(n)]
+	kind := kindUsage
+	if r.allow() {
+		kind = kindSignal
+	}
+	s := usageKeys[kind] + ": " + path
+	if path != "" && stmt != "" {
+		s += " "
+	}
+	return s + stmt
+}
+
+// entsOf returns the labels of preference p.
+func (d *usageData) entsOf(p uint32) []uint32 {
+	return d.ents[d.prefs[p].ent:d.prefs[p].entEnd]
+}
+
+// textOf returns the canonical text of preference p.
+func (d *usageData) textOf(p uint32) string {
+	return d.text[d.prefs[p].txt:d.prefs[p].txtEnd]
+}
+
+// labelsOf returns ents as labels.
+func (d *usageData) labelsOf(ents []uint32) []labelValue {
+	lv := make([]labelValue, len(ents))
+	for i, e := range ents {
+		lv[i] = labelValue{d.labels[e>>1], e&1 != 0}
+	}
+	return lv
+}
+
+// merge appends to buf what preferences a and b say together, most
+// restrictive first, and reports whether that is what a says alone, or b.
+func (d *usageData) merge(buf []uint32, a, b uint32) (m []uint32, sameA, sameB bool) {
+	return mergeEnts(buf, d.entsOf(a), d.entsOf(b))
+}
+
+// mergeEnts appends to buf what ents ea and eb say together, most
+// restrictive first, and reports whether that is what ea says alone, or eb.
+func mergeEnts(buf, ea, eb []uint32) (m []uint32, sameA, sameB bool) {
+	i, j := 0, 0
+	sameA, sameB = true, true
+	for i < len(ea) || j < len(eb) {
+		switch {
+		case j == len(eb) || i < len(ea) && ea[i]>>1 < eb[j]>>1:
+			buf = append(buf, ea[i])
+			sameB = false
+			i++
+		case i == len(ea) || eb[j]>>1 < ea[i]>>1:
+			buf = append(buf, eb[j])
+			sameA = false
+			j++
+		default:
+			e := ea[i] | eb[j]
+			sameA = sameA && e == ea[i]
+			sameB = sameB && e == eb[j]
+			buf = append(buf, e)
+			i++
+			j++
+		}
+	}
+	return buf, sameA, sameB
+}
+
+// u32Bytes returns the bytes of s, to use as a map key.
+func u32Bytes(s []uint32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 4*len(s))
+}
+
+// usageGroup returns the usage data of g's file and g's usage rules, or
+// nil, nil when the file states no preference.
+func (g *Group) usageGroup() (*usageData, *usageGroup) {
+	d := g.r.usage
+	if d == nil {
+		return nil, nil
+	}
+	gs := g.r.groups
+	if g == &d.none || len(gs) == 0 {
+		return d, &d.noneU
+	}
+	i := (uintptr(unsafe.Pointer(g)) - uintptr(unsafe.Pointer(&gs[0]))) / unsafe.Sizeof(*g)
+	if i >= uintptr(len(gs)) {
+		return d, &d.noneU
+	}
+	return d, &d.groups[i]
+}
+
+// decide returns the usage rule of kind k, among ug's and the file's, that
+// decides the normalised path p, or -1; 1 + the preference it decides
+// with, combined with the rules without a path when it has none, or 0;
+// 1 + a second preference to combine with it, or 0; and whether another
+// rule with a path may tie with it.
+func (d *usageData) decide(ug *usageGroup, k int, p string) (best int32, pref, pref2 uint32, tie bool) {
+	best = -1
+	var bestN uint32
+	if g := &ug.g[k]; g.hi > g.lo {
+		if i := g.find(d, p); i >= 0 {
+			best, tie = int32(g.lo)+int32(i), ug.tie[k]
+			bestN = d.sub.rules[best].n
+		}
+	}
+	if f := &d.file.g[k]; f.hi > f.lo && !ug.withFile {
+		if i := f.find(d, p); i >= 0 {
+			j := int32(f.lo) + int32(i)
+			switch n := d.sub.rules[j].n; {
+			case best < 0 || n > bestN:
+				best, bestN, tie = j, n, d.file.tie[k]
+			case n == bestN:
+				tie = tie || d.file.tie[k] || d.prefOf(&d.sub.rules[j]) != d.prefOf(&d.sub.rules[best])
+			}
+		}
+	}
+	switch {
+	case best < 0:
+		return -1, 0, 0, false
+	case bestN == 0 && ug.zeroBoth[k]:
+		return best, ug.zero[k], d.fileZero[k], false
+	case bestN == 0:
+		return best, ug.zero[k], 0, false
+	}
+	return best, 1 + d.prefOf(&d.sub.rules[best]), 0, tie
+}
+
+// tied appends to ties the rules of kind k other than best, among ug's and
+// the file's, that match p as specifically as best, if any says something
+// else than best.
+func (d *usageData) tied(ties []int32, ug *usageGroup, k int, p string, best int32) []int32 {
+	br := &d.sub.rules[best]
+	bp := d.prefOf(br)
+	start := len(ties)
+	differ := false
+	for _, g := range d.sets(ug, k) {
+		for i := g.lo; i < g.hi; i++ {
+			r := &d.sub.rules[i]
+			if int32(i) == best || r.n != br.n || !ruleMatches(d.sub.arena, r, p) {
+				continue
+			}
+			ties = append(ties, int32(i))
+			differ = differ || d.prefOf(r) != bp
+		}
+	}
+	if !differ {
+		return ties[:start]
+	}
+	return ties
+}
+
+// ruleMatches reports whether r matches the normalised path p.
+func ruleMatches(arena string, r *rule, p string) bool {
+	lit := r.lit(arena)
+	return len(p) >= int(lit) && p[:lit] == arena[r.pat:r.pat+lit] && matchesAfter(arena, r, int(lit), p)
+}
+
+// UsageValue is what a usage preference says about one label.
+type UsageValue uint8
+
+const (
+	// UsageUnknown: nothing applicable states the label.
+	UsageUnknown UsageValue = iota
+	// UsageAllowed: the use is allowed ("y", or "yes" in Content-Signal).
+	UsageAllowed
+	// UsageDisallowed: the use is not allowed ("n", or "no").
+	UsageDisallowed
+)
+
+// String returns "unknown", "y" or "n".
+func (v UsageValue) String() string {
+	switch v {
+	case UsageAllowed:
+		return "y"
+	case UsageDisallowed:
+		return "n"
+	}
+	return "unknown"
+}
+
+// Usage is the usage preference that applies to one URL for one crawler
+// (SPEC.md section 10.3): what the most specific matching Content-Usage
+// rules and Content-Signal rules say, combined per label, most restrictive
+// first, and with a response's own Content-Usage header if one was added
+// with [Usage.WithHeader]. The zero Usage states nothing. A Usage is a
+// small value; getting one and its String does not allocate for an ASCII
+// URL, save where rules with paths of equal specificity say different
+// things.
+type Usage struct {
+	d     *usageData
+	ug    *usageGroup
+	rule  [2]uint32 // 1 + the deciding rule of each kind, in d.sub.rules; 0 for none
+	pref  [2]uint32 // 1 + the preference of each kind; 0 for none, or when ties list the rules
+	pref2 [2]uint32 // 1 + a preference of each kind to combine with pref; 0 for none
+	ties  []int32   // further deciding rules with paths, of rules of one kind that tie; nil if none
+	hdr   *headerUsage
+}
+
+// headerUsage is a Content-Usage header of a response.
+type headerUsage struct {
+	lv   []labelValue // sorted
+	text string       // its field lines as received, joined by ", "
+}
+
+// UsageRule is a line that decides a usage preference.
+type UsageRule struct {
+	// Rule is the line as written, with its canonical key, as in
+	// "Content-Usage: /ai-ok/ train-ai=y"; for a response's header,
+	// its value after "Content-Usage: ".
+	Rule string
+	// Line is the 1-based line number of Rule in robots.txt, or 0 for
+	// a response's header.
+	Line int
+}
+
+// LabelUsage is what a usage preference says about one label, and the
+// lines that say it.
+type LabelUsage struct {
+	Label string     // e.g. "train-ai"
+	Value UsageValue // UsageAllowed or UsageDisallowed
+	Rules []UsageRule
+}
+
+// Usage returns the usage preference that applies to url for the crawler
+// agent; see [Group.Usage].
+func (r *Robots) Usage(agent, url string) Usage { return r.Group(agent).Usage(url) }
+
+// ContentUsage returns the canonical text of the usage preference that applies to url for the
+// crawler agent (SPEC.md section 10.3), or "" if none does or url is disallowed.
+func (r *Robots) ContentUsage(agent, url string) string {
+	if r.usage == nil {
+		return "" // the common file: no preference, no need to match
+	}
+	return r.Group(agent).ContentUsage(url)
+}
+
+// HasUsage reports whether the file has a Content-Usage or Content-Signal
+// line, so that a caller can skip asking about usage when it has none.
+func (r *Robots) HasUsage() bool { return r.usage != nil }
+
+// ContentUsage returns the canonical text of g.Usage(url): the stated
+// labels sorted, each as "label=y" or "label=n", joined by ", ", as in
+// "search=y, train-ai=n"; or "" when nothing applies.
+func (g *Group) ContentUsage(url string) string {
+	var u Usage
+	g.usageInto(&u, url)
+	return u.text()
+}
+
+// Usage returns the usage preference that applies to url under g (SPEC.md
+// section 10.3): nothing if url is disallowed; else, for Content-Usage and
+// Content-Signal lines each, the preference of the most specific rule whose
+// pattern matches url (a rule without a path matches every URL, least
+// specifically), combined per label with those that match as specifically;
+// the two combined. The lines before the first user-agent line count as
+// rules of every group. url is read as [Group.Match] reads it.
+func (g *Group) Usage(url string) Usage {
+	var u Usage
+	g.usageInto(&u, url)
+	return u
+}
+
+// usageInto sets *u, which is zero, to the usage preference of url.
+func (g *Group) usageInto(u *Usage, url string) {
+	d, ug := g.usageGroup()
+	if d == nil {
+		return
+	}
+	p, normal := pathQuery(url)
+	if !normal {
+		g.usageNormalized(u, d, ug, p)
+		return
+	}
+	g.usageAt(u, d, ug, p)
+}
+
+// usageNormalized is usageInto for a path and query p that need
+// normalising.
+func (g *Group) usageNormalized(u *Usage, d *usageData, ug *usageGroup, p string) {
+	var buf [512]byte
+	b := buf[:0]
+	if p == "" || p[0] == '?' {
+		b = append(b, '/') // an empty path is "/"
+	}
+	b = appendNormURL(b, p)
+	g.usageAt(u, d, ug, unsafe.String(unsafe.SliceData(b), len(b)))
+}
+
+// usageAt is usageInto for the normalised path and query p.
+func (g *Group) usageAt(u *Usage, d *usageData, ug *usageGroup, p string) {
+	if p != "/robots.txt" {
+		if i := g.find(p); i >= 0 && !g.r.rules[g.lo+uint32(i)].allow() {
+			return // disallowed: no preference applies (attach §4.1)
+		}
+	}
+	u.d, u.ug = d, ug
+	for k := range u.rule {
+		if ug.g[k].hi == ug.g[k].lo && (ug.withFile || d.file.g[k].hi == d.file.g[k].lo) {
+			continue // no line of this kind applies
+		}
+		best, pref, pref2, tie := d.decide(ug, k, p)
+		if best < 0 {
+			continue
+		}
+		u.rule[k], u.pref[k], u.pref2[k] = uint32(best)+1, pref, pref2
+		if tie {
+			n := len(u.ties)
+			if u.ties = d.tied(u.ties, ug, k, p, best); len(u.ties) > n {
+				u.pref[k] = 0
+			}
+		}
+	}
+}
+
+// deciding returns the rules of kind k that decide u, in d.sub.rules.
+func (u *Usage) deciding(k int) []int32 {
+	if u.rule[k] == 0 {
+		return nil
+	}
+	best := int32(u.rule[k] - 1)
+	if u.d.sub.rules[best].n == 0 && (u.ug.zeroMany[k] || u.ug.zeroBoth[k]) {
+		var rs []int32 // every rule without a path
+		for _, g := range u.d.sets(u.ug, k) {
+			for i := g.lo; i < g.hi; i++ {
+				if u.d.sub.rules[i].n == 0 {
+					rs = append(rs, int32(i))
+				}
+			}
+		}
+		return rs
+	}
+	rs := []int32{best}
+	for _, r := range u.ties {
+		if u.d.sub.rules[r].allow() == (k == kindSignal) {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+// String returns the canonical text of u (SPEC.md section 10.3): the
+// labels stated, sorted, each as "label=y" or "label=n", joined by ", ",
+// as in "ai-input=n, search=y, train-ai=n"; "" when u states nothing.
+func (u Usage) String() string { return u.text() }
+
+// text is String.
+func (u *Usage) text() string {
+	if u.hdr != nil || u.ties != nil {
+		return canonicalText(u.merged())
+	}
+	a, b := u.pref[0], u.pref[1]
+	if u.pref2[0] != 0 || u.pref2[1] != 0 {
+		return u.stringOf(u.pref[0], u.pref2[0], u.pref[1], u.pref2[1])
+	}
+	switch {
+	case a == 0 && b == 0:
+		return ""
+	case b == 0:
+		return u.d.textOf(a - 1)
+	case a == 0 || a == b:
+		return u.d.textOf(b - 1)
+	}
+	var buf [32]uint32
+	m, sameA, sameB := u.d.merge(buf[:0], a-1, b-1)
+	switch {
+	case sameA:
+		return u.d.textOf(a - 1)
+	case sameB:
+		return u.d.textOf(b - 1)
+	}
+	if p, ok := u.d.combos[string(u32Bytes(m))]; ok {
+		return u.d.textOf(p)
+	}
+	return canonicalText(u.d.labelsOf(m))
+}
+
+// stringOf returns the canonical text of what preferences ps (1 + each;
+// 0 for none) say together.
+func (u *Usage) stringOf(ps ...uint32) string {
+	var b1, b2 [32]uint32
+	m, spare := b1[:0], b2[:0] // distinct arrays: mergeEnts's output must not overlap its input
+	first := true
+	for _, p := range ps {
+		if p == 0 {
+			continue
+		}
+		if first {
+			m, first = append(m, u.d.entsOf(p-1)...), false
+			continue
+		}
+		out, _, _ := mergeEnts(spare[:0], m, u.d.entsOf(p-1))
+		m, spare = out, m
+	}
+	for _, p := range ps {
+		if p != 0 && slices.Equal(m, u.d.entsOf(p-1)) {
+			return u.d.textOf(p - 1)
+		}
+	}
+	if p, ok := u.d.combos[string(u32Bytes(m))]; ok {
+		return u.d.textOf(p)
+	}
+	return canonicalText(u.d.labelsOf(m))
+}
+
+// merged returns what u says, label by label.
+func (u *Usage) merged() []labelValue {
+	var lv []labelValue
+	for k, p := range u.pref {
+		if p2 := u.pref2[k]; p2 != 0 {
+			lv = append(lv, u.d.labelsOf(u.d.entsOf(p2-1))...)
+		}
+		if p != 0 {
+			lv = append(lv, u.d.labelsOf(u.d.entsOf(p-1))...)
+			continue
+		}
+		for _, r := range u.deciding(k) {
+			lv = append(lv, u.d.labelsOf(u.d.entsOf(u.d.prefOf(&u.d.sub.rules[r])))...)
+		}
+	}
+	if u.hdr != nil {
+		lv = append(lv, u.hdr.lv...)
+	}
+	return mergeLabels(lv)
+}
+
+// IsZero reports whether u states nothing: String would return "".
+func (u Usage) IsZero() bool { return u.String() == "" }
+
+// Get returns what u says about label, e.g. "train-ai".
+func (u Usage) Get(label string) UsageValue {
+	v := UsageUnknown
+	see := func(no bool) {
+		if no {
+			v = UsageDisallowed
+		} else if v == UsageUnknown {
+			v = UsageAllowed
+		}
+	}
+	if u.d != nil {
+		if id, ok := slices.BinarySearch(u.d.labels, label); ok {
+			seePref := func(p uint32) {
+				for _, e := range u.d.entsOf(p) {
+					if e>>1 == uint32(id) {
+						see(e&1 != 0)
+					}
+				}
+			}
+			for k, p := range u.pref {
+				if p2 := u.pref2[k]; p2 != 0 {
+					seePref(p2 - 1)
+				}
+				if p != 0 {
+					seePref(p - 1)
+				} else if u.rule[k] != 0 {
+					for _, r := range u.deciding(k) {
+						seePref(u.d.prefOf(&u.d.sub.rules[r]))
+					}
+				}
+			}
+		}
+	}
+	if u.hdr != nil {
+		for _, x := range u.hdr.lv {
+			if x.label == label {
+				see(x.no)
+			}
+		}
+	}
+	return v
+}
+
+// Labels returns what u says about each label it states, sorted by label,
+// with the lines that say it: for a disallowed label, those that disallow
+// it; for an allowed one, those that allow it.
+func (u Usage) Labels() []LabelUsage {
+	merged := u.merged()
+	out := make([]LabelUsage, len(merged))
+	for i, x := range merged {
+		out[i] = LabelUsage{Label: x.label, Value: UsageAllowed}
+		if x.no {
+			out[i].Value = UsageDisallowed
+		}
+	}
+	for _, src := range u.sources() {
+		for _, x := range src.lv {
+			i, ok := slices.BinarySearchFunc(out, x.label, func(l LabelUsage, s string) int { return strings.Compare(l.Label, s) })
+			if ok && x.no == (out[i].Value == UsageDisallowed) {
+				out[i].Rules = append(out[i].Rules, src.rule)
+			}
+		}
+	}
+	return out
+}
+
+// Rules returns the lines that decide u, in file order, then a response's
+// header.
+func (u Usage) Rules() []UsageRule {
+	srcs := u.sources()
+	out := make([]UsageRule, len(srcs))
+	for i, s := range srcs {
+		out[i] = s.rule
+	}
+	return out
+}
+
+// source is a deciding line and what it says.
+type source struct {
+	rule UsageRule
+	lv   []labelValue
+}
+
+// sources returns u's deciding lines, in file order, then the header.
+func (u *Usage) sources() []source {
+	var out []source
+	for k := range u.rule {
+		for _, i := range u.deciding(k) {
+			r := &u.d.sub.rules[i]
+			out = append(out, source{UsageRule{u.d.asWritten(r), r.line()}, u.d.labelsOf(u.d.entsOf(u.d.prefOf(r)))})
+		}
+	}
+	slices.SortFunc(out, func(a, b source) int { return a.rule.Line - b.rule.Line })
+	if u.hdr != nil {
+		out = append(out, source{UsageRule{usageKeys[kindUsage] + ": " + u.hdr.text, 0}, u.hdr.lv})
+	}
+	return out
+}
+
+// WithHeader returns u combined with the Content-Usage header of the
+// response that u is for, given as its field lines (SPEC.md section 10.3,
+// step 4): each label most restrictive first. A header that does not
+// parse as a Dictionary, or that states no label, changes nothing.
+func (u Usage) WithHeader(lines []string) Usage {
+	if len(lines) == 0 {
+		return u
+	}
+	text := strings.Join(lines, ", ")
+	lv, err := parseStatement(kindUsage, text)
+	if err != nil || len(lv) == 0 {
+		return u
+	}
+	if u.hdr != nil {
+		lv = mergeLabels(append(slices.Clone(u.hdr.lv), lv...))
+		text = u.hdr.text + ", " + text
+	}
+	u.hdr = &headerUsage{lv: lv, text: text}
+	return u
+}

@@ -1,0 +1,132 @@
+package robots
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/f9014239/robots/matcher"
+)
+
+// Usage preferences (SPEC.md section 10): Content-Usage and Content-Signal
+// lines of robots.txt, and a response's own Content-Usage header, say how
+// what is fetched may be used. They never change whether a request is
+// sent, unless Transport.Uses asks for it.
+
+// usageKey is the context key of a responseUsage, on the context of the
+// Request of a response whose origin's robots.txt states a preference.
+type usageKey struct{}
+
+// responseUsage is what UsageOf needs of the robots.txt copy that was in
+// use when a response was fetched (SPEC 10.4): holding it keeps that copy.
+type responseUsage struct {
+	group  *matcher.Group
+	target string
+}
+
+// attachUsage records on resp the copy of robots.txt that st holds, for
+// UsageOf. It is called only for origins whose robots.txt states a
+// preference: for the others, responses carry nothing.
+func (t *Transport) attachUsage(resp *http.Response, req *http.Request, st *state, agent string) {
+	group := agent
+	if agent == t.cfg.agent {
+		group = ""
+	}
+	ru := &responseUsage{group: st.usageGroup(group), target: target(req.URL)}
+	sent := resp.Request
+	if sent == nil {
+		sent = req
+	}
+	resp.Request = sent.WithContext(context.WithValue(sent.Context(), usageKey{}, ru))
+}
+
+// usageGroup returns the group of st's robots.txt that agent ("" for the
+// Transport's own Agent) obeys, as decide finds it.
+func (st *state) usageGroup(agent string) *matcher.Group {
+	if agent == "" && st.group != nil {
+		return st.group
+	}
+	if agent == "" {
+		agent = "*"
+	}
+	return st.robots.Group(agent)
+}
+
+// decideUses refuses a request for target, which robots.txt allows, when
+// st's usage preference marks it "n" for one of the Transport's Uses.
+func (t *Transport) decideUses(st *state, agent, target string) decision {
+	u := st.usageGroup(agent).Usage(target)
+	for _, use := range t.cfg.uses {
+		if u.Get(use) != matcher.UsageDisallowed {
+			continue
+		}
+		d := decision{use: use}
+		for _, l := range u.Labels() {
+			if l.Label == use && len(l.Rules) > 0 {
+				d.rule, d.line = l.Rules[0].Rule, l.Rules[0].Line
+			}
+		}
+		return d
+	}
+	return decision{allowed: true}
+}
+
+// UsageOf returns the usage preference of a response (SPEC.md section
+// 10): what the robots.txt of its origin says of its URL for the crawler
+// that sent it, as that copy of robots.txt said when the response was
+// fetched (a later change of robots.txt does not reach back), combined
+// with the response's own Content-Usage header, label by label, most
+// restrictive first. For a response that did not come through a
+// [Transport], or whose origin's robots.txt states no preference, it is
+// what the header says. It fetches nothing.
+//
+//	resp, err := client.Get("https://example.com/article")
+//	...
+//	if robots.UsageOf(resp).Get("train-ai") == matcher.UsageDisallowed {
+//		// keep it out of the training set
+//	}
+func UsageOf(resp *http.Response) matcher.Usage {
+	if resp == nil {
+		return matcher.Usage{}
+	}
+	var u matcher.Usage
+	if resp.Request != nil {
+		if ru, ok := resp.Request.Context().Value(usageKey{}).(*responseUsage); ok {
+			u = ru.group.Usage(ru.target)
+		}
+	}
+	return u.WithHeader(resp.Header.Values("Content-Usage"))
+}
+
+// CheckUsage is [Transport.Check] that also returns the usage preference
+// that the robots.txt of u, as now cached, states for u (SPEC.md section
+// 10.3): the zero Usage when u is refused or robots.txt states none. A
+// response's own Content-Usage header is not known before it is fetched;
+// [UsageOf] adds it.
+func (t *Transport) CheckUsage(ctx context.Context, u *url.URL) (matcher.Usage, error) {
+	t.once.Do(t.init)
+	if u == nil {
+		return matcher.Usage{}, errors.New("robots: nil URL")
+	}
+	if !httpScheme(u) {
+		return matcher.Usage{}, errScheme(u)
+	}
+	agent, ua, err := t.identity(ctx, nil)
+	if err != nil {
+		return matcher.Usage{}, err
+	}
+	if isRobotsTxt(u) {
+		_, err := keyOf(u)
+		return matcher.Usage{}, err
+	}
+	_, st, _, err := t.check(ctx, u, agent, t.fetchAgent(nil, ua))
+	if err != nil || st.robots == nil || !st.robots.HasUsage() {
+		return matcher.Usage{}, err
+	}
+	group := agent
+	if agent == t.cfg.agent {
+		group = ""
+	}
+	return st.usageGroup(group).Usage(target(u)), nil
+}
