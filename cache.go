@@ -685,7 +685,9 @@ func (t *Transport) load(ctx context.Context, s *site, f *flight, userAgent stri
 		if st == nil {
 			st = t.panicked(s, "robots: panic while loading "+s.origin+"/robots.txt")
 		}
-		t.paceOf(s).know(st.every)
+		// An unreachable robots.txt says nothing of the origin's
+		// rules: the pace knows them only from one that was read.
+		t.paceOf(s).know(st.every, st.entry != nil && st.entry.Access != AccessUnreachable)
 		s.cur.Store(st)
 		t.stats.evictions.Add(uint64(t.cache.account(s, st.bytes, t.now())))
 		s.mu.Lock()

@@ -247,10 +247,14 @@ func (p *pace) pause(until time.Duration) {
 // the fetch of robots.txt is spaced by it, and the pace of an evicted origin
 // is kept while it can hold a request back by it. (A crawl-delay that
 // shrinks keeps the fetch spaced by the old one: more polite, never less.)
-func (p *pace) know(every time.Duration) {
+//
+// rules tells whether every comes from a robots.txt that was read (or
+// found absent), rather than from a failure to read one: only then does
+// the pace know the origin's rules (see fetchEvery).
+func (p *pace) know(every time.Duration, rules bool) {
 	p.mu.Lock()
 	p.every = max(p.every, every)
-	p.knows = true
+	p.knows = p.knows || rules
 	p.mu.Unlock()
 }
 

@@ -354,9 +354,11 @@ func TestPacer(t *testing.T) {
 			t.Errorf("err = %v, want context.DeadlineExceeded", err)
 		}
 		want := []string{
-			"https://example.com every=0s", // the fetch of robots.txt takes a turn, with no delay known yet
+			// The fetch of robots.txt takes a turn; its negative
+			// interval tells the Pacer that no delay is known yet.
+			"https://example.com every=-1ns",
 			"https://example.com every=3s",
-			"https://fast.example every=0s",
+			"https://fast.example every=-1ns",
 			"https://fast.example every=0s", // a Pacer is asked for every request
 			"https://example.com every=3s",
 			"https://example.com every=3s",

@@ -526,6 +526,37 @@ func TestFleetCrawlDelay(t *testing.T) {
 	}
 }
 
+// TestFleetPacerWithoutStore has the processes of a fleet share the pace
+// in Redis but not the cache of robots.txt: each fetches robots.txt itself,
+// not knowing the crawl-delay when it does, and yet every request, those
+// fetches included, arrives a crawl-delay after the one before it.
+func TestFleetPacerWithoutStore(t *testing.T) {
+	addr := redisAddr(t)
+	prefix := testPrefix(t, addr)
+	s := newSite(t, "User-agent: *\nCrawl-delay: 1\n")
+	fleet := []*process{newProcess(t, addr, prefix, nil), newProcess(t, addr, prefix, nil), newProcess(t, addr, prefix, nil)}
+	for _, p := range fleet {
+		p.tr.Store = nil
+	}
+	if err := get(context.Background(), fleet[0].client, s.URL+"/first"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i, p := range fleet[1:] {
+		wg.Go(func() {
+			if err := get(context.Background(), p.client, fmt.Sprintf("%s/page%d", s.URL, i)); err != nil {
+				t.Errorf("GET page%d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	arrived := s.arrived()
+	if len(arrived) != 6 {
+		t.Fatalf("%d requests arrived, want robots.txt and a page from each of 3 processes", len(arrived))
+	}
+	checkSpacing(t, arrived, time.Second)
+}
+
 // TestTransportWaits has a Transport wait for turns that another process of
 // the fleet holds: the Transport does the waiting and counts it, and a
 // request whose turn comes after its deadline fails at once.
