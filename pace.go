@@ -86,8 +86,8 @@ type Pacer interface {
 // answer is read) and a Pacer's turn (now plus the wait it returned), so no
 // call can move a clock back. last only moves forward, except on a
 // give-back: a request that does not use its turn (its context ended while
-// it waited, or a pause began) restores the previous last (and lastEvery) only if its turn
-// is still the latest one taken (seq). Then no later turn was computed from
+// it waited, or a pause began) restores the previous last and lastEvery
+// only if its turn is still the latest one taken (seq). Then no later turn was computed from
 // it, and restoring leaves the pace as if the turn had never been taken.
 // Otherwise the unused turn stays taken: a later turn was spaced from it,
 // and handing it out again would put the next request one interval after
@@ -139,8 +139,8 @@ type turn struct {
 	prevSeq   uint64
 }
 
-// reserve takes p's next turn at now, spaced every from the previous one;
-// see Pacer.Reserve. It panics if p has been dropped: use Transport.paceOf.
+// reserve takes p's next turn at now, spaced from the previous one by the
+// larger of every and its interval; see Pacer.Reserve. It panics if p has been dropped: use Transport.paceOf.
 func (p *pace) reserve(now, every, maxWait time.Duration) (wait time.Duration, ok bool, tk turn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -274,7 +274,7 @@ func (p *pace) fetchEvery(floor time.Duration) time.Duration {
 // a turn or a pause end is ahead, or the interval since the last turn has
 // not passed. The caller holds p.mu.
 func (p *pace) matters(now time.Duration) bool {
-	return p.paused(now) || p.seq != 0 && p.last+p.every > now
+	return p.paused(now) || p.seq != 0 && p.last+max(p.every, p.lastEvery) > now
 }
 
 // drop marks p dropped and reports true, unless it still matters at now.
