@@ -686,7 +686,9 @@ func (t *Transport) load(ctx context.Context, s *site, f *flight, userAgent stri
 		if st == nil {
 			st = t.panicked(s, "robots: panic while loading "+s.origin+"/robots.txt")
 		}
-		t.paceOf(s).know(st.every)
+		// An unreachable robots.txt says nothing of the origin's
+		// rules: the pace knows them only from one that was read.
+		t.paceOf(s).know(st.every, st.entry != nil && st.entry.Access != AccessUnreachable)
 		s.cur.Store(st)
 		t.stats.evictions.Add(uint64(t.cache.account(s, st.bytes, t.now())))
 		s.mu.Lock()
@@ -763,14 +765,15 @@ func (t *Transport) obtain(logCtx context.Context, s *site, f *flight, prevSt *s
 	}
 
 	// The fetch is a request to the origin: it waits for its turn,
-	// spaced by the interval last known for the origin (none on a first
-	// visit) and never during a pause. With no deadline, waitTurn fails
-	// only if the Pacer and the memory both fail, which they cannot.
-	every := max(t.paceOf(s).known(), t.cfg.minDelay)
+	// spaced by the interval last known for the origin (on a first visit,
+	// by the interval of the origin's latest turn in a shared Pacer; see
+	// Pacer.Reserve) and never during a pause. With no deadline, waitTurn
+	// fails only if the Pacer and the memory both fail, which they cannot.
+	every := t.paceOf(s).fetchEvery(t.cfg.minDelay)
 	if prev != nil && prevSt == nil {
 		// The Store's entry says what this Transport may not have
 		// seen: the crawl-delay that the fleet keeps.
-		every = max(every, t.compile(prev, nil).every)
+		every = max(every, t.cfg.minDelay, t.compile(prev, nil).every)
 	}
 	t.waitTurn(ctx, s, every, f, true)
 

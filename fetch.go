@@ -167,7 +167,7 @@ func originOf(u *url.URL) string {
 // fetch that leads there.
 func (t *Transport) hopTurn(ctx context.Context, k originKey) error {
 	s := t.cache.siteOf(k, t.now())
-	return t.waitTurn(ctx, s, max(t.paceOf(s).known(), t.cfg.minDelay), nil, true)
+	return t.waitTurn(ctx, s, t.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true)
 }
 
 // bounded calls f, which reads body, and returns its result and true, or

@@ -25,12 +25,13 @@ const (
 // the pace of origins between Transports, for example across the processes
 // of a fleet of crawlers.
 //
-// Transports that share a Pacer should share a [Store] too. A turn is spaced
-// by the interval of the request that takes it, and a Transport knows an
-// origin's crawl-delay from a robots.txt it has parsed, its own or the
-// Store's. One that has neither (no shared Store, or an entry the Store no
-// longer holds) fetches robots.txt with no interval, and that fetch can
-// leave at the same instant as another Transport's request to the origin.
+// Each turn keeps the interval it was taken with, and the next turn is
+// spaced from it by the larger of that interval and the next caller's. So a
+// Transport that has parsed no robots.txt of an origin (it shares no [Store],
+// or the Store no longer holds the entry), and fetches it, leaves at least
+// the crawl-delay of the latest turn after that turn, though it does not know
+// the crawl-delay itself. Sharing a Store as well spares the fleet a fetch of
+// robots.txt per Transport.
 //
 // Origins are named as for a [Store]. A Pacer must be safe for concurrent use
 // by multiple goroutines. If it returns an error, the Transport logs it and
@@ -42,14 +43,25 @@ type Pacer interface {
 	// Transport waits, so that it can count the wait and give up with
 	// the request's context.
 	//
-	// The turn is the first instant that is at least every after the
-	// origin's previous turn (the latest one taken, by any user of the
-	// Pacer) and not before the end of a pause (see Pause). every may be
-	// zero: then only a pause delays the turn, but the turn is still
-	// taken, so that a later request with a non-zero every is spaced
-	// from it. If the wait would be longer than maxWait, Reserve takes no
-	// turn and returns ok false with the wait it foresees. A turn taken
-	// is never handed out again.
+	// Each turn taken keeps an interval. The turn is the first instant
+	// that is not before the end of a pause (see Pause) and is at least
+	// the larger of every and the interval of the origin's previous turn
+	// (the latest one taken, by any user of the Pacer) after that turn.
+	// The turn keeps every as its interval: a caller that knows the
+	// origin's rules, and passes zero because they ask for no delay, is
+	// spaced by the previous turn's interval but does not hand it on.
+	//
+	// A negative every says that the caller does not know the origin's
+	// rules (it fetches a robots.txt it has not parsed before) and asks
+	// for at least -every. The turn is spaced as for -every, and keeps
+	// the larger of -every and the previous turn's interval: it hands the
+	// origin's interval on to the next turn rather than dropping it.
+	// (A Pacer written before negative intervals meant this treats them
+	// as zero, as it always did.)
+	//
+	// If the wait would be longer than maxWait, Reserve takes no turn and
+	// returns ok false with the wait it foresees. A turn taken is never
+	// handed out again.
 	Reserve(ctx context.Context, origin string, every, maxWait time.Duration) (wait time.Duration, ok bool, err error)
 
 	// Pause delays origin's turns until at least until. A later end
@@ -65,15 +77,17 @@ type Pacer interface {
 //
 // # Turns and give-backs
 //
-// A turn is taken at max(now, last+every, pausedUntil) and becomes the new
-// last; every is the interval of the request that takes the turn. A pace
+// A turn is taken at max(now, last+max(every, lastEvery), pausedUntil) and
+// becomes the new last, keeping its interval as lastEvery, as the Pacer
+// contract says (every is the interval of the request that takes the turn,
+// negative if it does not know the origin's rules; see Pacer.Reserve). A pace
 // has no clock of its own, only times on the Transport's monotonic clock
 // (Transport.now): now, a pause end (now plus a Retry-After, when its
 // answer is read) and a Pacer's turn (now plus the wait it returned), so no
 // call can move a clock back. last only moves forward, except on a
 // give-back: a request that does not use its turn (its context ended while
-// it waited, or a pause began) restores the previous last only if its turn
-// is still the latest one taken (seq). Then no later turn was computed from
+// it waited, or a pause began) restores the previous last and lastEvery
+// only if its turn is still the latest one taken (seq). Then no later turn was computed from
 // it, and restoring leaves the pace as if the turn had never been taken.
 // Otherwise the unused turn stays taken: a later turn was spaced from it,
 // and handing it out again would put the next request one interval after
@@ -106,24 +120,27 @@ type Pacer interface {
 type pace struct {
 	pausedUntil atomic.Int64 // ns on the Transport's clock; written under mu
 
-	mu      sync.Mutex
-	last    time.Duration // guarded by mu: the latest turn taken; valid if seq != 0
-	seq     uint64        // guarded by mu: the reservation that took last; 0 if none
-	next    uint64        // guarded by mu: the last reservation number handed out
-	every   time.Duration // guarded by mu: the longest interval known for the origin
-	dropped atomic.Bool   // written under mu: dropped from the cache (see drop); no turn is taken here
+	mu        sync.Mutex
+	last      time.Duration // guarded by mu: the latest turn taken; valid if seq != 0
+	lastEvery time.Duration // guarded by mu: the interval that last keeps
+	seq       uint64        // guarded by mu: the reservation that took last; 0 if none
+	next      uint64        // guarded by mu: the last reservation number handed out
+	every     time.Duration // guarded by mu: the longest interval known for the origin
+	knows     bool          // guarded by mu: a robots.txt of the origin was parsed (see know)
+	dropped   atomic.Bool   // written under mu: dropped from the cache (see drop); no turn is taken here
 }
 
 // turn is one reservation of a pace, for a give-back.
 type turn struct {
-	p        *pace
-	seq      uint64
-	prevLast time.Duration
-	prevSeq  uint64
+	p         *pace
+	seq       uint64
+	prevLast  time.Duration
+	prevEvery time.Duration
+	prevSeq   uint64
 }
 
-// reserve takes p's next turn at now, spaced every from the previous one;
-// see Pacer.Reserve. It panics if p has been dropped: use Transport.paceOf.
+// reserve takes p's next turn at now, spaced from the previous one by the
+// larger of every and its interval; see Pacer.Reserve. It panics if p has been dropped: use Transport.paceOf.
 func (p *pace) reserve(now, every, maxWait time.Duration) (wait time.Duration, ok bool, tk turn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -132,19 +149,57 @@ func (p *pace) reserve(now, every, maxWait time.Duration) (wait time.Duration, o
 	}
 	at := max(now, time.Duration(p.pausedUntil.Load()))
 	if p.seq != 0 {
-		at = max(at, p.last+every)
+		at = max(at, p.last+max(abs(every), p.lastEvery))
 	}
 	wait = at - now
 	if wait > 0 && wait >= maxWait {
 		return wait, false, turn{}
 	}
 	p.next++
-	tk = turn{p: p, seq: p.next, prevLast: p.last, prevSeq: p.seq}
+	tk = turn{p: p, seq: p.next, prevLast: p.last, prevEvery: p.lastEvery, prevSeq: p.seq}
+	p.take(at, every)
+	return wait, true, tk
+}
+
+// take makes at, a turn taken with the interval every, the latest turn of
+// p, unless a later one was taken. The caller holds p.mu and has counted
+// the reservation in p.next.
+func (p *pace) take(at, every time.Duration) {
 	if p.seq == 0 || at >= p.last {
+		p.lastEvery = keptEvery(every, p.lastEvery, p.seq != 0)
 		p.last, p.seq = at, p.next
 	}
 	p.every = max(p.every, every)
-	return wait, true, tk
+}
+
+// keptEvery returns the interval that a turn taken with the interval every
+// keeps, after a turn that kept prev (if there was one): every, or when
+// every is negative (the caller does not know the origin's rules), the
+// larger of -every and prev. See Pacer.Reserve.
+func keptEvery(every, prev time.Duration, hasPrev bool) time.Duration {
+	if every >= 0 {
+		return every
+	}
+	if !hasPrev {
+		prev = 0
+	}
+	return max(-every, prev)
+}
+
+// unknownEvery is the interval passed for a request whose origin's rules
+// the Transport does not know, with the least interval floor (MinDelay): a
+// negative one, which a Pacer spaces like -floor and which hands the
+// previous turn's interval on (see Pacer.Reserve). It is never zero, which
+// would say "known, no delay".
+func unknownEvery(floor time.Duration) time.Duration {
+	return -max(floor, time.Nanosecond)
+}
+
+func abs(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
 }
 
 // record notes a turn at taken elsewhere (by a Pacer), so that the pace in
@@ -157,10 +212,7 @@ func (p *pace) record(at, every time.Duration) {
 		return
 	}
 	p.next++
-	if p.seq == 0 || at >= p.last {
-		p.last, p.seq = at, p.next
-	}
-	p.every = max(p.every, every)
+	p.take(at, every)
 }
 
 // giveBack returns the turn tk, if it is still the latest one taken.
@@ -171,7 +223,7 @@ func (tk turn) giveBack() {
 	tk.p.mu.Lock()
 	defer tk.p.mu.Unlock()
 	if tk.p.seq == tk.seq {
-		tk.p.last, tk.p.seq = tk.prevLast, tk.prevSeq
+		tk.p.last, tk.p.lastEvery, tk.p.seq = tk.prevLast, tk.prevEvery, tk.prevSeq
 	}
 }
 
@@ -195,24 +247,34 @@ func (p *pace) pause(until time.Duration) {
 // the fetch of robots.txt is spaced by it, and the pace of an evicted origin
 // is kept while it can hold a request back by it. (A crawl-delay that
 // shrinks keeps the fetch spaced by the old one: more polite, never less.)
-func (p *pace) know(every time.Duration) {
+//
+// rules tells whether every comes from a robots.txt that was read (or
+// found absent), rather than from a failure to read one: only then does
+// the pace know the origin's rules (see fetchEvery).
+func (p *pace) know(every time.Duration, rules bool) {
 	p.mu.Lock()
 	p.every = max(p.every, every)
+	p.knows = p.knows || rules
 	p.mu.Unlock()
 }
 
-// known returns the longest interval known for the origin.
-func (p *pace) known() time.Duration {
+// fetchEvery returns the interval of a request for robots.txt at p's
+// origin, with the least interval floor (MinDelay): the longest interval
+// known for the origin, or unknownEvery if no robots.txt of it was parsed.
+func (p *pace) fetchEvery(floor time.Duration) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.every
+	if !p.knows {
+		return unknownEvery(floor)
+	}
+	return max(p.every, floor)
 }
 
 // matters reports whether p can still hold a request back at now or later:
 // a turn or a pause end is ahead, or the interval since the last turn has
 // not passed. The caller holds p.mu.
 func (p *pace) matters(now time.Duration) bool {
-	return p.paused(now) || p.seq != 0 && p.last+p.every > now
+	return p.paused(now) || p.seq != 0 && p.last+max(p.every, p.lastEvery) > now
 }
 
 // drop marks p dropped and reports true, unless it still matters at now.

@@ -354,9 +354,11 @@ func TestPacer(t *testing.T) {
 			t.Errorf("err = %v, want context.DeadlineExceeded", err)
 		}
 		want := []string{
-			"https://example.com every=0s", // the fetch of robots.txt takes a turn, with no delay known yet
+			// The fetch of robots.txt takes a turn; its negative
+			// interval tells the Pacer that no delay is known yet.
+			"https://example.com every=-1ns",
 			"https://example.com every=3s",
-			"https://fast.example every=0s",
+			"https://fast.example every=-1ns",
 			"https://fast.example every=0s", // a Pacer is asked for every request
 			"https://example.com every=3s",
 			"https://example.com every=3s",
@@ -388,4 +390,41 @@ func mustURL(s string) *url.URL {
 		panic(err)
 	}
 	return u
+}
+
+// TestPaceKeepsInterval: the in-memory pace follows the Pacer contract. Each
+// turn keeps its interval; the next is spaced by the larger of its own and
+// the latest turn's; a turn of unknown rules hands the latest interval on,
+// one with a known interval of zero does not; a give-back restores the
+// interval with the turn.
+func TestPaceKeepsInterval(t *testing.T) {
+	const s = time.Second
+	p := new(pace)
+	steps := []struct {
+		every, want time.Duration // want: the turn, on the pace's clock
+	}{
+		{s, 0},                        // first turn, keeps 1s
+		{0, s},                        // spaced by the latest's 1s; keeps 0
+		{0, s},                        // the latest kept 0
+		{2 * s, 3 * s},                // keeps 2s
+		{unknownEvery(0), 5 * s},      // spaced by 2s; hands 2s on
+		{unknownEvery(0), 7 * s},      // and again
+		{unknownEvery(3 * s), 10 * s}, // its own floor, 3s, is larger; keeps 3s
+		{0, 13 * s},                   // known, no delay: spaced by 3s, keeps 0
+		{unknownEvery(0), 13*s + time.Nanosecond},
+	}
+	for i, st := range steps {
+		wait, ok, _ := p.reserve(0, st.every, time.Hour)
+		if !ok || wait != st.want {
+			t.Errorf("turn %d (every %v) at %v, %v; want %v", i, st.every, wait, ok, st.want)
+		}
+	}
+	// A give-back of the latest turn restores the interval it replaced.
+	q := new(pace)
+	q.reserve(0, 2*s, time.Hour)
+	_, _, tk := q.reserve(0, 0, time.Hour) // at 2s, keeps 0
+	tk.giveBack()
+	if wait, _, _ := q.reserve(0, 0, time.Hour); wait != 2*s {
+		t.Errorf("turn after a give-back at %v, want 2s: the 2s interval restored", wait)
+	}
 }

@@ -616,7 +616,7 @@ func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL) (*site, error
 		s, evicted = t.cache.add(sh, k, t.now())
 		t.stats.evictions.Add(uint64(evicted))
 	}
-	return s, t.waitTurn(ctx, s, max(t.paceOf(s).known(), t.cfg.minDelay), nil, true)
+	return s, t.waitTurn(ctx, s, t.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true)
 }
 
 // Check returns the verdict of the Transport's robots.txt cache for u,

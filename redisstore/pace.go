@@ -23,6 +23,11 @@ func (s *Store) pauseKey(origin string) string { return s.cfg.prefix + "pause:{"
 // the Redis server, never on a Store's own: the processes of a fleet agree on
 // the time of a turn however far apart their clocks are. A key expires
 // keyMargin after the time it holds, once it can no longer delay a turn.
+// The key of the latest turn holds the interval that the turn keeps (see
+// robots.Pacer) beside its time, as "time:interval" in microseconds, or the
+// time alone when the interval is zero: the format of earlier versions,
+// which read it as a turn that keeps no interval, and which this one reads
+// so too.
 //
 // Scripts written for Redis 3.2 and 4 must call redis.replicate_commands
 // before TIME; Redis 5 and later replicate the effects of every script, and
@@ -47,6 +52,26 @@ local function read(key)
 	return nil, 1
 end
 
+-- readTurn returns the time and the interval under key, or nil and 1 if
+-- key holds anything else, which it deletes.
+local function readTurn(key)
+	local v = redis.pcall("GET", key)
+	if v == false then
+		return nil, 0, 0
+	end
+	if type(v) == "string" then
+		local at, every = string.match(v, "^(%d+):(%d+)$")
+		if not at then
+			at, every = string.match(v, "^%d+$"), "0"
+		end
+		if at and #at <= 16 and #every <= 16 then
+			return tonumber(at), tonumber(every), 0
+		end
+	end
+	redis.call("DEL", key)
+	return nil, 0, 1
+end
+
 -- write sets key to the time at, until keyMargin after it.
 local function write(key, at)
 	redis.call("SET", key, string.format("%.0f", at), "PX", math.floor((at - now) / 1000) + keyMargin)
@@ -59,30 +84,40 @@ end
 // set (1 for KEYS[1], 2 for KEYS[2]) of the keys that held values it could
 // not read.
 //
-// KEYS[1] holds the origin's latest turn and KEYS[2] the end of its pause;
-// ARGV[1] is the least time between the latest turn and the caller's, and
-// ARGV[2] the longest wait the caller takes, both in microseconds. The turn
-// is the latest of now, the end of the pause and ARGV[1] after the latest
+// KEYS[1] holds the origin's latest turn and its interval, and KEYS[2] the
+// end of its pause; ARGV[1] is the caller's interval (negative if it does not
+// know the origin's rules), and ARGV[2] the longest wait the caller takes,
+// both in microseconds. The turn is the latest of now, the end of the pause
+// and the larger of |ARGV[1]| and the latest turn's interval after the latest
 // turn. Taking it makes it the latest turn (with an ARGV[1] of zero too, so
-// that a caller with a longer interval is spaced from it), kept until
-// lastKeep after it.
+// that a caller with a longer interval is spaced from it), which keeps
+// ARGV[1], or if that is negative, the larger of -ARGV[1] and the previous
+// turn's interval; it is kept until lastKeep after it, or its interval if
+// that is longer.
 var reserveScript = redis.NewScript(scriptHead + `
 local lastKeep = 60000000 -- µs
 local every = tonumber(ARGV[1])
 local maxWait = tonumber(ARGV[2])
+local ask, keep = every, every
+if every < 0 then ask, keep = -every, -every end
 local turn, unreadable = now, 0
 local pause, bad = read(KEYS[2])
 if pause and pause > turn then turn = pause end
 unreadable = unreadable + 2 * bad
-local last, bad1 = read(KEYS[1])
-if last and last + every > turn then turn = last + every end
+local last, lastEvery, bad1 = readTurn(KEYS[1])
+if last then
+	local gap = math.max(ask, lastEvery)
+	if last + gap > turn then turn = last + gap end
+	if every < 0 then keep = math.max(keep, lastEvery) end
+end
 unreadable = unreadable + bad1
 local wait = turn - now
 if wait > 0 and wait > maxWait then
 	return {wait, 0, unreadable}
 end
-if not last or turn > last then last = turn end
-redis.call("SET", KEYS[1], string.format("%.0f", last), "PX", math.floor((last + lastKeep - now) / 1000))
+local v = string.format("%.0f", turn)
+if keep > 0 then v = v .. ":" .. string.format("%.0f", keep) end
+redis.call("SET", KEYS[1], v, "PX", math.floor((turn + math.max(lastKeep, keep) - now) / 1000))
 return {wait, 1, unreadable}
 `)
 
@@ -110,9 +145,11 @@ return 1
 `)
 
 // Reserve implements [robots.Pacer], kept in Redis and shared by every user
-// of the Redis: it takes origin's next turn, at least every after the latest
-// turn taken and not before origin's pause ends, and returns how long the
-// caller must wait for it, without waiting itself. When that wait is longer
+// of the Redis: it takes origin's next turn, at least the larger of every
+// and the latest turn's interval after the latest turn taken, and not before
+// origin's pause ends, and returns how long the caller must wait for it,
+// without waiting itself. A negative every says the caller does not know
+// the origin's rules, as robots.Pacer documents. When that wait is longer
 // than maxWait, it takes no turn and returns ok false and the wait. Turns are
 // handed out first come, first served, each once, and timed by the clock of
 // the Redis server.
@@ -125,9 +162,14 @@ func (s *Store) Reserve(ctx context.Context, origin string, every, maxWait time.
 	var res []int64
 	err = s.do(ctx, "pace", func(ctx context.Context) error {
 		var err error
-		// every rounds up, so that turns are never closer than
-		// every; maxWait rounds down.
-		res, err = reserveScript.Run(ctx, s.client, keys, ceilMicros(every), max(maxWait, 0).Microseconds()).Int64Slice()
+		// every rounds away from zero, so that turns are never
+		// closer than every, and a negative every stays negative;
+		// maxWait rounds down.
+		e := ceilMicros(every)
+		if every < 0 {
+			e = -ceilMicros(-every)
+		}
+		res, err = reserveScript.Run(ctx, s.client, keys, e, max(maxWait, 0).Microseconds()).Int64Slice()
 		return err
 	})
 	if err != nil {

@@ -103,6 +103,62 @@ func TestReserveWaits(t *testing.T) {
 	}
 }
 
+// TestReserveKeepsInterval: each turn keeps its interval. A caller with no
+// interval, after a turn taken with one, waits it out; a caller that says it
+// does not know the origin's rules (a negative interval) hands it on to the
+// next, and one that knows it asks for no delay does not. A value written
+// by an earlier version (a time alone) is read as a turn with no interval.
+func TestReserveKeepsInterval(t *testing.T) {
+	stores := newStores(t, 2)
+	a, b := stores[0], stores[1]
+	const origin = "https://example.com"
+	if _, ok := reserve(t, a, origin, time.Second, forever); !ok {
+		t.Fatal("first turn not taken")
+	}
+	wait, ok := reserve(t, b, origin, 0, forever)
+	if !ok {
+		t.Fatal("turn with every 0 not taken")
+	}
+	checkWait(t, "every 0 after a turn with every 1s", wait, time.Second)
+	// That turn kept no interval: the next one with none is due with it.
+	wait, _ = reserve(t, b, origin, 0, forever)
+	checkWait(t, "every 0 after a turn with every 0", wait, time.Second)
+
+	const other = "https://example.org"
+	reserve(t, a, other, time.Second, forever)
+	for i := 1; i <= 2; i++ {
+		// Unknown rules: each turn is a second after the previous
+		// one, and keeps that second for the next.
+		wait, _ = reserve(t, b, other, -time.Nanosecond, forever)
+		checkWait(t, fmt.Sprintf("unknown rules, turn %d", i), wait, time.Duration(i)*time.Second)
+	}
+	wait, _ = reserve(t, b, other, 0, forever)
+	checkWait(t, "every 0 after unknown rules", wait, 3*time.Second)
+	// A caller that knows the delay is gone hands nothing on.
+	wait, _ = reserve(t, b, other, 0, forever)
+	checkWait(t, "every 0 after every 0", wait, 3*time.Second)
+
+	// A turn written as a time alone, as earlier versions do.
+	const old = "https://example.net"
+	ctx := context.Background()
+	b.once.Do(b.init)
+	now, err := b.client.Eval(ctx, `local t = redis.call("TIME") return tonumber(t[1]) * 1000000 + tonumber(t[2])`, []string{b.paceKey(old)}).Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.client.Set(ctx, b.paceKey(old), strconv.FormatInt(now+500000, 10), time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	wait, _ = reserve(t, b, old, -time.Nanosecond, forever)
+	checkWait(t, "unknown rules after a turn of an earlier version", wait, 500*time.Millisecond)
+	wait, _ = reserve(t, b, old, 200*time.Millisecond, forever)
+	checkWait(t, "every 200ms after it", wait, 700*time.Millisecond)
+	v, err := b.client.Get(ctx, b.paceKey(old)).Result()
+	if err != nil || !strings.HasSuffix(v, ":200000") {
+		t.Errorf("pace key holds %q (%v), want the time and the interval 200000µs", v, err)
+	}
+}
+
 // TestReserveMaxWait has callers that cannot wait for the next turn: they
 // take none, and the next caller that can wait gets the turn they were told
 // of.
@@ -468,6 +524,37 @@ func TestFleetCrawlDelay(t *testing.T) {
 	if n := len(s.arrived()); n != 5 {
 		t.Errorf("%d requests arrived, want the late one not sent", n)
 	}
+}
+
+// TestFleetPacerWithoutStore has the processes of a fleet share the pace
+// in Redis but not the cache of robots.txt: each fetches robots.txt itself,
+// not knowing the crawl-delay when it does, and yet every request, those
+// fetches included, arrives a crawl-delay after the one before it.
+func TestFleetPacerWithoutStore(t *testing.T) {
+	addr := redisAddr(t)
+	prefix := testPrefix(t, addr)
+	s := newSite(t, "User-agent: *\nCrawl-delay: 1\n")
+	fleet := []*process{newProcess(t, addr, prefix, nil), newProcess(t, addr, prefix, nil), newProcess(t, addr, prefix, nil)}
+	for _, p := range fleet {
+		p.tr.Store = nil
+	}
+	if err := get(context.Background(), fleet[0].client, s.URL+"/first"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i, p := range fleet[1:] {
+		wg.Go(func() {
+			if err := get(context.Background(), p.client, fmt.Sprintf("%s/page%d", s.URL, i)); err != nil {
+				t.Errorf("GET page%d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	arrived := s.arrived()
+	if len(arrived) != 6 {
+		t.Fatalf("%d requests arrived, want robots.txt and a page from each of 3 processes", len(arrived))
+	}
+	checkSpacing(t, arrived, time.Second)
 }
 
 // TestTransportWaits has a Transport wait for turns that another process of
