@@ -491,17 +491,17 @@ func (g *Group) find(p string) int {
 	if !shares {
 		lo = end
 	} else {
+		// The last entry whose key is <= p's. Keys compare as their
+		// literals do, but for ties: when the last entry of p's key has a
+		// literal > p, search again among the entries before it that
+		// have p's key.
 		qs := q[skip:]
 		pk := key4(qs)
+		tie := false
 		for n = end - lo; n > 0; {
 			half := n >> 1
 			m := lo + half
-			k := ix.ents[m].key
-			le := k < pk
-			if k == pk {
-				lit := ix.literal(arena, rules, int32(m))
-				le = len(lit) <= cp+skip+4 || lit[cp+skip:] <= qs
-			}
+			le := ix.ents[m].key <= pk
 			// Written so that the compiler can use conditional moves.
 			next := half
 			if le {
@@ -509,6 +509,30 @@ func (g *Group) find(p string) int {
 				next = n - half - 1
 			}
 			n = next
+		}
+		// The bucket's first entry is <= p, so lo > its start.
+		if ix.ents[lo-1].key == pk {
+			lit := ix.literal(arena, rules, int32(lo-1))
+			tie = len(lit) > cp+skip+4 && lit[cp+skip:] > qs
+		}
+		if tie {
+			hi := lo - 1
+			lo = b * bucketLen
+			for lo < hi && ix.ents[lo].key < pk {
+				lo++ // at most bucketLen steps, over keys in one or two cache lines
+			}
+			for n = hi - lo; n > 0; {
+				half := n >> 1
+				m := lo + half
+				lit := ix.literal(arena, rules, int32(m))
+				le := len(lit) <= cp+skip+4 || lit[cp+skip:] <= qs
+				next := half
+				if le {
+					lo = m + 1
+					next = n - half - 1
+				}
+				n = next
+			}
 		}
 	}
 	i := int32(lo - 1)
