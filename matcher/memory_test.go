@@ -50,7 +50,7 @@ func memShapes() []memShape {
 	}
 	const any = 3
 	return []memShape{
-		{"realistic 40-byte disallow", 1.5, fill("User-agent: *\n", func(i int) string {
+		{"realistic 40-byte disallow", 1.4, fill("User-agent: *\n", func(i int) string {
 			return fmt.Sprintf("Disallow: /some/path/%08d/item-abcdefg\n", i)
 		})},
 		{"realistic, agents and sitemaps", any, fill("User-agent: Googlebot\nUser-agent: Bingbot\nCrawl-delay: 1\n", func(i int) string {
