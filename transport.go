@@ -224,11 +224,12 @@ type Transport struct {
 	// set, and about 1 KiB for the rest of its state, counted as they are
 	// built. When it is reached, origins that have not been used recently
 	// are dropped, as for MaxOrigins. If zero, DefaultMaxBytes (256 MiB)
-	// is used. A parsed robots.txt of 500 KiB holds about 1.4 times its
+	// is used. A parsed robots.txt of 500 KiB holds about 1.3 times its
 	// size with its index for realistic rules, up to 3 times for tiny
-	// rules, and up to 4 times for rules full of bytes that
-	// percent-encoding triples (non-ASCII, spaces, '%'), so MaxBytes
-	// rather than MaxOrigins bounds a cache of large files. The state
+	// rules and rules full of bytes that percent-encoding triples
+	// (non-ASCII, spaces, '%'), and 3.2 times for the shortest rules of
+	// raw non-ASCII bytes, so MaxBytes rather than MaxOrigins bounds a
+	// cache of large files. The state
 	// being loaded is kept even when it alone is larger.
 	MaxBytes int64
 

@@ -57,6 +57,7 @@ func FuzzParse(f *testing.F) {
 		if got, want := g.find(p), bruteFind(g, p); got != want && p != "/robots.txt" {
 			t.Fatalf("find(%q) = %d want %d", p, got, want)
 		}
+		checkWritten(t, body, r)
 		rep := Lint(body)
 		for i, d := range rep.Diagnostics {
 			if d.Line < 1 || i > 0 && d.Line < rep.Diagnostics[i-1].Line {
@@ -67,6 +68,28 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Lint found %d sitemaps, Parse %d", len(rep.Sitemaps), len(r.Sitemaps()))
 		}
 	})
+}
+
+// checkWritten checks that each rule of r gives back its pattern as
+// written on its line of body, as Match reports it.
+func checkWritten(t *testing.T, body []byte, r *Robots) {
+	t.Helper()
+	written := map[int]string{}
+	var s scanner
+	s.init(body)
+	for s.next() {
+		if s.field == fieldAllow || s.field == fieldDisallow {
+			written[s.num] = string(s.value)
+		}
+	}
+	for i := range r.rules {
+		rl := &r.rules[i]
+		var b strings.Builder
+		rl.writeWritten(&b, r.arena)
+		if w, ok := written[rl.line()]; !ok || b.String() != w || rl.writtenLen(r.arena) != len(w) {
+			t.Fatalf("rule of line %d (%q): as written %q (length %d), want %q", rl.line(), rl.pattern(r.arena), b.String(), rl.writtenLen(r.arena), w)
+		}
+	}
 }
 
 // FuzzMatch checks the matcher against the reference matcher. Each line of

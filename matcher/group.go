@@ -35,19 +35,24 @@ const linearMax = 16
 type rule struct {
 	pat  uint32 // offset in arena of the normalised pattern
 	n    uint32 // its length, which is the rule's priority
-	meta uint32 // line<<4 | written<<3 | kind<<1 | allow
+	meta uint32 // line<<5 | decoded<<4 | written<<3 | kind<<1 | allow
 }
 
 // makeMeta packs a rule's line (up to maxLine), whether it allows, its kind
-// and whether the pattern as written differs from the normalised one and
-// follows it in arena, after its length as a uvarint.
-func makeMeta(line int, allow bool, kind uint8, written bool) uint32 {
-	m := uint32(min(line, maxLine))<<4 | uint32(kind)<<1
+// and how to recover its pattern as written: written when an edit of the
+// normalised one into it follows that in arena (see rule.edit); decoded when it
+// is the normalised one decoded (see decodesTo); neither when it is the normalised
+// one.
+func makeMeta(line int, allow bool, kind uint8, written, decoded bool) uint32 {
+	m := uint32(min(line, maxLine))<<5 | uint32(kind)<<1
 	if allow {
 		m |= 1
 	}
 	if written {
 		m |= 8
+	}
+	if decoded {
+		m |= 16
 	}
 	return m
 }
@@ -55,17 +60,94 @@ func makeMeta(line int, allow bool, kind uint8, written bool) uint32 {
 func (r *rule) allow() bool                 { return r.meta&1 != 0 }
 func (r *rule) kind() uint8                 { return uint8(r.meta>>1) & 3 }
 func (r *rule) written() bool               { return r.meta&8 != 0 }
-func (r *rule) line() int                   { return int(r.meta >> 4) }
+func (r *rule) decoded() bool               { return r.meta&16 != 0 }
+func (r *rule) line() int                   { return int(r.meta >> 5) }
 func (r *rule) pattern(arena string) string { return arena[r.pat : r.pat+r.n] }
 
-// asWritten returns r's pattern as written in the file.
-func (r *rule) asWritten(arena string) string {
-	if !r.written() {
-		return r.pattern(arena)
+// writeWritten writes r's pattern as written in the file to b.
+func (r *rule) writeWritten(b *strings.Builder, arena string) {
+	pat := r.pattern(arena)
+	switch {
+	case r.written():
+		pre, suf, mid := r.edit(arena)
+		b.WriteString(pat[:pre])
+		b.WriteString(mid)
+		b.WriteString(pat[len(pat)-suf:])
+	case r.decoded():
+		for i := 0; i < len(pat); i++ {
+			if c, ok := decodedByte(pat, i); ok {
+				b.WriteByte(c)
+				i += 2
+			} else {
+				b.WriteByte(pat[i])
+			}
+		}
+	default:
+		b.WriteString(pat)
 	}
+}
+
+// writtenLen returns the length of r's pattern as written in the file.
+func (r *rule) writtenLen(arena string) int {
+	switch {
+	case r.written():
+		pre, suf, mid := r.edit(arena)
+		return pre + len(mid) + suf
+	case r.decoded():
+		pat, n := r.pattern(arena), int(r.n)
+		for i := 0; i < len(pat); i++ {
+			if _, ok := decodedByte(pat, i); ok {
+				n -= 2
+				i += 2
+			}
+		}
+		return n
+	}
+	return int(r.n)
+}
+
+// edit returns the edit that turns r's normalised pattern into the one
+// written, which follows it in arena when r.written(): the pattern as
+// written is the first pre bytes of the normalised one, then mid, then its
+// last suf bytes. In arena, pre, suf and len(mid) are uvarints, then mid.
+func (r *rule) edit(arena string) (pre, suf int, mid string) {
 	rest := arena[r.pat+r.n:]
-	n, k := binary.Uvarint([]byte(rest[:min(len(rest), binary.MaxVarintLen64)]))
-	return rest[k : k+int(n)]
+	pre, rest = uvarint(rest)
+	suf, rest = uvarint(rest)
+	n, rest := uvarint(rest)
+	return pre, suf, rest[:n]
+}
+
+// appendEdit appends to arena the edit that turns the normalised pattern
+// pat into v, for rule.edit.
+func appendEdit(arena, pat, v []byte) []byte {
+	pre := 0
+	for pre < len(pat) && pre < len(v) && pat[pre] == v[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(pat)-pre && suf < len(v)-pre && pat[len(pat)-1-suf] == v[len(v)-1-suf] {
+		suf++
+	}
+	mid := v[pre : len(v)-suf]
+	arena = binary.AppendUvarint(arena, uint64(pre))
+	arena = binary.AppendUvarint(arena, uint64(suf))
+	arena = binary.AppendUvarint(arena, uint64(len(mid)))
+	return append(arena, mid...)
+}
+
+// uvarint decodes the uvarint at the start of s, and returns it and the
+// rest of s.
+func uvarint(s string) (int, string) {
+	var x uint64
+	for i := 0; i < len(s) && i < binary.MaxVarintLen64; i++ {
+		c := s[i]
+		x |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return int(x), s[i+1:]
+		}
+	}
+	return 0, "" // not reached: Parse writes whole uvarints
 }
 
 // Kinds of pattern.
@@ -315,7 +397,11 @@ func (g *Group) Match(url string) Match {
 	if r.allow() {
 		key = "Allow: "
 	}
-	return Match{Allowed: r.allow(), Rule: key + r.asWritten(g.r.arena), Line: r.line()}
+	var b strings.Builder
+	b.Grow(len(key) + r.writtenLen(g.r.arena))
+	b.WriteString(key)
+	r.writeWritten(&b, g.r.arena)
+	return Match{Allowed: r.allow(), Rule: b.String(), Line: r.line()}
 }
 
 // CrawlDelay returns the group's crawl-delay and whether it has one. When

@@ -16,24 +16,41 @@ import (
 // Every entry that is a prefix of a path lies on the parent chain of the
 // greatest entry <= that path.
 //
-// An entry costs 16 bytes: an 8-byte key, the bytes of its literal that
-// follow the prefix all the group's literals share, and its parent and
-// start, side by side, so that the step of the search that reads a key
-// has the rest of its entry in the same cache line. Entries of more than
-// heavyMin rules, which a file of many rules with one literal makes, also
-// have a heavyRun.
+// The entries are cut into buckets of bucketLen, in order. A search finds
+// a path's bucket by the first 16 bytes of each bucket's first literal,
+// then its entry in the bucket by the 4 bytes of each literal that follow
+// the prefix all the bucket's literals share: a large file's literals
+// often share far more than the group's common prefix ("/html/E10..."),
+// and keys taken at one offset for all would be alike.
+//
+// An entry costs 12 bytes: its 4-byte key, and its parent and start, side
+// by side, so that the step of the search that reads a key has the rest
+// of its entry in the same cache line. A bucket adds 24 bytes per
+// bucketLen entries. Entries of more than heavyMin rules, which a file of
+// many rules with one literal makes, also have a heavyRun.
 type index struct {
 	cp     string      // the literal prefix common to all the rules
 	cpKey  uint64      // key8(cp), which decides the test of a path against cp when cp is at most 8 bytes long
 	ents   []entry     // one per entry, then one whose start ends the last
+	bkts   []bucket    // ents[i*bucketLen:(i+1)*bucketLen] are bucket i's
 	heavy  []heavyRun  // sorted by entry
 	groups []wildGroup // the wildcard rules of heavy runs, by the byte they need
 	sets   []uint64    // of each wildcard rule of the groups, in order: foldSet of its pattern after the literal
 }
 
+// bucketLen is how many entries a bucket of an index holds, but for the
+// last.
+const bucketLen = 64
+
+// bucket is bucketLen entries of an index.
+type bucket struct {
+	k0, k1 uint64 // key8 of its first literal after the index's cp, and of what follows that
+	skip   uint32 // how many bytes after cp all its literals share
+}
+
 // entry is one literal prefix in an index.
 type entry struct {
-	key    uint64 // key8 of its literal after the index's cp
+	key    uint32 // key4 of its literal after the index's cp and its bucket's skip
 	parent int32  // the longest other entry that is a prefix of this one, or -1
 	start  uint32 // its first rule, in the group; heavyBit is set when it has a heavyRun
 }
@@ -122,6 +139,9 @@ func key8(s string) uint64 {
 	return k
 }
 
+// key4 is the first 4 bytes of s as key8 makes them.
+func key4(s string) uint32 { return uint32(key8(s) >> 32) }
+
 // buildIndex sorts the rules of a large group and indexes them.
 func buildIndex(arena string, rules []rule) *index {
 	lits := make([]uint32, len(rules))
@@ -181,7 +201,7 @@ func buildIndex(arena string, rules []rule) *index {
 		for j < len(rules) && literal(j) == lit {
 			j++
 		}
-		e := entry{key: key8(lit[cp:]), parent: -1, start: uint32(i)}
+		e := entry{parent: -1, start: uint32(i)}
 		for len(stack) > 0 && !strings.HasPrefix(lit, literal(int(ix.ents[stack[len(stack)-1]].start&^heavyBit))) {
 			stack = stack[:len(stack)-1]
 		}
@@ -197,6 +217,21 @@ func buildIndex(arena string, rules []rule) *index {
 		i = j
 	}
 	ix.ents = append(ix.ents, entry{parent: -1, start: uint32(len(rules))})
+	nEnts := len(ix.ents) - 1
+	ix.bkts = make([]bucket, (nEnts+bucketLen-1)/bucketLen)
+	for b := range ix.bkts {
+		lo, hi := b*bucketLen, min((b+1)*bucketLen, nEnts)
+		first := ix.literal(arena, rules, int32(lo))[cp:]
+		skip := commonPrefix(first, ix.literal(arena, rules, int32(hi-1))[cp:])
+		bk := bucket{k0: key8(first), skip: uint32(skip)}
+		if len(first) > 8 {
+			bk.k1 = key8(first[8:])
+		}
+		ix.bkts[b] = bk
+		for i := lo; i < hi; i++ {
+			ix.ents[i].key = key4(ix.literal(arena, rules, int32(i))[cp+skip:])
+		}
+	}
 	ix.heavy, ix.groups, ix.sets = slices.Clone(ix.heavy), slices.Clone(ix.groups), slices.Clone(ix.sets) // as indexSize counts them
 	return ix
 }
@@ -359,7 +394,8 @@ func indexSize(arena string, rules []rule, buf []uint64) (int, []uint64) {
 		i = j
 	}
 	size := allocSize(int(unsafe.Sizeof(index{}))) +
-		allocSize(int(unsafe.Sizeof(entry{}))*(nEntries+1))
+		allocSize(int(unsafe.Sizeof(entry{}))*(nEntries+1)) +
+		allocSize(int(unsafe.Sizeof(bucket{}))*((nEntries+bucketLen-1)/bucketLen))
 	if nHeavy > 0 {
 		size += allocSize(int(unsafe.Sizeof(heavyRun{}))*nHeavy) +
 			allocSize(int(unsafe.Sizeof(wildGroup{}))*nGroups) +
@@ -410,26 +446,94 @@ func (g *Group) find(p string) int {
 	} else if p[:cp] != ix.cp {
 		return -1
 	}
-	// The greatest entry <= p.
+	// The greatest entry <= p: first the last bucket whose first literal
+	// is <= p.
 	q := p[cp:]
-	pk := key8(q)
-	lo, n := 0, len(ix.ents)-1
+	q0, q1 := key8(q), uint64(0)
+	if len(q) > 8 {
+		q1 = key8(q[8:])
+	}
+	lo, n := 0, len(ix.bkts)
 	for n > 0 {
 		half := n >> 1
 		m := lo + half
-		k := ix.ents[m].key
-		le := k < pk
-		if k == pk {
-			lit := ix.literal(arena, rules, int32(m))
-			le = len(lit) <= cp+8 || lit[cp:] <= q
+		bk := &ix.bkts[m]
+		le := bk.k0 < q0 || bk.k0 == q0 && bk.k1 < q1
+		if bk.k0 == q0 && bk.k1 == q1 {
+			lit := ix.literal(arena, rules, int32(m*bucketLen))
+			le = len(lit) <= cp+16 || lit[cp:] <= q
 		}
-		// Written so that the compiler can use conditional moves.
 		next := half
 		if le {
 			lo = m + 1
 			next = n - half - 1
 		}
 		n = next
+	}
+	if lo == 0 {
+		return -1 // p is before the first literal
+	}
+	b := lo - 1
+	bk := &ix.bkts[b]
+	lo, end := b*bucketLen, min((b+1)*bucketLen, len(ix.ents)-1)
+	// The bucket's first literal is <= p: when p does not have the prefix
+	// all its literals share, p is after all of them.
+	skip := int(bk.skip)
+	var shares bool
+	switch x0, x1 := bk.k0^q0, bk.k1^q1; {
+	case skip <= 8:
+		shares = x0>>(64-8*skip) == 0 // true when skip is 0: a shift by 64 gives 0
+	case skip <= 16:
+		shares = x0 == 0 && x1>>(128-8*skip) == 0
+	default:
+		shares = len(q) >= skip && q[:skip] == ix.literal(arena, rules, int32(lo))[cp:cp+skip]
+	}
+	if !shares {
+		lo = end
+	} else {
+		// The last entry whose key is <= p's. Keys compare as their
+		// literals do, but for ties: when the last entry of p's key has a
+		// literal > p, search again among the entries before it that
+		// have p's key.
+		qs := q[skip:]
+		pk := key4(qs)
+		tie := false
+		for n = end - lo; n > 0; {
+			half := n >> 1
+			m := lo + half
+			le := ix.ents[m].key <= pk
+			// Written so that the compiler can use conditional moves.
+			next := half
+			if le {
+				lo = m + 1
+				next = n - half - 1
+			}
+			n = next
+		}
+		// The bucket's first entry is <= p, so lo > its start.
+		if ix.ents[lo-1].key == pk {
+			lit := ix.literal(arena, rules, int32(lo-1))
+			tie = len(lit) > cp+skip+4 && lit[cp+skip:] > qs
+		}
+		if tie {
+			hi := lo - 1
+			lo = b * bucketLen
+			for lo < hi && ix.ents[lo].key < pk {
+				lo++ // at most bucketLen steps, over keys in one or two cache lines
+			}
+			for n = hi - lo; n > 0; {
+				half := n >> 1
+				m := lo + half
+				lit := ix.literal(arena, rules, int32(m))
+				le := len(lit) <= cp+skip+4 || lit[cp+skip:] <= qs
+				next := half
+				if le {
+					lo = m + 1
+					next = n - half - 1
+				}
+				n = next
+			}
+		}
 	}
 	i := int32(lo - 1)
 	if i < 0 {

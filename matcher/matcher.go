@@ -56,7 +56,6 @@
 package matcher
 
 import (
-	"encoding/binary"
 	"slices"
 	"strconv"
 	"strings"
@@ -170,13 +169,14 @@ func Parse(body []byte) *Robots {
 			r.n = uint32(len(arena)) - r.pat
 			kind := patternKind(arena[r.pat:])
 			written := string(arena[r.pat:]) != string(v)
-			if written {
-				// Keep the pattern as written too, after the normalised
-				// one, with its length first.
-				arena = binary.AppendUvarint(arena, uint64(len(v)))
-				arena = append(arena, v...)
+			decoded := written && decodesTo(arena[r.pat:], v)
+			if written && !decoded {
+				// Keep how to edit the normalised pattern into the one
+				// written, after it.
+				norm := arena[r.pat:]
+				arena = appendEdit(arena, norm, v)
 			}
-			r.meta = makeMeta(s.num, s.field == fieldAllow, kind, written)
+			r.meta = makeMeta(s.num, s.field == fieldAllow, kind, written && !decoded, decoded)
 			rules = append(rules, r)
 			cur.rulesHi = len(rules)
 		case fieldSitemap:
@@ -442,7 +442,7 @@ func (r *Robots) Size() int { return r.size }
 
 // maxLine is the largest line number a rule or group records: a rule on a
 // later line reports this one.
-const maxLine = 1<<28 - 1
+const maxLine = 1<<27 - 1
 
 // parseDelay reads a crawl-delay value: a non-negative decimal number of
 // seconds, such as "10" or "0.5". Anything else, including a value too large

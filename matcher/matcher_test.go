@@ -600,3 +600,44 @@ func TestManyRulesOnOnePrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestRuleAsWritten checks that Match reports a rule exactly as written,
+// whether its normalised pattern is the same, decodes to it, or needs an
+// edit to give it back.
+func TestRuleAsWritten(t *testing.T) {
+	var modes [3]int // kept as normalised, decoded, edited
+	for _, pat := range []string{
+		"/a", "/a b\"", "/\x80\x81\x82", "/ツ", "/%%", "/a%", "/a%2", "/a%41", "/%2541", "/%25", "/a$$", "/a$", "/a%24",
+		"/%af", "/%Af", "/%aF", "/%2f/%2F", "/**a", "/a***$", "*%61", "/%7e%7E~", "/a%20b c", "/a%2x%", "/%e3%83%84ツ",
+	} {
+		body := "User-agent: *\nDisallow: " + pat + "\n"
+		r := Parse([]byte(body))
+		checkWritten(t, []byte(body), r)
+		m := r.Match("bot", "/")
+		if len(r.rules) != 1 {
+			t.Fatalf("%q: %d rules", pat, len(r.rules))
+		}
+		switch rl := &r.rules[0]; {
+		case rl.written():
+			modes[2]++
+		case rl.decoded():
+			modes[1]++
+		default:
+			modes[0]++
+		}
+		var b strings.Builder
+		r.rules[0].writeWritten(&b, r.arena)
+		if b.String() != pat {
+			t.Errorf("%q: as written %q", pat, b.String())
+		}
+		for _, u := range []string{"/", "/a", "/a b%22", "/%80%81%82", "/ツ"} {
+			if m = r.Match("bot", u); !m.Allowed && m.Rule != "Disallow: "+pat {
+				t.Errorf("%q: Match(%q).Rule = %q", pat, u, m.Rule)
+			}
+		}
+	}
+	if modes[0] == 0 || modes[1] == 0 || modes[2] == 0 {
+		t.Errorf("patterns kept as normalised, decoded, edited: %v; want some of each", modes)
+	}
+	t.Logf("patterns kept as normalised, decoded, edited: %v", modes)
+}

@@ -142,3 +142,39 @@ func appendPercent[S string | []byte](dst []byte, s S, i int) ([]byte, int) {
 	}
 	return append(dst, '%', upperHex[b>>4], upperHex[b&15]), i + 2
 }
+
+// decodedByte reports whether the normalised pattern pat has at i an
+// escape "%XX" that normalisation makes of the raw byte XX (a byte it
+// percent-encodes, a '%' not followed by two hex digits, or a '$' that is
+// not the end anchor), and returns that byte. A rule's pattern is often
+// written with such raw bytes: then decoding its normalised pattern (see
+// decodesTo) gives it back, and Parse keeps no copy of it.
+func decodedByte[S string | []byte](pat S, i int) (byte, bool) {
+	if pat[i] != '%' || i+2 >= len(pat) {
+		return 0, false
+	}
+	b := byte(unhex(pat[i+1])<<4 | unhex(pat[i+2]))
+	switch byteClass[b] {
+	case classEscape, classPercent, classDollar:
+		return b, true
+	}
+	return 0, false
+}
+
+// decodesTo reports whether decoding the normalised pattern pat, by
+// replacing each escape that decodedByte accepts with its byte, gives v.
+func decodesTo(pat, v []byte) bool {
+	k := 0
+	for i := 0; i < len(pat); i++ {
+		c := pat[i]
+		if d, ok := decodedByte(pat, i); ok {
+			c = d
+			i += 2
+		}
+		if k == len(v) || v[k] != c {
+			return false
+		}
+		k++
+	}
+	return k == len(v)
+}

@@ -293,3 +293,50 @@ func TestIndexAgreesWithBruteForce(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexBuckets checks the index against trying every rule on groups
+// of thousands of rules whose literals share long prefixes, so that they
+// fill many buckets, buckets share more than 16 bytes, and entries of a
+// bucket tie on their keys.
+func TestIndexBuckets(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	stems := []string{"/html/E10087_0", "/docs/cd/library/reference/section-0", "/a", "/docs/cd/library/reference/section-1/x"}
+	var sawLongSkip, sawTie bool
+	for range 4 {
+		rules := make([]refRule, 500+rng.Intn(1500))
+		for i := range rules {
+			pat := stems[rng.Intn(len(stems))] + randString(rng, []string{"a", "b", "_", "/", "1"}, 6)
+			switch rng.Intn(10) {
+			case 0:
+				pat += "*" + randString(rng, []string{"a", "b"}, 2)
+			case 1:
+				pat += "$"
+			}
+			rules[i] = refRule{allow: rng.Intn(2) == 0, pattern: pat, line: i + 2}
+		}
+		g := Parse(refBody(rules)).Group("x")
+		ix := g.index()
+		for b, bk := range ix.bkts {
+			sawLongSkip = sawLongSkip || bk.skip > 16
+			for i := b*bucketLen + 1; i < min((b+1)*bucketLen, len(ix.ents)-1); i++ {
+				sawTie = sawTie || ix.ents[i].key == ix.ents[i-1].key
+			}
+		}
+		for range 150 {
+			var p string
+			if rng.Intn(3) > 0 {
+				r := rules[rng.Intn(len(rules))].pattern
+				p = strings.TrimRight(strings.ReplaceAll(r, "*", "a"), "$")
+				p = p[:1+rng.Intn(len(p))] + randString(rng, []string{"a", "b", "_", "/", "1", "z"}, 4)
+			} else {
+				p = stems[rng.Intn(len(stems))] + randString(rng, []string{"a", "b", "_", "/", "1", "z"}, 8)
+			}
+			if got, want := g.find(p), bruteFind(g, p); got != want {
+				t.Fatalf("find(%q) = %d want %d", p, got, want)
+			}
+		}
+	}
+	if !sawLongSkip || !sawTie {
+		t.Errorf("no bucket sharing more than 16 bytes (%v) or no tied keys (%v): the test does not reach every path", sawLongSkip, sawTie)
+	}
+}
