@@ -325,7 +325,7 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 			arena = appendNormRule(arena, path)
 		}
 		rl.n = uint32(len(arena)) - rl.pat
-		rl.meta = makeMeta(l.line, l.kind == kindSignal, patternKind(arena[rl.pat:]), false)
+		rl.meta = makeMeta(l.line, l.kind == kindSignal, patternKind(arena[rl.pat:]), false, false)
 		arena = binary.AppendUvarint(arena, uint64(len(path)))
 		arena = append(arena, path...)
 		arena = binary.AppendUvarint(arena, uint64(len(stmt)))
