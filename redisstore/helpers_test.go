@@ -45,9 +45,6 @@ func redisAddr(t testing.TB) string {
 	return addr
 }
 
-// isCluster reports whether addr, from redisAddr, is a Redis Cluster.
-func isCluster(addr string) bool { return strings.HasPrefix(addr, clusterTarget) }
-
 // newClient returns a client of addr (an address, or a target from
 // redisAddr) that the test closes at its end.
 func newClient(t testing.TB, addr string) redis.UniversalClient {
