@@ -586,22 +586,7 @@ func TestBasePanicsWithPanickingLogger(t *testing.T) {
 				})
 				tr := &Transport{Base: base, Agent: "FaultBot", Logger: slog.New(panicHandler{})}
 				for i := range 3 {
-					ctx := context.Background()
-					if deadline {
-						var cancel context.CancelFunc
-						ctx, cancel = context.WithTimeout(ctx, noHang)
-						defer cancel()
-					}
-					done := make(chan error, 1)
-					go func() { done <- tr.Check(ctx, mustURL("http://example.com/page")) }()
-					select {
-					case err := <-done:
-						if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "kaput") {
-							t.Errorf("request %d: Check = %v, want an unreachable refusal that names the panic", i, err)
-						}
-					case <-time.After(noHang):
-						t.Fatalf("request %d: no answer within %v", i, noHang)
-					}
+					checkRefusedForPanic(t, tr, "http://example.com/page", deadline, fmt.Sprintf("request %d", i))
 				}
 				if n := robotsCalls.Load(); n != 1 {
 					t.Errorf("robots.txt fetched %d times, want 1", n)
@@ -773,27 +758,35 @@ func TestStorePacerPanicDuringFetch(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/deadline %v", c.name, deadline), func(t *testing.T) {
 				tr := &Transport{Base: newMock(), Agent: "FaultBot"}
 				c.set(tr)
-				ctx := context.Background()
-				if deadline {
-					var cancel context.CancelFunc
-					ctx, cancel = context.WithTimeout(ctx, noHang)
-					defer cancel()
-				}
-				done := make(chan error, 1)
-				go func() { done <- tr.Check(ctx, mustURL("https://example.com/page")) }()
-				select {
-				case err := <-done:
-					if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "kaput") {
-						t.Errorf("Check = %v, want an unreachable refusal that names the panic", err)
-					}
-				case <-time.After(noHang):
-					t.Fatalf("no answer within %v", noHang)
-				}
+				checkRefusedForPanic(t, tr, "https://example.com/page", deadline, "request")
 				s := tr.cache.shard(originKey{"https", "example.com"}).get(originKey{"https", "example.com"})
 				if s == nil || s.loading() {
 					t.Errorf("the origin's flight did not end")
 				}
 			})
 		}
+	}
+}
+
+// checkRefusedForPanic checks u through tr, with a deadline of noHang or
+// none, and fails unless the answer comes within noHang as a refusal for an
+// unreachable robots.txt that names the panic ("kaput") that caused it.
+func checkRefusedForPanic(t *testing.T, tr *Transport, u string, deadline bool, what string) {
+	t.Helper()
+	ctx := context.Background()
+	if deadline {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, noHang)
+		defer cancel()
+	}
+	done := make(chan error, 1)
+	go func() { done <- tr.Check(ctx, mustURL(u)) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "kaput") {
+			t.Errorf("%s: Check = %v, want an unreachable refusal that names the panic", what, err)
+		}
+	case <-time.After(noHang):
+		t.Fatalf("%s: no answer within %v", what, noHang)
 	}
 }

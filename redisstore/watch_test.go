@@ -107,10 +107,10 @@ func TestWatchReconnects(t *testing.T) {
 	if err := a.Pause(ctx, "https://down.example", time.Now().Add(10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	waitLive(t, b)
-	if until, _ := b.WatchedPause("https://down.example"); until.IsZero() {
-		t.Error("after its subscription came back, the copy misses a pause set meanwhile")
-	}
+	// b may not have noticed the kill yet when the pause is published, so
+	// it may not be waiting for its subscription yet: it must hold the
+	// pause within the documented bound, whichever happened.
+	waitWatched(t, b, "https://down.example", DefaultWatchInterval+DefaultTimeout)
 }
 
 // TestWatchSilentFailure stops the Redis server from answering (CLIENT
