@@ -545,13 +545,7 @@ type decision struct {
 func (st *state) decide(now time.Duration, agent, target string) decision {
 	switch st.entry.Access {
 	case AccessSuccess:
-		g := st.group
-		if agent != "" || g == nil {
-			if agent == "" {
-				agent = "*"
-			}
-			g = st.robots.Group(agent)
-		}
+		g := st.groupOf(agent)
 		if g.Allowed(target) { // Allowed does not allocate; Match does
 			return decision{allowed: true}
 		}
@@ -564,6 +558,18 @@ func (st *state) decide(now time.Duration, agent, target string) decision {
 		return decision{allowed: true}
 	}
 	return decision{err: st.err}
+}
+
+// groupOf returns the group of st's robots.txt that agent ("" for the
+// Transport's own Agent) obeys.
+func (st *state) groupOf(agent string) *matcher.Group {
+	if agent == "" && st.group != nil {
+		return st.group
+	}
+	if agent == "" {
+		agent = "*"
+	}
+	return st.robots.Group(agent)
 }
 
 // lookup returns the state that decides for origin k at now: the cached one

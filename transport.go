@@ -637,7 +637,8 @@ func (t *Transport) Check(ctx context.Context, u *url.URL) error {
 	if u == nil {
 		return errors.New("robots: nil URL")
 	}
-	return t.checkRequest(ctx, u, nil)
+	_, _, err := t.checkRequest(ctx, u, nil)
+	return err
 }
 
 // CheckRequest returns the verdict RoundTrip would give req, as Check does,
@@ -648,23 +649,36 @@ func (t *Transport) CheckRequest(req *http.Request) error {
 	if req.URL == nil {
 		return errors.New("robots: nil Request.URL")
 	}
-	return t.checkRequest(req.Context(), req.URL, req.Header)
+	_, _, err := t.checkRequest(req.Context(), req.URL, req.Header)
+	return err
 }
 
-func (t *Transport) checkRequest(ctx context.Context, u *url.URL, hdr http.Header) error {
+// checkRequest decides for u as a request with header hdr, as RoundTrip
+// would. If u is allowed and is not /robots.txt, it also returns the state
+// that decided and the agent it decided for, as state.group takes it.
+func (t *Transport) checkRequest(ctx context.Context, u *url.URL, hdr http.Header) (*state, string, error) {
 	if !httpScheme(u) {
-		return errScheme(u)
+		return nil, "", errScheme(u)
 	}
 	agent, ua, err := t.identity(ctx, hdr)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	if isRobotsTxt(u) {
 		_, err := keyOf(u)
-		return err
+		return nil, "", err
 	}
-	_, _, _, err = t.check(ctx, u, agent, t.fetchAgent(hdr, ua))
-	return err
+	_, st, _, err := t.check(ctx, u, agent, t.fetchAgent(hdr, ua))
+	return st, t.groupAgent(agent), err
+}
+
+// groupAgent returns agent as state.group and state.decide take it: "" for
+// the Transport's own Agent, whose group is precomputed.
+func (t *Transport) groupAgent(agent string) string {
+	if agent == t.cfg.agent {
+		return ""
+	}
+	return agent
 }
 
 // check decides for u as agent; userAgent gives the User-Agent that a fetch
@@ -680,10 +694,7 @@ func (t *Transport) check(ctx context.Context, u *url.URL, agent string, userAge
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	group := agent
-	if agent == t.cfg.agent {
-		group = "" // st.group is precomputed for it
-	}
+	group := t.groupAgent(agent)
 	d := st.decide(now, group, target(u))
 	if d.allowed && len(t.cfg.uses) > 0 && st.robots != nil && st.robots.HasUsage() {
 		d = t.decideUses(st, group, target(u)) // see Transport.Uses

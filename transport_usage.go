@@ -29,11 +29,7 @@ type responseUsage struct {
 // UsageOf. It is called only for origins whose robots.txt states a
 // preference: for the others, responses carry nothing.
 func (t *Transport) attachUsage(resp *http.Response, req *http.Request, st *state, agent string) {
-	group := agent
-	if agent == t.cfg.agent {
-		group = ""
-	}
-	ru := &responseUsage{group: st.usageGroup(group), target: target(req.URL)}
+	ru := &responseUsage{group: st.groupOf(t.groupAgent(agent)), target: target(req.URL)}
 	sent := resp.Request
 	if sent == nil {
 		sent = req
@@ -41,22 +37,10 @@ func (t *Transport) attachUsage(resp *http.Response, req *http.Request, st *stat
 	resp.Request = sent.WithContext(context.WithValue(sent.Context(), usageKey{}, ru))
 }
 
-// usageGroup returns the group of st's robots.txt that agent ("" for the
-// Transport's own Agent) obeys, as decide finds it.
-func (st *state) usageGroup(agent string) *matcher.Group {
-	if agent == "" && st.group != nil {
-		return st.group
-	}
-	if agent == "" {
-		agent = "*"
-	}
-	return st.robots.Group(agent)
-}
-
 // decideUses refuses a request for target, which robots.txt allows, when
 // st's usage preference marks it "n" for one of the Transport's Uses.
 func (t *Transport) decideUses(st *state, agent, target string) decision {
-	u := st.usageGroup(agent).Usage(target)
+	u := st.groupOf(agent).Usage(target)
 	for _, use := range t.cfg.uses {
 		if u.Get(use) != matcher.UsageDisallowed {
 			continue
@@ -109,24 +93,9 @@ func (t *Transport) CheckUsage(ctx context.Context, u *url.URL) (matcher.Usage, 
 	if u == nil {
 		return matcher.Usage{}, errors.New("robots: nil URL")
 	}
-	if !httpScheme(u) {
-		return matcher.Usage{}, errScheme(u)
-	}
-	agent, ua, err := t.identity(ctx, nil)
-	if err != nil {
+	st, group, err := t.checkRequest(ctx, u, nil)
+	if err != nil || st == nil || st.robots == nil || !st.robots.HasUsage() {
 		return matcher.Usage{}, err
 	}
-	if isRobotsTxt(u) {
-		_, err := keyOf(u)
-		return matcher.Usage{}, err
-	}
-	_, st, _, err := t.check(ctx, u, agent, t.fetchAgent(nil, ua))
-	if err != nil || st.robots == nil || !st.robots.HasUsage() {
-		return matcher.Usage{}, err
-	}
-	group := agent
-	if agent == t.cfg.agent {
-		group = ""
-	}
-	return st.usageGroup(group).Usage(target(u)), nil
+	return st.groupOf(group).Usage(target(u)), nil
 }
