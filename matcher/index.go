@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"sync"
 	"unsafe"
 )
 
@@ -350,48 +351,79 @@ func (ix *index) heavyOf(i int32) *heavyRun {
 }
 
 // indexSize returns how many bytes the index of a group of rules will
-// take. It counts the distinct literal prefixes by their hashes, sorted in
-// buf, which it returns for reuse.
+// take. It counts the distinct literal prefixes by their hashes in an
+// open-addressed table, and the wildcard rules of the literals with more
+// than heavyMin rules, which need groups. buf is scratch space, returned
+// for reuse.
 func indexSize(arena string, rules []rule, buf []uint64) (int, []uint64) {
-	buf = buf[:0]
+	// A slot holds a literal's hash above countBits and how many rules
+	// have it below, saturated; 0 is an empty slot.
+	const countBits, countMax = 10, 1<<10 - 1
+	slots := 1 << bits.Len(uint(2*len(rules)-1)) // at least twice the rules: short probes
+	mask := slots - 1
+	if cap(buf) < slots {
+		buf = make([]uint64, slots)
+	} else {
+		buf = buf[:slots]
+		clear(buf)
+	}
+	find := func(h uint64) int {
+		j := int(h>>countBits) & mask
+		for buf[j] != 0 && buf[j]>>countBits != h>>countBits {
+			j = (j + 1) & mask
+		}
+		return j
+	}
+	nEntries, nHeavy := 0, 0
 	for i := range rules {
 		r := &rules[i]
-		lit := r.lit(arena)
-		// The literal's hash above, and what a wildcard rule needs below.
-		h := maphash.String(litSeed, arena[r.pat:r.pat+lit]) &^ 0x3ff
-		if r.kind() == kindWild {
-			kind, need := wildNeed(r.pattern(arena), lit)
-			h |= 1<<9 | uint64(kind)<<7 | uint64(need&127)
+		h := maphash.String(litSeed, arena[r.pat:r.pat+r.lit(arena)]) &^ countMax
+		j := find(h)
+		switch c := buf[j] & countMax; {
+		case c == 0:
+			buf[j] = h | 1
+			nEntries++
+		case c < countMax:
+			buf[j]++
+			if c == heavyMin {
+				nHeavy++
+			}
 		}
-		buf = append(buf, h)
 	}
-	slices.Sort(buf)
-	nEntries, nHeavy, nGroups, nSets := 0, 0, 0, 0
-	for i := 0; i < len(buf); {
-		j := i + 1
-		for j < len(buf) && buf[j]>>10 == buf[i]>>10 {
-			j++
+	nGroups, nSets := 0, 0
+	if nHeavy > 0 {
+		// The wildcard rules of heavy literals: their slot, kind and
+		// need, after the table, sorted to count the distinct needs.
+		for i := range rules {
+			r := &rules[i]
+			if r.kind() != kindWild {
+				continue
+			}
+			lit := r.lit(arena)
+			j := find(maphash.String(litSeed, arena[r.pat:r.pat+lit]) &^ countMax)
+			if buf[j]&countMax <= heavyMin {
+				continue
+			}
+			kind, need := wildNeed(r.pattern(arena), lit)
+			buf = append(buf, uint64(j)<<16|uint64(kind)<<8|uint64(need))
 		}
-		nEntries++
-		if j-i > heavyMin {
-			nHeavy++
-			nWild, distinct := 0, 0
-			for k := i; k < j; k++ {
-				if buf[k]&(1<<9) != 0 {
-					nWild++
-					if k == i || buf[k] != buf[k-1] {
-						distinct++
-					}
+		wild := buf[slots:]
+		slices.Sort(wild)
+		nSets = len(wild)
+		for i := 0; i < len(wild); {
+			j, distinct := i+1, 1
+			for ; j < len(wild) && wild[j]>>16 == wild[i]>>16; j++ {
+				if wild[j] != wild[j-1] {
+					distinct++
 				}
 			}
-			nSets += nWild
-			if worthGrouping(distinct, nWild) {
+			if worthGrouping(distinct, j-i) {
 				nGroups += distinct
-			} else if nWild > 0 {
+			} else {
 				nGroups++
 			}
+			i = j
 		}
-		i = j
 	}
 	size := allocSize(int(unsafe.Sizeof(index{}))) +
 		allocSize(int(unsafe.Sizeof(entry{}))*(nEntries+1)) +
@@ -407,24 +439,51 @@ func indexSize(arena string, rules []rule, buf []uint64) (int, []uint64) {
 // litSeed seeds the hashes by which indexSize counts literal prefixes.
 var litSeed = maphash.MakeSeed()
 
-// allocSize returns about how many bytes the allocator takes for an object
-// of n bytes: never less, and at most an eighth more than it does.
+// allocSize returns how many bytes the allocator takes for an object of n
+// bytes that holds no pointers: its size class, which may be up to an
+// eighth larger than n, or whole pages for a large object.
 func allocSize(n int) int {
-	switch {
-	case n == 0:
+	if n == 0 {
 		return 0
-	case n <= 16:
-		return (n + 7) &^ 7
-	case n <= 256:
-		return (n + 15) &^ 15
-	case n <= 32<<10:
-		// Size classes are at most an eighth apart.
-		step := 1 << (bits.Len(uint(n)) - 3)
-		return (n + step - 1) &^ (step - 1)
-	default:
-		return (n + 8191) &^ 8191 // whole pages
 	}
+	return sizeClass(n)
 }
+
+// allocSizePtr is allocSize for an object that holds pointers, which
+// carries an 8-byte header when it is larger than 512 bytes.
+func allocSizePtr(n int) int {
+	if n > 512 {
+		n += 8
+	}
+	return allocSize(n)
+}
+
+// sizeClass returns n rounded up to its size class, or to whole pages.
+func sizeClass(n int) int {
+	if n > maxSmall {
+		return (n + 8191) &^ 8191
+	}
+	classes := sizeClasses()
+	i, _ := slices.BinarySearch(classes, uint16(n))
+	return int(classes[i])
+}
+
+// maxSmall is the size of the largest size class.
+const maxSmall = 32 << 10
+
+// sizeClasses returns the allocator's size classes up to maxSmall, in
+// increasing order.
+var sizeClasses = sync.OnceValue(func() []uint16 {
+	// Appending n bytes to a nil slice allocates n bytes rounded up to
+	// their size class, which is the new slice's capacity.
+	var classes []uint16
+	for n := 1; n <= maxSmall; {
+		c := cap(append([]byte(nil), make([]byte, n)...))
+		classes = append(classes, uint16(min(c, maxSmall)))
+		n = c + 1
+	}
+	return classes
+})
 
 // find returns the index of the rule that decides the normalised path p, or
 // -1 when no rule matches.

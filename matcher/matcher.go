@@ -426,7 +426,7 @@ func slabBytes(agents, rules, arena int) int {
 func (r *Robots) computeSize(indexed, groups int) int {
 	return allocSize(int(unsafe.Sizeof(*r))) +
 		allocSize(slabBytes(len(r.agents), cap(r.rules), len(r.arena))) +
-		allocSize(groups*int(unsafe.Sizeof(Group{}))) +
+		allocSizePtr(groups*int(unsafe.Sizeof(Group{}))) +
 		allocSize(cap(r.lines)*4) +
 		allocSize(cap(r.sitemaps)*4) +
 		allocSize(cap(r.delays)*8) +

@@ -580,10 +580,10 @@ func (d *usageData) computeSize(indexed int) int {
 		allocSize(len(d.sub.arena)) +
 		allocSize(cap(d.sub.rules)*int(unsafe.Sizeof(rule{}))) +
 		allocSize(cap(d.groups)*int(unsafe.Sizeof(usageGroup{}))) +
-		allocSize(cap(d.big)*8) +
+		allocSizePtr(cap(d.big)*8) +
 		allocSize(cap(d.prefs)*int(unsafe.Sizeof(pref{}))) +
 		allocSize(cap(d.ents)*4) +
-		allocSize(cap(d.labels)*16) +
+		allocSizePtr(cap(d.labels)*16) +
 		allocSize(len(d.text)) +
 		indexed
 	if d.combos != nil {

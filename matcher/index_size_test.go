@@ -1,0 +1,72 @@
+package matcher
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// builtSize returns the bytes a built index holds, counted from its
+// slices as the allocator sizes them: its slices hold no pointers, so
+// they have no header.
+func builtSize(ix *index) int {
+	size := sizeClass(int(unsafe.Sizeof(*ix))) +
+		sizeClass(cap(ix.ents)*int(unsafe.Sizeof(entry{}))) +
+		sizeClass(cap(ix.bkts)*int(unsafe.Sizeof(bucket{})))
+	if cap(ix.heavy) > 0 {
+		size += sizeClass(cap(ix.heavy)*int(unsafe.Sizeof(heavyRun{}))) +
+			sizeClass(cap(ix.groups)*int(unsafe.Sizeof(wildGroup{}))) +
+			sizeClass(cap(ix.sets)*8)
+	}
+	return size
+}
+
+// TestIndexSize checks that the size counted before an index is built is
+// the size of the index built, for groups with repeated literals, heavy
+// runs of plain, exact and wildcard rules, and wildcard rules that need
+// few or many distinct bytes.
+func TestIndexSize(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 14))
+	for trial := range 300 {
+		var b strings.Builder
+		b.WriteString("User-agent: *\n")
+		nLits := 1 + rng.IntN(200)
+		nRules := linearMax + 1 + rng.IntN(600)
+		needs := "abcxyz.-_"[:1+rng.IntN(9)]
+		for range nRules {
+			lit := fmt.Sprintf("/d%d/", rng.IntN(nLits))
+			if rng.IntN(3) == 0 {
+				lit = fmt.Sprintf("/d%d", rng.IntN(nLits)) // a prefix of other literals
+			}
+			verb := "Disallow"
+			if rng.IntN(2) == 0 {
+				verb = "Allow"
+			}
+			switch rng.IntN(4) {
+			case 0:
+				fmt.Fprintf(&b, "%s: %s\n", verb, lit)
+			case 1:
+				fmt.Fprintf(&b, "%s: %s$\n", verb, lit)
+			default:
+				n := needs[rng.IntN(len(needs))]
+				tail := ""
+				if rng.IntN(2) == 0 {
+					tail = "$"
+				}
+				fmt.Fprintf(&b, "%s: %s*%c%d%s\n", verb, lit, n, rng.IntN(5), tail)
+			}
+		}
+		r := Parse([]byte(b.String()))
+		g := r.Group("x")
+		rules := g.rules()
+		counted, _ := indexSize(r.arena, rules, nil)
+		built := builtSize(g.index())
+		if counted < built || counted > built+built/8 {
+			ix := g.index()
+			t.Logf("ents %d/%d bkts %d/%d heavy %d/%d groups %d/%d sets %d/%d", len(ix.ents), cap(ix.ents), len(ix.bkts), cap(ix.bkts), len(ix.heavy), cap(ix.heavy), len(ix.groups), cap(ix.groups), len(ix.sets), cap(ix.sets))
+			t.Fatalf("trial %d (%d rules, %d literals): indexSize counts %d bytes, the index built holds %d (want as many, and at most an eighth more)", trial, nRules, nLits, counted, built)
+		}
+	}
+}
