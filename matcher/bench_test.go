@@ -144,3 +144,17 @@ func BenchmarkQueryCorpus(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkScanCorpus measures the tokenizer alone: lines, keys and values.
+func BenchmarkScanCorpus(b *testing.B) {
+	bodies, size := readCorpus(b)
+	b.SetBytes(size)
+	for b.Loop() {
+		for _, body := range bodies {
+			var s scanner
+			s.init(body)
+			for s.next() {
+			}
+		}
+	}
+}

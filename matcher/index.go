@@ -96,12 +96,18 @@ const (
 const urlByteRank = "/-.etaoinsrhldcumpfgwybvk_0123456789=?&%+xjqz"
 
 // rarity returns how rare c is in URL paths: the higher, the rarer.
-func rarity(c byte) int {
-	if i := strings.IndexByte(urlByteRank, c); i >= 0 {
-		return i
+func rarity(c byte) int { return int(rarities[c]) }
+
+// rarities holds rarity of each byte.
+var rarities = func() (t [256]uint8) {
+	for c := range t {
+		t[c] = uint8(len(urlByteRank))
+		if i := strings.IndexByte(urlByteRank, byte(c)); i >= 0 {
+			t[c] = uint8(i)
+		}
 	}
-	return len(urlByteRank)
-}
+	return t
+}()
 
 // wildNeed returns what a path needs to match a wildcard pattern whose
 // literal prefix is lit bytes long: its last byte, or a byte anywhere.

@@ -165,6 +165,15 @@ func Parse(body []byte) *Robots {
 				continue // an empty rule is ignored; any other matches nothing
 			}
 			r := rule{pat: uint32(len(arena))}
+			if kind, ok := plainPattern(v); ok {
+				// Normalised as written, as most patterns are.
+				arena = append(arena, v...)
+				r.n = uint32(len(v))
+				r.meta = makeMeta(s.num, s.field == fieldAllow, kind, false, false)
+				rules = append(rules, r)
+				cur.rulesHi = len(rules)
+				continue
+			}
 			arena = appendNormRule(arena, v)
 			r.n = uint32(len(arena)) - r.pat
 			kind := patternKind(arena[r.pat:])

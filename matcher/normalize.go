@@ -80,6 +80,30 @@ func appendNormURL(dst []byte, s string) []byte {
 	return dst
 }
 
+// plainPattern reports whether the rule pattern v is its own normalised
+// form with no wildcard: bytes that stay as written, and maybe a final '$'.
+// kind is then kindPlain or kindExact.
+func plainPattern(v []byte) (kind uint8, ok bool) {
+	kind = kindPlain
+	if len(v) > 0 && v[len(v)-1] == '$' {
+		v, kind = v[:len(v)-1], kindExact
+	}
+	for _, c := range v {
+		if !asWritten[c] {
+			return 0, false
+		}
+	}
+	return kind, true
+}
+
+// asWritten marks the bytes that normalisation keeps as written.
+var asWritten = func() (t [256]bool) {
+	for c, class := range byteClass {
+		t[c] = class == classKeep || class == classUnreserved
+	}
+	return t
+}()
+
 // appendNormRule appends the normalised form of a rule pattern. The result
 // holds '*' only as the wildcard, never twice in a row, and '$' only as the
 // final end anchor.
