@@ -385,6 +385,9 @@ func indexSize(arena string, rules []rule, buf []uint64) (int, []uint64) {
 		r := &rules[i]
 		h := maphash.String(litSeed, arena[r.pat:r.pat+r.lit(arena)]) &^ countMax
 		j := find(h)
+		if r.kind() == kindWild {
+			buf = append(buf, uint64(j)<<32|uint64(i)) // its slot, for heavy literals below
+		}
 		switch c := buf[j] & countMax; {
 		case c == 0:
 			buf[j] = h | 1
@@ -399,21 +402,17 @@ func indexSize(arena string, rules []rule, buf []uint64) (int, []uint64) {
 	nGroups, nSets := 0, 0
 	if nHeavy > 0 {
 		// The wildcard rules of heavy literals: their slot, kind and
-		// need, after the table, sorted to count the distinct needs.
-		for i := range rules {
-			r := &rules[i]
-			if r.kind() != kindWild {
-				continue
-			}
-			lit := r.lit(arena)
-			j := find(maphash.String(litSeed, arena[r.pat:r.pat+lit]) &^ countMax)
+		// need, sorted to count the distinct needs.
+		nWild := len(buf) - slots
+		for _, w := range buf[slots:] {
+			j, r := int(w>>32), &rules[uint32(w)]
 			if buf[j]&countMax <= heavyMin {
 				continue
 			}
-			kind, need := wildNeed(r.pattern(arena), lit)
+			kind, need := wildNeed(r.pattern(arena), r.lit(arena))
 			buf = append(buf, uint64(j)<<16|uint64(kind)<<8|uint64(need))
 		}
-		wild := buf[slots:]
+		wild := buf[slots+nWild:]
 		slices.Sort(wild)
 		nSets = len(wild)
 		for i := 0; i < len(wild); {

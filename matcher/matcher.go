@@ -154,7 +154,7 @@ func Parse(body []byte) *Robots {
 				cur = &blocks[len(blocks)-1]
 			}
 			tok, _ := productToken(s.value)
-			tokens = append(tokens, tokenBlock{strings.ToLower(string(tok)), len(blocks) - 1})
+			tokens = append(tokens, tokenBlock{lowerToken(&sc.toks, tok), len(blocks) - 1})
 		case fieldAllow, fieldDisallow:
 			if cur == nil {
 				continue // a rule before any user-agent line belongs to no group
@@ -215,7 +215,11 @@ func Parse(body []byte) *Robots {
 		uc.lines = nil
 	}
 	if cap(arena) <= maxScratch && cap(rules) <= maxScratch/16 && cap(smaps) <= maxScratch && cap(tokens) <= maxScratch/16 {
-		clear(tokens) // drop the token strings
+		clear(tokens) // drop the token strings, whose bytes lie in sc.toks
+		if cap(sc.toks) > maxScratch {
+			sc.toks = nil
+		}
+		sc.toks = sc.toks[:0]
 		sc.blocks, sc.tokens, sc.rules, sc.arena, sc.smaps = blocks, tokens, rules, arena, smaps
 		scratchPool.Put(sc)
 	}
@@ -228,6 +232,7 @@ type scratch struct {
 	agents []agentGroup
 	blocks []block
 	tokens []tokenBlock
+	toks   []byte // the tokens' bytes
 	rules  []rule
 	arena  []byte
 	smaps  []byte
@@ -241,6 +246,24 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 // maxScratch bounds, in bytes, the buffers kept in scratchPool.
 const maxScratch = 1 << 20
+
+// lowerToken returns the lower case of the product token tok, an ASCII
+// string, in a string that lies in *buf. The strings it returns are valid
+// until *buf is reused, that is, during one Parse: appending to *buf never
+// writes where an earlier string lies.
+func lowerToken(buf *[]byte, tok []byte) string {
+	if len(tok) == 0 {
+		return ""
+	}
+	off := len(*buf)
+	for _, c := range tok {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		*buf = append(*buf, c)
+	}
+	return unsafe.String(&(*buf)[off], len(tok))
+}
 
 // tokenBlock records that a user-agent line of a block names token.
 type tokenBlock struct {
