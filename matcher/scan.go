@@ -1,6 +1,10 @@
 package matcher
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+	"math/bits"
+)
 
 // field is the kind of a robots.txt line, after its key has been read
 // leniently.
@@ -89,6 +93,9 @@ func (s *scanner) next() bool {
 	s.num++
 	s.start = s.pos
 	s.flags = 0
+	if s.nl < s.pos && s.short() {
+		return true
+	}
 	if s.nl < s.pos {
 		if i := bytes.IndexByte(s.body[s.pos:], '\n'); i >= 0 {
 			s.nl = s.pos + i
@@ -141,8 +148,73 @@ func (s *scanner) next() bool {
 	return true
 }
 
+// short reads a line that ends within the next 64 bytes, eight bytes at a
+// time. It reports false, having changed nothing, when the line is longer:
+// next then searches it with the vectorised IndexByte.
+func (s *scanner) short() bool {
+	rest := s.body[s.pos:]
+	if len(rest) > 64 {
+		rest = rest[:64]
+	}
+	content := -1
+	i := 0
+	for ; i+8 <= len(rest); i += 8 {
+		m := stops8(binary.LittleEndian.Uint64(rest[i:]))
+		for m != 0 {
+			k := i + bits.TrailingZeros64(m)>>3
+			m &= m - 1
+			switch c := rest[k]; {
+			case c == '\n' || c == '\r':
+				return s.endShort(rest[:k], content)
+			case lineStop[c] && content < 0: // bits above the lowest may stand for other bytes
+				content = k
+			}
+		}
+	}
+	for ; i < len(rest); i++ {
+		if c := rest[i]; lineStop[c] {
+			if c == '\n' || c == '\r' {
+				return s.endShort(rest[:i], content)
+			}
+			if content < 0 {
+				content = i
+			}
+		}
+	}
+	if len(rest) < 64 { // the last line, without a line end
+		return s.endShort(rest, content)
+	}
+	return false
+}
+
+// stops8 returns a mask whose lowest set bit is the high bit of the first of
+// the eight bytes of x (little-endian) that is a CR, LF, '#' or NUL, or 0
+// when none is. Bits above the lowest may be set for other bytes.
+func stops8(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(v uint64) uint64 { return (v - ones) &^ v & highs }
+	return zero(x^'\n'*ones) | zero(x^'\r'*ones) | zero(x^'#'*ones) | zero(x)
+}
+
+// endShort ends the line of short: line is its bytes before the line end
+// that follows it, content the offset in line of its first '#' or NUL, or
+// -1.
+func (s *scanner) endShort(line []byte, content int) bool {
+	end := s.pos + len(line) + 1
+	if end <= len(s.body) && s.body[end-1] == '\r' && end < len(s.body) && s.body[end] == '\n' {
+		end++
+	}
+	s.pos = end
+	s.text = line
+	if content >= 0 {
+		line = line[:content]
+	}
+	s.split(line)
+	return true
+}
+
 // lineStop marks the bytes that end a line (CR) or its content ('#', NUL).
-var lineStop = [256]bool{'\r': true, '#': true, 0: true}
+var lineStop = [256]bool{'\r': true, '\n': true, '#': true, 0: true}
 
 // split sets field, key and value from the content of one line.
 func (s *scanner) split(line []byte) {
