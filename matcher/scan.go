@@ -318,9 +318,10 @@ func hasPrefixFold(b []byte, prefix string) bool {
 }
 
 // isSpace reports whether c is robots.txt white space: SP, HT, VT or FF.
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\v' || c == '\f'
-}
+func isSpace(c byte) bool { return spaces[c] }
+
+// spaces marks robots.txt white space.
+var spaces = [256]bool{' ': true, '\t': true, '\v': true, '\f': true}
 
 func trimSpace(b []byte) []byte {
 	for len(b) > 0 && isSpace(b[0]) {
@@ -332,9 +333,26 @@ func trimSpace(b []byte) []byte {
 	return b
 }
 
+// indexSpace returns the index of the first white space in b, or -1.
 func indexSpace(b []byte) int {
-	for i, c := range b {
-		if isSpace(c) {
+	i := 0
+	// Eight bytes at a time: white space is below '!', as few other
+	// bytes are.
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		m := (x - 0x2121212121212121) &^ x & 0x8080808080808080
+		for m != 0 {
+			// The lowest bit set is a byte below '!'; the bits above it may
+			// stand for other bytes.
+			k := i + bits.TrailingZeros64(m)>>3
+			if isSpace(b[k]) {
+				return k
+			}
+			m &= m - 1
+		}
+	}
+	for ; i < len(b); i++ {
+		if isSpace(b[i]) {
 			return i
 		}
 	}
