@@ -313,7 +313,7 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 		arena = append(arena, smaps...)
 	}
 	if len(tokens) == 0 {
-		r.setSlab(nil, 0, arena)
+		r.setSlab(nil, 0, arena, 0)
 		r.size = r.computeSize(0, 0)
 		r.buildUsage(uc, blocks, nil, nil)
 		return r
@@ -324,7 +324,7 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 	specs, ids := sc.groups[:0], sc.ids[:0]
 	single := make([]int32, len(blocks)) // 1 + the group of one block, shared by the tokens that name only it
 	var multi map[string]int32           // groups of several blocks, by their block numbers
-	agentGroups := make([]int32, 0, len(r.agents)+1)
+	agentGroups := make([]int32, 0, len(agents))
 	nRules, nLines := 0, 0
 	for i := 0; i < len(tokens); {
 		tok := tokens[i].token
@@ -373,9 +373,8 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 			agentGroups = append(agentGroups, g)
 		}
 	}
-	r.setSlab(agents, nRules, arena)
+	r.setSlab(agents, nRules, arena, nLines)
 	r.groups = make([]Group, len(specs))
-	r.lines = make([]int32, 0, nLines)
 	indexed := 0 // bytes of the indexes, once built
 	for gi, sp := range specs {
 		g := &r.groups[gi]
@@ -421,14 +420,14 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 	return r
 }
 
-// setSlab allocates one block of memory for the agents, nRules rules and
-// the arena, in that order, and copies agents and arena into it. A query
-// reads all three: in one block, they share pages, and those of a small
-// file share a few cache lines.
-func (r *Robots) setSlab(agents []agentGroup, nRules int, arena []byte) {
+// setSlab allocates one block of memory for the agents, nRules rules, the
+// arena and nLines lines, in that order, and copies agents and arena into
+// it. A query reads the first three: in one block, they share pages, and
+// those of a small file share a few cache lines.
+func (r *Robots) setSlab(agents []agentGroup, nRules int, arena []byte, nLines int) {
 	aBytes := len(agents) * int(unsafe.Sizeof(agentGroup{}))
 	rBytes := nRules * int(unsafe.Sizeof(rule{}))
-	slab := slabBytes(len(agents), nRules, len(arena))
+	slab := slabBytes(len(agents), nRules, len(arena), nLines)
 	if slab == 0 {
 		return
 	}
@@ -446,20 +445,30 @@ func (r *Robots) setSlab(agents []agentGroup, nRules int, arena []byte) {
 		copy(b, arena)
 		r.arena = unsafe.String(&b[0], len(b))
 	}
+	if nLines > 0 {
+		r.lines = unsafe.Slice((*int32)(unsafe.Add(base, linesAt(aBytes+rBytes+len(arena)))), nLines)[:0]
+	}
 }
 
+// linesAt returns the offset in the block of setSlab of the lines, which
+// follow n bytes.
+func linesAt(n int) int { return (n + 3) &^ 3 }
+
 // slabBytes returns the size of the block of setSlab.
-func slabBytes(agents, rules, arena int) int {
-	return (agents*int(unsafe.Sizeof(agentGroup{})) + rules*int(unsafe.Sizeof(rule{})) + arena + 7) &^ 7
+func slabBytes(agents, rules, arena, lines int) int {
+	n := agents*int(unsafe.Sizeof(agentGroup{})) + rules*int(unsafe.Sizeof(rule{})) + arena
+	if lines > 0 {
+		n = linesAt(n) + 4*lines
+	}
+	return (n + 7) &^ 7
 }
 
 // computeSize returns the bytes r holds, counting indexed, the bytes of
 // the indexes that its groups will build when first used.
 func (r *Robots) computeSize(indexed, groups int) int {
 	return allocSize(int(unsafe.Sizeof(*r))) +
-		allocSize(slabBytes(len(r.agents), cap(r.rules), len(r.arena))) +
+		allocSize(slabBytes(len(r.agents), cap(r.rules), len(r.arena), cap(r.lines))) +
 		allocSizePtr(groups*int(unsafe.Sizeof(Group{}))) +
-		allocSize(cap(r.lines)*4) +
 		allocSize(cap(r.sitemaps)*4) +
 		allocSize(cap(r.delays)*8) +
 		indexed
