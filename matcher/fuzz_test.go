@@ -58,6 +58,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("find(%q) = %d want %d", p, got, want)
 		}
 		checkWritten(t, body, r)
+		checkLines(t, body)
 		rep := Lint(body)
 		for i, d := range rep.Diagnostics {
 			if d.Line < 1 || i > 0 && d.Line < rep.Diagnostics[i-1].Line {
@@ -68,6 +69,29 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Lint found %d sitemaps, Parse %d", len(rep.Sitemaps), len(r.Sitemaps()))
 		}
 	})
+}
+
+// checkLines checks the scanner's lines, fields, keys and values against
+// those of the naive split.
+func checkLines(t *testing.T, body []byte) {
+	t.Helper()
+	texts, contents := naiveLines(body)
+	var s scanner
+	s.init(body)
+	n := 0
+	for ; s.next(); n++ {
+		if n >= len(texts) || string(s.text) != texts[n] {
+			t.Fatalf("line %d = %q, want the naive split's %q", s.num, s.text, texts)
+		}
+		var want scanner
+		want.split([]byte(contents[n]))
+		if s.field != want.field || string(s.key) != string(want.key) || string(s.value) != string(want.value) {
+			t.Fatalf("line %d: field %d key %q value %q, want those of content %q", s.num, s.field, s.key, s.value, contents[n])
+		}
+	}
+	if n != len(texts) {
+		t.Fatalf("%d lines, want %d", n, len(texts))
+	}
 }
 
 // checkWritten checks that each rule of r gives back its pattern as
