@@ -110,8 +110,8 @@ func checkWritten(t *testing.T, body []byte, r *Robots) {
 		rl := &r.rules[i]
 		var b strings.Builder
 		rl.writeWritten(&b, r.arena)
-		if w, ok := written[rl.line()]; !ok || b.String() != w || rl.writtenLen(r.arena) != len(w) {
-			t.Fatalf("rule of line %d (%q): as written %q (length %d), want %q", rl.line(), rl.pattern(r.arena), b.String(), rl.writtenLen(r.arena), w)
+		if w, ok := written[r.lineOf(rl)]; !ok || b.String() != w || rl.writtenLen(r.arena) != len(w) {
+			t.Fatalf("rule of line %d (%q): as written %q (length %d), want %q", r.lineOf(rl), rl.pattern(r.arena), b.String(), rl.writtenLen(r.arena), w)
 		}
 	}
 }

@@ -31,38 +31,43 @@ func (g *Group) rules() []rule { return g.r.rules[g.lo:g.hi] }
 // being indexed.
 const linearMax = 16
 
-// rule is one allow or disallow line.
+// rule is one allow or disallow line, in 8 bytes: a file of the shortest
+// rules holds a record for each. Its line number, which only Match reads,
+// is kept apart (see Robots.lineOf).
 type rule struct {
-	pat  uint32 // offset in arena of the normalised pattern
-	n    uint32 // its length, which is the rule's priority
-	meta uint32 // line<<5 | decoded<<4 | written<<3 | kind<<1 | allow
+	pat uint32 // offset in arena of the normalised pattern
+	nf  uint32 // its length, which is the rule's priority, <<5 | allow<<4 | decoded<<3 | written<<2 | kind
 }
 
-// makeMeta packs a rule's line (up to maxLine), whether it allows, its kind
-// and how to recover its pattern as written: written when an edit of the
-// normalised one into it follows that in arena (see rule.edit); decoded when it
-// is the normalised one decoded (see decodesTo); neither when it is the normalised
-// one.
-func makeMeta(line int, allow bool, kind uint8, written, decoded bool) uint32 {
-	m := uint32(min(line, maxLine))<<5 | uint32(kind)<<1
+// maxPattern is the longest normalised pattern a rule holds; see
+// capPattern.
+const maxPattern = 1<<27 - 1
+
+// makeRule returns the rule of the normalised pattern of n bytes at pat:
+// whether it allows, its kind, and how to recover its pattern as written:
+// written when an edit of the normalised one into it follows that in arena
+// (see rule.edit); decoded when it is the normalised one decoded (see
+// decodesTo); neither when it is the normalised one.
+func makeRule(pat, n uint32, allow bool, kind uint8, written, decoded bool) rule {
+	f := n<<5 | uint32(kind)
 	if allow {
-		m |= 1
-	}
-	if written {
-		m |= 8
+		f |= 16
 	}
 	if decoded {
-		m |= 16
+		f |= 8
 	}
-	return m
+	if written {
+		f |= 4
+	}
+	return rule{pat: pat, nf: f}
 }
 
-func (r *rule) allow() bool                 { return r.meta&1 != 0 }
-func (r *rule) kind() uint8                 { return uint8(r.meta>>1) & 3 }
-func (r *rule) written() bool               { return r.meta&8 != 0 }
-func (r *rule) decoded() bool               { return r.meta&16 != 0 }
-func (r *rule) line() int                   { return int(r.meta >> 5) }
-func (r *rule) pattern(arena string) string { return arena[r.pat : r.pat+r.n] }
+func (r *rule) n() uint32                   { return r.nf >> 5 }
+func (r *rule) allow() bool                 { return r.nf&16 != 0 }
+func (r *rule) kind() uint8                 { return uint8(r.nf) & 3 }
+func (r *rule) written() bool               { return r.nf&4 != 0 }
+func (r *rule) decoded() bool               { return r.nf&8 != 0 }
+func (r *rule) pattern(arena string) string { return arena[r.pat : r.pat+r.n()] }
 
 // writeWritten writes r's pattern as written in the file to b.
 func (r *rule) writeWritten(b *strings.Builder, arena string) {
@@ -94,7 +99,7 @@ func (r *rule) writtenLen(arena string) int {
 		pre, suf, mid := r.edit(arena)
 		return pre + len(mid) + suf
 	case r.decoded():
-		pat, n := r.pattern(arena), int(r.n)
+		pat, n := r.pattern(arena), int(r.n())
 		for i := 0; i < len(pat); i++ {
 			if _, ok := decodedByte(pat, i); ok {
 				n -= 2
@@ -103,7 +108,7 @@ func (r *rule) writtenLen(arena string) int {
 		}
 		return n
 	}
-	return int(r.n)
+	return int(r.n())
 }
 
 // edit returns the edit that turns r's normalised pattern into the one
@@ -111,7 +116,7 @@ func (r *rule) writtenLen(arena string) int {
 // written is the first pre bytes of the normalised one, then mid, then its
 // last suf bytes. In arena, pre, suf and len(mid) are uvarints, then mid.
 func (r *rule) edit(arena string) (pre, suf int, mid string) {
-	rest := arena[r.pat+r.n:]
+	rest := arena[r.pat+r.n():]
 	pre, rest = uvarint(rest)
 	suf, rest = uvarint(rest)
 	n, rest := uvarint(rest)
@@ -174,11 +179,11 @@ func patternKind(pat []byte) uint8 {
 func (r *rule) lit(arena string) uint32 {
 	switch r.kind() {
 	case kindPlain:
-		return r.n
+		return r.n()
 	case kindExact:
-		return r.n - 1
+		return r.n() - 1
 	}
-	return uint32(strings.IndexByte(arena[r.pat:r.pat+r.n], '*'))
+	return uint32(strings.IndexByte(arena[r.pat:r.pat+r.n()], '*'))
 }
 
 // literal returns r's literal prefix.
@@ -192,11 +197,9 @@ var emptyGroup = &Group{r: &Robots{star: -1}}
 // Patterns lie in arena in file order, so the earlier pattern is the
 // earlier line.
 func better(a, b *rule) bool {
-	if a.n != b.n {
-		return a.n > b.n
-	}
-	if a.allow() != b.allow() {
-		return a.allow()
+	// The length, then allow, as one number.
+	if ka, kb := a.nf>>4, b.nf>>4; ka != kb {
+		return ka > kb
 	}
 	return a.pat < b.pat
 }
@@ -401,7 +404,7 @@ func (g *Group) Match(url string) Match {
 	b.Grow(len(key) + r.writtenLen(g.r.arena))
 	b.WriteString(key)
 	r.writeWritten(&b, g.r.arena)
-	return Match{Allowed: r.allow(), Rule: b.String(), Line: r.line()}
+	return Match{Allowed: r.allow(), Rule: b.String(), Line: g.r.lineOf(r)}
 }
 
 // CrawlDelay returns the group's crawl-delay and whether it has one. When

@@ -56,6 +56,7 @@
 package matcher
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,6 +86,7 @@ type Robots struct {
 	starLo, starHi uint32
 
 	lines    []int32         // the first user-agent line of each block of each group
+	marks    []lineMark      // the line numbers of the rules: see lineOf
 	sitemaps []uint32        // the end of each sitemap in arena; the first starts at tokEnd
 	delays   []time.Duration // the groups' crawl-delays
 	size     int             // see Size
@@ -144,6 +146,7 @@ func Parse(body []byte) *Robots {
 		smaps  = sc.smaps[:0]
 		ends   []uint32
 		uc     = &sc.usage
+		lines  = lineMarker{marks: sc.marks[:0]}
 	)
 	s.init(body)
 	for s.next() {
@@ -164,29 +167,34 @@ func Parse(body []byte) *Robots {
 			if len(v) == 0 || v[0] != '/' && v[0] != '*' {
 				continue // an empty rule is ignored; any other matches nothing
 			}
-			r := rule{pat: uint32(len(arena))}
-			if kind, ok := plainPattern(v); ok {
+			allow := s.field == fieldAllow
+			arena = lines.add(arena, s.num)
+			pat := uint32(len(arena))
+			if kind, ok := plainPattern(v); ok && len(v) <= maxPattern {
 				// Normalised as written, as most patterns are.
 				arena = append(arena, v...)
-				r.n = uint32(len(v))
-				r.meta = makeMeta(s.num, s.field == fieldAllow, kind, false, false)
-				rules = append(rules, r)
+				rules = append(rules, makeRule(pat, uint32(len(v)), allow, kind, false, false))
 				cur.rulesHi = len(rules)
 				continue
 			}
 			arena = appendNormRule(arena, v)
-			r.n = uint32(len(arena)) - r.pat
-			kind := patternKind(arena[r.pat:])
-			written := string(arena[r.pat:]) != string(v)
-			decoded := written && decodesTo(arena[r.pat:], v)
+			if len(arena)-int(pat) > maxPattern {
+				var ok bool
+				if arena, ok = capPattern(arena, int(pat), maxPattern, allow); !ok {
+					continue
+				}
+			}
+			n := uint32(len(arena)) - pat
+			kind := patternKind(arena[pat:])
+			written := string(arena[pat:]) != string(v)
+			decoded := written && decodesTo(arena[pat:], v)
 			if written && !decoded {
 				// Keep how to edit the normalised pattern into the one
 				// written, after it.
-				norm := arena[r.pat:]
+				norm := arena[pat:]
 				arena = appendEdit(arena, norm, v)
 			}
-			r.meta = makeMeta(s.num, s.field == fieldAllow, kind, written && !decoded, decoded)
-			rules = append(rules, r)
+			rules = append(rules, makeRule(pat, n, allow, kind, written && !decoded, decoded))
 			cur.rulesHi = len(rules)
 		case fieldSitemap:
 			if len(s.value) > 0 {
@@ -209,6 +217,10 @@ func Parse(body []byte) *Robots {
 		}
 	}
 	r := build(sc, arena, rules, blocks, tokens, smaps, ends, uc)
+	if len(lines.marks) > 0 {
+		r.marks = slices.Clone(lines.marks)
+		r.size += allocSize(len(r.marks) * int(unsafe.Sizeof(lineMark{})))
+	}
 	clear(uc.lines) // drop the references to body
 	uc.lines, uc.nFile = uc.lines[:0], 0
 	if cap(uc.lines) > maxScratch/32 {
@@ -221,6 +233,9 @@ func Parse(body []byte) *Robots {
 		}
 		sc.toks = sc.toks[:0]
 		sc.blocks, sc.tokens, sc.rules, sc.arena, sc.smaps = blocks, tokens, rules, arena, smaps
+		if cap(lines.marks) <= maxScratch/8 {
+			sc.marks = lines.marks
+		}
 		scratchPool.Put(sc)
 	}
 	return r
@@ -239,6 +254,7 @@ type scratch struct {
 	groups []groupSpec
 	ids    []int
 	hashes []uint64
+	marks  []lineMark
 	usage  usageCollector
 }
 
@@ -484,6 +500,59 @@ func (r *Robots) Size() int { return r.size }
 // maxLine is the largest line number a rule or group records: a rule on a
 // later line reports this one.
 const maxLine = 1<<27 - 1
+
+// The line numbers of rules, which only Match reports, are kept out of
+// the rule records: each rule's pattern in the arena follows a byte that
+// is its line less that of the last lineMark before it. A mark is added
+// when a line is more than 255 after the last, so a file holds one for
+// every 256 lines of rules at most.
+
+// lineMark is the line, base, from which the lines of the rules whose
+// patterns lie in the arena from pat up to the next mark count.
+type lineMark struct {
+	pat, base uint32
+}
+
+// lineMarker writes the line bytes and marks of a file's rules, in file
+// order.
+type lineMarker struct {
+	marks []lineMark
+}
+
+// add appends to arena the line byte of a rule on line, whose pattern
+// follows it.
+func (m *lineMarker) add(arena []byte, line int) []byte {
+	l := uint32(min(line, maxLine))
+	if k := len(m.marks); k == 0 || l-m.marks[k-1].base > 255 {
+		m.marks = append(m.marks, lineMark{pat: uint32(len(arena)) + 1, base: l})
+	}
+	return append(arena, byte(l-m.marks[len(m.marks)-1].base))
+}
+
+// lineOf returns the line of rule rl, one of r's rules: the base of the
+// last mark at or before its pattern, plus its line byte.
+func (r *Robots) lineOf(rl *rule) int {
+	i, _ := slices.BinarySearchFunc(r.marks, rl.pat+1, func(m lineMark, pat uint32) int { return cmp.Compare(m.pat, pat) })
+	return int(r.marks[i-1].base) + int(r.arena[rl.pat-1])
+}
+
+// capPattern cuts the normalised pattern at arena[pat:], which is longer
+// than limit bytes, so that a rule holds at most limit, and reports whether
+// the rule is kept: an allow rule is dropped, which refuses whatever it
+// would have allowed; a disallow rule is cut to its first limit bytes, less
+// an escape cut in two, which disallows all that the whole does and more.
+func capPattern(arena []byte, pat, limit int, allow bool) ([]byte, bool) {
+	if allow {
+		return arena[:pat], false
+	}
+	end := pat + limit
+	for k := end - 1; k >= end-2 && k > pat; k-- {
+		if arena[k] == '%' {
+			end = k
+		}
+	}
+	return arena[:end], true
+}
 
 // parseDelay reads a crawl-delay value: a non-negative decimal number of
 // seconds, such as "10" or "0.5". Anything else, including a value too large

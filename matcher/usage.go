@@ -171,10 +171,10 @@ func canonicalText(lv []labelValue) string {
 
 // usageData is what a file's usage lines become.
 type usageData struct {
-	// sub holds the usage rules: its arena has, for each line, its
-	// preference as 4 bytes, then the normalised pattern that rule.pat
-	// points at, then the pattern as written and the statement as
-	// written, each after its length as a uvarint. A rule's allow bit
+	// sub holds the usage rules: its arena has, for each line, its line
+	// byte (see Robots.lineOf), the normalised pattern that rule.pat
+	// points at, its preference as 4 bytes, then the pattern as written
+	// and the statement as written, each after its length as a uvarint. A rule's allow bit
 	// is set for a Content-Signal line. sub's mutex guards the building
 	// of the usage groups' indexes.
 	sub    Robots
@@ -316,23 +316,30 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 
 	// The arena: each line's preference, pattern and text.
 	var arena []byte
+	var lines lineMarker
 	lineRule := make([]rule, len(uc.lines))
 	for i, l := range uc.lines {
 		path, hasPath, stmt := splitUsage(l.value)
-		arena = binary.LittleEndian.AppendUint32(arena, linePref[i])
-		rl := rule{pat: uint32(len(arena))}
+		arena = lines.add(arena, l.line)
+		pat := uint32(len(arena))
 		if hasPath {
 			arena = appendNormRule(arena, path)
+			if len(arena)-int(pat) > maxPattern {
+				// Cut: the preference applies to at least the URLs the
+				// whole path covers.
+				arena, _ = capPattern(arena, int(pat), maxPattern, false)
+			}
 		}
-		rl.n = uint32(len(arena)) - rl.pat
-		rl.meta = makeMeta(l.line, l.kind == kindSignal, patternKind(arena[rl.pat:]), false, false)
+		n := uint32(len(arena)) - pat
+		lineRule[i] = makeRule(pat, n, l.kind == kindSignal, patternKind(arena[pat:]), false, false)
+		arena = binary.LittleEndian.AppendUint32(arena, linePref[i])
 		arena = binary.AppendUvarint(arena, uint64(len(path)))
 		arena = append(arena, path...)
 		arena = binary.AppendUvarint(arena, uint64(len(stmt)))
 		arena = append(arena, stmt...)
-		lineRule[i] = rl
 	}
 	d.sub.arena = string(arena)
+	d.sub.marks = slices.Clip(lines.marks)
 
 	// The rules of each group, each kind side by side, and of the file.
 	nRules := uc.nFile
@@ -397,7 +404,7 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 		var lv []labelValue
 		var first uint32
 		for i := range g.rules(d) {
-			if r := &g.rules(d)[i]; r.n == 0 {
+			if r := &g.rules(d)[i]; r.n() == 0 {
 				p := d.prefOf(r)
 				if zero == 0 {
 					first, zero = p, 1
@@ -496,8 +503,8 @@ func (d *usageData) mayTie(rules []rule) bool {
 	type np struct{ n, p uint32 }
 	s := make([]np, 0, len(rules))
 	for i := range rules {
-		if rules[i].n > 0 { // those without a path are combined beforehand
-			s = append(s, np{rules[i].n, d.prefOf(&rules[i])})
+		if rules[i].n() > 0 { // those without a path are combined beforehand
+			s = append(s, np{rules[i].n(), d.prefOf(&rules[i])})
 		}
 	}
 	slices.SortFunc(s, func(a, b np) int {
@@ -519,7 +526,7 @@ func (d *usageData) mayTie(rules []rule) bool {
 func (d *usageData) pathPrefs(dst []uint32, g *usageSet) []uint32 {
 	lo := len(dst)
 	for i := range g.rules(d) {
-		if r := &g.rules(d)[i]; r.n > 0 {
+		if r := &g.rules(d)[i]; r.n() > 0 {
 			dst = append(dst, d.prefOf(r))
 		}
 	}
@@ -579,6 +586,7 @@ func (d *usageData) computeSize(indexed int) int {
 	n := allocSize(int(unsafe.Sizeof(*d))) +
 		allocSize(len(d.sub.arena)) +
 		allocSize(cap(d.sub.rules)*int(unsafe.Sizeof(rule{}))) +
+		allocSize(cap(d.sub.marks)*int(unsafe.Sizeof(lineMark{}))) +
 		allocSize(cap(d.groups)*int(unsafe.Sizeof(usageGroup{}))) +
 		allocSizePtr(cap(d.big)*8) +
 		allocSize(cap(d.prefs)*int(unsafe.Sizeof(pref{}))) +
@@ -599,14 +607,14 @@ func (d *usageData) computeSize(indexed int) int {
 
 // prefOf returns the preference of usage rule r.
 func (d *usageData) prefOf(r *rule) uint32 {
-	a := d.sub.arena[r.pat-4 : r.pat]
+	a := d.sub.arena[r.pat+r.n() : r.pat+r.n()+4]
 	return uint32(a[0]) | uint32(a[1])<<8 | uint32(a[2])<<16 | uint32(a[3])<<24
 }
 
 // asWritten returns usage rule r as written: its canonical key, its
 // pattern and its statement.
 func (d *usageData) asWritten(r *rule) string {
-	rest := d.sub.arena[r.pat+r.n:]
+	rest := d.sub.arena[r.pat+r.n()+4:]
 	n, k := binary.Uvarint([]byte(rest[:min(len(rest), binary.MaxVarintLen64)]))
 	path := rest[k : k+int(n)]
 	rest = rest[k+int(n):]
@@ -709,13 +717,13 @@ func (d *usageData) decide(ug *usageGroup, k int, p string) (best int32, pref, p
 	if g := &ug.g[k]; g.hi > g.lo {
 		if i := g.find(d, p); i >= 0 {
 			best, tie = int32(g.lo)+int32(i), ug.tie[k]
-			bestN = d.sub.rules[best].n
+			bestN = d.sub.rules[best].n()
 		}
 	}
 	if f := &d.file.g[k]; f.hi > f.lo && !ug.withFile {
 		if i := f.find(d, p); i >= 0 {
 			j := int32(f.lo) + int32(i)
-			switch n := d.sub.rules[j].n; {
+			switch n := d.sub.rules[j].n(); {
 			case best < 0 || n > bestN:
 				best, bestN, tie = j, n, d.file.tie[k]
 			case n == bestN:
@@ -745,7 +753,7 @@ func (d *usageData) tied(ties []int32, ug *usageGroup, k int, p string, best int
 	for _, g := range d.sets(ug, k) {
 		for i := g.lo; i < g.hi; i++ {
 			r := &d.sub.rules[i]
-			if int32(i) == best || r.n != br.n || !ruleMatches(d.sub.arena, r, p) {
+			if int32(i) == best || r.n() != br.n() || !ruleMatches(d.sub.arena, r, p) {
 				continue
 			}
 			ties = append(ties, int32(i))
@@ -927,11 +935,11 @@ func (u *Usage) deciding(k int) []int32 {
 		return nil
 	}
 	best := int32(u.rule[k] - 1)
-	if u.d.sub.rules[best].n == 0 && (u.ug.zeroMany[k] || u.ug.zeroBoth[k]) {
+	if u.d.sub.rules[best].n() == 0 && (u.ug.zeroMany[k] || u.ug.zeroBoth[k]) {
 		var rs []int32 // every rule without a path
 		for _, g := range u.d.sets(u.ug, k) {
 			for i := g.lo; i < g.hi; i++ {
-				if u.d.sub.rules[i].n == 0 {
+				if u.d.sub.rules[i].n() == 0 {
 					rs = append(rs, int32(i))
 				}
 			}
@@ -1124,7 +1132,7 @@ func (u *Usage) sources() []source {
 	for k := range u.rule {
 		for _, i := range u.deciding(k) {
 			r := &u.d.sub.rules[i]
-			out = append(out, source{UsageRule{u.d.asWritten(r), r.line()}, u.d.labelsOf(u.d.entsOf(u.d.prefOf(r)))})
+			out = append(out, source{UsageRule{u.d.asWritten(r), u.d.sub.lineOf(r)}, u.d.labelsOf(u.d.entsOf(u.d.prefOf(r)))})
 		}
 	}
 	slices.SortFunc(out, func(a, b source) int { return a.rule.Line - b.rule.Line })

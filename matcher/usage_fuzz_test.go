@@ -80,7 +80,7 @@ func bruteUsage(g *Group, url string) string {
 				if !ruleMatches(d.sub.arena, r, p) {
 					continue
 				}
-				switch n := int(r.n); {
+				switch n := int(r.n()); {
 				case n > bestN:
 					best, bestN = []uint32{d.prefOf(r)}, n
 				case n == bestN:
