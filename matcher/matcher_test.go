@@ -641,3 +641,72 @@ func TestRuleAsWritten(t *testing.T) {
 	}
 	t.Logf("patterns kept as normalised, decoded, edited: %v", modes)
 }
+
+// TestRuleLines checks the line numbers that Match and usage Rules report
+// when rules lie close together and far apart: each rule's line is kept as
+// a byte counted from a mark, and a new mark starts after 255 lines.
+func TestRuleLines(t *testing.T) {
+	var b strings.Builder
+	line := 0
+	add := func(s string) {
+		b.WriteString(s)
+		line++
+	}
+	add("User-agent: *\n")
+	want := map[string]int{}
+	gaps := []int{0, 0, 1, 253, 254, 255, 256, 0, 257, 1000, 0, 70000, 3, 511, 512}
+	for i := range 40 { // more than linearMax: the group is indexed
+		for range gaps[i%len(gaps)] {
+			add("# comment\n")
+		}
+		p := fmt.Sprintf("/r%d/", i)
+		add("Disallow: " + p + "\n")
+		want[p] = line
+		if i%7 == 0 { // a usage rule of a path that is allowed
+			u := fmt.Sprintf("/u%d/", i)
+			add("Content-Usage: " + u + " train-ai=n\n")
+			want["usage "+u] = line
+		}
+	}
+	r := Parse([]byte(b.String()))
+	for p, l := range want {
+		if u, ok := strings.CutPrefix(p, "usage "); ok {
+			if got := r.Usage("bot", u+"x").Rules(); len(got) != 1 || got[0].Line != l {
+				t.Errorf("Usage(%q).Rules() = %v want line %d", u, got, l)
+			}
+			continue
+		}
+		if m := r.Match("bot", p+"x"); m.Rule != "Disallow: "+p || m.Line != l {
+			t.Errorf("Match(%q) = %+v want line %d", p, m, l)
+		}
+	}
+}
+
+// TestCapPattern checks how a pattern longer than a rule holds is cut: an
+// allow rule is dropped, a disallow rule keeps a prefix with no escape cut
+// in two, which matches every path the whole does.
+func TestCapPattern(t *testing.T) {
+	const pat = "/ab%2Fc*d$"
+	for _, c := range []struct {
+		limit int
+		want  string
+	}{
+		{3, "/ab"}, {4, "/ab"}, {5, "/ab"}, {6, "/ab%2F"}, {7, "/ab%2Fc"}, {8, "/ab%2Fc*"}, {9, "/ab%2Fc*d"},
+	} {
+		arena := []byte("xy" + pat)
+		got, ok := capPattern(arena, 2, c.limit, false)
+		if !ok || string(got) != "xy"+c.want {
+			t.Errorf("limit %d: %q, %v want %q", c.limit, got[2:], ok, c.want)
+		}
+		disallow := Parse([]byte("user-agent: *\ndisallow: " + pat + "\n"))
+		cut := Parse([]byte("user-agent: *\ndisallow: " + c.want + "\n"))
+		for _, u := range []string{"/ab/cd", "/ab%2fcd", "/ab%2Fcxd", "/ab%2Fc", "/a"} {
+			if !disallow.Allowed("bot", u) && cut.Allowed("bot", u) {
+				t.Errorf("limit %d: %q allows %s, which %q disallows", c.limit, c.want, u, pat)
+			}
+		}
+		if got, ok := capPattern([]byte("xy"+pat), 2, c.limit, true); ok || string(got) != "xy" {
+			t.Errorf("limit %d: an allow rule is kept as %q", c.limit, got)
+		}
+	}
+}

@@ -104,17 +104,6 @@ func memShapes() []memShape {
 	}
 }
 
-// overBound records the shapes whose parsed form is known to exceed its
-// bound, with the most it may hold until that is fixed. Each entry is a
-// goal not yet met: a raw byte >= 0x80 becomes "%XX" in the normalised
-// pattern, so "allow:/" and three such bytes (11 bytes a line) take a
-// 10-byte pattern, a 12-byte rule and a 12-byte index entry, 3.14 times
-// the line, even though the pattern as written is not kept (it is the
-// normalised one decoded).
-var overBound = map[string]float64{
-	"three raw bytes": 3.2,
-}
-
 // queryAll asks each group of r about one path, so that every index is built.
 func queryAll(r *Robots) {
 	for i := range r.agents {
@@ -156,15 +145,8 @@ func TestMemoryShapes(t *testing.T) {
 		n := float64(len(s.body))
 		t.Logf("%-34s %7d B: holds %5.2f× its size, Size() %5.2f× (%.2f of held)",
 			s.name, len(s.body), held/n, float64(size)/n, float64(size)/held)
-		bound := s.bound
-		if b, ok := overBound[s.name]; ok {
-			if held <= s.bound*n {
-				t.Logf("%s: now within its goal of %g×; remove it from overBound", s.name, s.bound)
-			}
-			bound = b
-		}
-		if held > bound*n {
-			t.Errorf("%s: holds %.2f× the file, more than %g×", s.name, held/n, bound)
+		if held > s.bound*n {
+			t.Errorf("%s: holds %.2f× the file, more than %g×", s.name, held/n, s.bound)
 		}
 		if float64(size) < 0.9*held || float64(size) > 1.5*held {
 			t.Errorf("%s: Size() = %d, %.2f of the %.0f bytes held", s.name, size, float64(size)/held, held)

@@ -184,20 +184,22 @@ type usageData struct {
 	noneU  usageGroup   // of none: no lines of its own
 	none   Group        // the group of a crawler that no group names, in a file with no "*" group
 
-	prefs  []pref
-	ents   []uint32          // the labels of each pref: id<<1 | 1 when disallowed
-	labels []string          // every label stated, sorted; a label's id is its index
-	text   string            // the canonical texts of prefs
-	combos map[string]uint32 // the prefs that combine two others, by their ents as bytes
+	prefs   []pref            // then one whose ent and txt end the last's
+	ents    []uint32          // the labels of each pref: id<<1 | 1 when disallowed
+	labelAt []uint32          // every label stated, sorted, as the offset in text of one of its uses, up to the '=' that follows; a label's id is its index
+	labels  []string          // the labels as labelAt has them, while buildUsage sets labelAt
+	text    string            // the canonical texts of prefs
+	combos  map[string]uint32 // the prefs that combine two others, by their ents as bytes
 	// fileZero is 1 + the preference of the file's lines without a
 	// path, of each kind, combined; 0 if none.
 	fileZero [2]uint32
 	size     int // bytes held, as counted in Robots.Size
 }
 
-// pref is one distinct preference: ents[ent:entEnd], text[txt:txtEnd].
+// pref is one distinct preference: ents[ent:], text[txt:], each up to
+// where the next pref's start.
 type pref struct {
-	ent, entEnd, txt, txtEnd uint32
+	ent, txt uint32
 }
 
 // usageSet is a range of sub.rules: the usage rules of one kind of one
@@ -267,7 +269,7 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 	if len(uc.lines) == 0 {
 		return
 	}
-	d := &usageData{}
+	d := &usageData{prefs: []pref{{}}}
 	d.sub.star = -1
 	// Intern the statements: by kind and text as written, then by
 	// canonical text.
@@ -309,10 +311,23 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 		}
 	}
 	slices.Sort(labels)
-	d.labels = slices.Clone(slices.Compact(labels))
+	d.labels = slices.Compact(labels)
 	for _, lv := range prefLabels {
 		d.addPref(lv, &text)
 	}
+	// The labels, as the texts hold them.
+	d.text = text.String()
+	d.labelAt = make([]uint32, len(d.labels))
+	for p := range prefLabels {
+		t, off := d.textOf(uint32(p)), d.prefs[p].txt
+		for _, e := range d.entsOf(uint32(p)) {
+			l, _, _ := strings.Cut(t, "=")
+			d.labelAt[e>>1] = off
+			k := min(len(t), len(l)+len("=y, "))
+			t, off = t[k:], off+uint32(k)
+		}
+	}
+	d.labels = nil
 
 	// The arena: each line's preference, pattern and text.
 	var arena []byte
@@ -464,27 +479,20 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 		}
 		budget = d.addCombos(ug, budget, &filePrefs, &text)
 	}
-	d.text = text.String()
-	// The labels, as the texts hold them: one string for all.
-	for p := range d.prefs {
-		t := d.textOf(uint32(p))
-		for _, e := range d.entsOf(uint32(p)) {
-			l, _, _ := strings.Cut(t, "=")
-			d.labels[e>>1] = l
-			t = t[min(len(t), len(l)+len("=y, ")):]
-		}
-	}
+	// Held at their lengths: the builders grew by doubling.
+	d.text = strings.Clone(text.String())
+	d.prefs, d.ents = slices.Clone(d.prefs), slices.Clone(d.ents)
 	d.size = d.computeSize(indexed)
 	r.usage = d
 	r.size += d.size
 }
 
-// addPref appends a preference of sorted labels lv, whose labels are in
-// d.labels, and its canonical text.
+// addPref appends a preference of sorted labels lv, whose labels are
+// known (see labelID), and its canonical text, which follows d.text in
+// text.
 func (d *usageData) addPref(lv []labelValue, text *strings.Builder) uint32 {
-	p := pref{ent: uint32(len(d.ents)), txt: uint32(text.Len())}
 	for _, x := range lv {
-		id, _ := slices.BinarySearch(d.labels, x.label)
+		id, _ := d.labelID(x.label)
 		e := uint32(id) << 1
 		if x.no {
 			e |= 1
@@ -492,9 +500,27 @@ func (d *usageData) addPref(lv []labelValue, text *strings.Builder) uint32 {
 		d.ents = append(d.ents, e)
 	}
 	text.WriteString(canonicalText(lv))
-	p.entEnd, p.txtEnd = uint32(len(d.ents)), uint32(text.Len())
-	d.prefs = append(d.prefs, p)
-	return uint32(len(d.prefs) - 1)
+	// The last pref ends here: the start of the next.
+	d.prefs = append(d.prefs, pref{ent: uint32(len(d.ents)), txt: uint32(text.Len())})
+	return uint32(len(d.prefs) - 2)
+}
+
+// labelID returns the id of label and whether it is one that d's
+// preferences state.
+func (d *usageData) labelID(label string) (int, bool) {
+	if d.labels != nil { // while buildUsage sets labelAt
+		return slices.BinarySearch(d.labels, label)
+	}
+	return slices.BinarySearchFunc(d.labelAt, label, func(off uint32, l string) int { return strings.Compare(d.labelOf(off), l) })
+}
+
+// label returns the label of id.
+func (d *usageData) label(id uint32) string { return d.labelOf(d.labelAt[id]) }
+
+// labelOf returns the label at offset off in d.text.
+func (d *usageData) labelOf(off uint32) string {
+	t := d.text[off:]
+	return t[:strings.IndexByte(t, '=')]
 }
 
 // mayTie reports whether two of rules have patterns of one length and
@@ -591,7 +617,7 @@ func (d *usageData) computeSize(indexed int) int {
 		allocSizePtr(cap(d.big)*8) +
 		allocSize(cap(d.prefs)*int(unsafe.Sizeof(pref{}))) +
 		allocSize(cap(d.ents)*4) +
-		allocSizePtr(cap(d.labels)*16) +
+		allocSize(cap(d.labelAt)*4) +
 		allocSize(len(d.text)) +
 		indexed
 	if d.combos != nil {
@@ -633,19 +659,19 @@ func (d *usageData) asWritten(r *rule) string {
 
 // entsOf returns the labels of preference p.
 func (d *usageData) entsOf(p uint32) []uint32 {
-	return d.ents[d.prefs[p].ent:d.prefs[p].entEnd]
+	return d.ents[d.prefs[p].ent:d.prefs[p+1].ent]
 }
 
 // textOf returns the canonical text of preference p.
 func (d *usageData) textOf(p uint32) string {
-	return d.text[d.prefs[p].txt:d.prefs[p].txtEnd]
+	return d.text[d.prefs[p].txt:d.prefs[p+1].txt]
 }
 
 // labelsOf returns ents as labels.
 func (d *usageData) labelsOf(ents []uint32) []labelValue {
 	lv := make([]labelValue, len(ents))
 	for i, e := range ents {
-		lv[i] = labelValue{d.labels[e>>1], e&1 != 0}
+		lv[i] = labelValue{d.label(e >> 1), e&1 != 0}
 	}
 	return lv
 }
@@ -1054,7 +1080,7 @@ func (u Usage) Get(label string) UsageValue {
 		}
 	}
 	if u.d != nil {
-		if id, ok := slices.BinarySearch(u.d.labels, label); ok {
+		if id, ok := u.d.labelID(label); ok {
 			seePref := func(p uint32) {
 				for _, e := range u.d.entsOf(p) {
 					if e>>1 == uint32(id) {
