@@ -225,11 +225,11 @@ type Transport struct {
 	// built. When it is reached, origins that have not been used recently
 	// are dropped, as for MaxOrigins. If zero, DefaultMaxBytes (256 MiB)
 	// is used. A parsed robots.txt of 500 KiB holds about 1.3 times its
-	// size with its index for realistic rules, up to 3 times for tiny
-	// rules and rules full of bytes that percent-encoding triples
-	// (non-ASCII, spaces, '%'), 3.2 times for the shortest rules of raw
-	// non-ASCII bytes, and up to 4 times for usage lines that each name
-	// a new label; whatever the shape, the count matches the memory held,
+	// size with its index for realistic rules, and at most 3 times for
+	// any shape: tiny rules, rules full of bytes that percent-encoding
+	// triples (non-ASCII, spaces, '%'), the shortest rules of raw
+	// non-ASCII bytes, tiny groups, usage lines that each name a new
+	// label; whatever the shape, the count matches the memory held,
 	// so MaxBytes rather than MaxOrigins bounds a cache of large files.
 	// The state
 	// being loaded is kept even when it alone is larger.

@@ -134,6 +134,9 @@ type block struct {
 // limit of its own: RFC 9309 §2.5 lets a crawler stop after 500 KiB
 // ([MaxSize]), and the robots package reads no more than that when it
 // fetches a file; a caller with a body of its own may cut it there first.
+// A rule holds at most 128 MiB of normalised pattern: a longer disallow
+// rule is cut there, which disallows more, and a longer allow rule is
+// ignored, which allows less.
 func Parse(body []byte) *Robots {
 	sc := scratchPool.Get().(*scratch)
 	var (
@@ -216,11 +219,7 @@ func Parse(body []byte) *Robots {
 			}
 		}
 	}
-	r := build(sc, arena, rules, blocks, tokens, smaps, ends, uc)
-	if len(lines.marks) > 0 {
-		r.marks = slices.Clone(lines.marks)
-		r.size += allocSize(len(r.marks) * int(unsafe.Sizeof(lineMark{})))
-	}
+	r := build(sc, arena, rules, lines.marks, blocks, tokens, smaps, ends, uc)
 	clear(uc.lines) // drop the references to body
 	uc.lines, uc.nFile = uc.lines[:0], 0
 	if cap(uc.lines) > maxScratch/32 {
@@ -295,7 +294,7 @@ type groupSpec struct {
 // build combines the blocks that name each token into one Group each.
 // arena holds the normalised patterns; build adds the tokens and then the
 // sitemaps to it, so that all of a file's strings lie together in memory.
-func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tokenBlock, smaps []byte, ends []uint32, uc *usageCollector) *Robots {
+func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []block, tokens []tokenBlock, smaps []byte, ends []uint32, uc *usageCollector) *Robots {
 	r := &Robots{star: -1}
 	slices.SortFunc(tokens, func(a, b tokenBlock) int {
 		if c := strings.Compare(a.token, b.token); c != 0 {
@@ -329,7 +328,7 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 		arena = append(arena, smaps...)
 	}
 	if len(tokens) == 0 {
-		r.setSlab(nil, 0, arena, 0)
+		r.setSlab(nil, 0, nil, arena, 0) // no user-agent line: no rules
 		r.size = r.computeSize(0, 0)
 		r.buildUsage(uc, blocks, nil, nil)
 		return r
@@ -389,7 +388,7 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 			agentGroups = append(agentGroups, g)
 		}
 	}
-	r.setSlab(agents, nRules, arena, nLines)
+	r.setSlab(agents, nRules, marks, arena, nLines)
 	r.groups = make([]Group, len(specs))
 	indexed := 0 // bytes of the indexes, once built
 	for gi, sp := range specs {
@@ -437,13 +436,15 @@ func build(sc *scratch, arena []byte, rules []rule, blocks []block, tokens []tok
 }
 
 // setSlab allocates one block of memory for the agents, nRules rules, the
-// arena and nLines lines, in that order, and copies agents and arena into
-// it. A query reads the first three: in one block, they share pages, and
-// those of a small file share a few cache lines.
-func (r *Robots) setSlab(agents []agentGroup, nRules int, arena []byte, nLines int) {
+// line marks, the arena and nLines lines, in that order, and copies agents,
+// marks and arena into it. A query reads the agents, rules and arena: in
+// one block, they share pages, and those of a small file share a few cache
+// lines.
+func (r *Robots) setSlab(agents []agentGroup, nRules int, marks []lineMark, arena []byte, nLines int) {
 	aBytes := len(agents) * int(unsafe.Sizeof(agentGroup{}))
 	rBytes := nRules * int(unsafe.Sizeof(rule{}))
-	slab := slabBytes(len(agents), nRules, len(arena), nLines)
+	mBytes := len(marks) * int(unsafe.Sizeof(lineMark{}))
+	slab := slabBytes(len(agents), nRules, len(marks), len(arena), nLines)
 	if slab == 0 {
 		return
 	}
@@ -456,13 +457,17 @@ func (r *Robots) setSlab(agents []agentGroup, nRules int, arena []byte, nLines i
 	if nRules > 0 {
 		r.rules = unsafe.Slice((*rule)(unsafe.Add(base, aBytes)), nRules)[:0]
 	}
+	if len(marks) > 0 {
+		r.marks = unsafe.Slice((*lineMark)(unsafe.Add(base, aBytes+rBytes)), len(marks))
+		copy(r.marks, marks)
+	}
 	if len(arena) > 0 {
-		b := unsafe.Slice((*byte)(unsafe.Add(base, aBytes+rBytes)), len(arena))
+		b := unsafe.Slice((*byte)(unsafe.Add(base, aBytes+rBytes+mBytes)), len(arena))
 		copy(b, arena)
 		r.arena = unsafe.String(&b[0], len(b))
 	}
 	if nLines > 0 {
-		r.lines = unsafe.Slice((*int32)(unsafe.Add(base, linesAt(aBytes+rBytes+len(arena)))), nLines)[:0]
+		r.lines = unsafe.Slice((*int32)(unsafe.Add(base, linesAt(aBytes+rBytes+mBytes+len(arena)))), nLines)[:0]
 	}
 }
 
@@ -471,8 +476,8 @@ func (r *Robots) setSlab(agents []agentGroup, nRules int, arena []byte, nLines i
 func linesAt(n int) int { return (n + 3) &^ 3 }
 
 // slabBytes returns the size of the block of setSlab.
-func slabBytes(agents, rules, arena, lines int) int {
-	n := agents*int(unsafe.Sizeof(agentGroup{})) + rules*int(unsafe.Sizeof(rule{})) + arena
+func slabBytes(agents, rules, marks, arena, lines int) int {
+	n := agents*int(unsafe.Sizeof(agentGroup{})) + rules*int(unsafe.Sizeof(rule{})) + marks*int(unsafe.Sizeof(lineMark{})) + arena
 	if lines > 0 {
 		n = linesAt(n) + 4*lines
 	}
@@ -483,7 +488,7 @@ func slabBytes(agents, rules, arena, lines int) int {
 // the indexes that its groups will build when first used.
 func (r *Robots) computeSize(indexed, groups int) int {
 	return allocSize(int(unsafe.Sizeof(*r))) +
-		allocSize(slabBytes(len(r.agents), cap(r.rules), len(r.arena), cap(r.lines))) +
+		allocSize(slabBytes(len(r.agents), cap(r.rules), len(r.marks), len(r.arena), cap(r.lines))) +
 		allocSizePtr(groups*int(unsafe.Sizeof(Group{}))) +
 		allocSize(cap(r.sitemaps)*4) +
 		allocSize(cap(r.delays)*8) +
