@@ -227,32 +227,50 @@ type usageGroup struct {
 	g [2]usageSet
 	// zero is 1 + the preference of its rules without a path and the
 	// file's, of each kind, combined: they all match every URL, and tie.
-	// It is 0 when there are none. zeroMany is set when they say
-	// different things.
-	zero     [2]uint32
-	zeroMany [2]bool
-	// tie is set for a kind when two of its rules with a path have
-	// patterns of one length and different preferences, so that both
-	// may decide a URL.
-	tie [2]bool
-	// zeroBoth is set when the group and the file both have lines
-	// without a path of a kind and zero holds only the group's: the
-	// file's, usageData.fileZero, are combined with it at query time.
-	zeroBoth [2]bool
-	// withFile is set when g holds the file's lines too, copied, so that
+	// It is 0 when there are none.
+	zero [2]uint32
+	// flags holds, for each kind k, bit ugZeroMany+k and so on: one byte,
+	// not seven, in a file of many tiny groups.
+	flags uint8
+}
+
+// Flags of a usageGroup, the first of a bit for each kind.
+const (
+	// ugZeroMany: its rules without a path say different things.
+	ugZeroMany = 0
+	// ugTie: two of its rules with a path have patterns of one length and
+	// different preferences, so that both may decide a URL.
+	ugTie = 2
+	// ugZeroBoth: the group and the file both have lines without a path
+	// of the kind and zero holds only the group's: the file's,
+	// usageData.fileZero, are combined with it at query time.
+	ugZeroBoth = 4
+	// ugWithFile (one bit): g holds the file's lines too, copied, so that
 	// a query scans one set of rules of each kind, not two: for a group
 	// with lines of its own, when the file has few.
-	withFile bool
+	ugWithFile = 6
+)
+
+// has reports whether ug has flag f for kind k (0 for ugWithFile).
+func (ug *usageGroup) has(f, k int) bool { return ug.flags>>(f+k)&1 != 0 }
+
+// set sets flag f for kind k to v.
+func (ug *usageGroup) set(f, k int, v bool) {
+	if v {
+		ug.flags |= 1 << (f + k)
+	} else {
+		ug.flags &^= 1 << (f + k)
+	}
 }
 
 // maxCopied is the most lines before the first group that are copied
-// into each group with lines of its own (see usageGroup.withFile).
+// into each group with lines of its own (see ugWithFile).
 const maxCopied = linearMax
 
 // sets returns the Groups of sub that hold ug's rules of kind k and the
 // file's.
 func (d *usageData) sets(ug *usageGroup, k int) []*usageSet {
-	if ug.withFile || ug == &d.file {
+	if ug.has(ugWithFile, 0) || ug == &d.file {
 		return []*usageSet{&ug.g[k]}
 	}
 	return []*usageSet{&ug.g[k], &d.file.g[k]}
@@ -385,7 +403,7 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 			})
 			g.hi = uint32(len(d.sub.rules))
 			rs := d.sub.rules[g.lo:g.hi]
-			ug.tie[k] = d.mayTie(rs)
+			ug.set(ugTie, k, d.mayTie(rs))
 			if len(rs) <= linearMax {
 				sortBest(rs)
 			} else {
@@ -400,9 +418,9 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 	d.groups = make([]usageGroup, len(specs))
 	for gi, sp := range specs {
 		ug := &d.groups[gi]
-		ug.withFile = own[gi] && uc.nFile > 0 && uc.nFile <= maxCopied
+		ug.set(ugWithFile, 0, own[gi] && uc.nFile > 0 && uc.nFile <= maxCopied)
 		addGroup(ug, func(yield func(lo, hi int)) {
-			if ug.withFile {
+			if ug.has(ugWithFile, 0) {
 				yield(0, uc.nFile)
 			}
 			for _, b := range ids[sp.lo:sp.hi] {
@@ -452,13 +470,14 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 		for k := range ug.zero {
 			z, many := zeroOf(&ug.g[k])
 			switch {
-			case ug.withFile || fileZero[k] == 0:
+			case ug.has(ugWithFile, 0) || fileZero[k] == 0:
 			case z == 0:
 				z, many = fileZero[k], fileZeroMany[k]
 			default:
-				ug.zeroBoth[k] = true
+				ug.set(ugZeroBoth, k, true)
 			}
-			ug.zero[k], ug.zeroMany[k] = z, many
+			ug.zero[k] = z
+			ug.set(ugZeroMany, k, many)
 		}
 	}
 
@@ -568,7 +587,7 @@ func (d *usageData) addCombos(ug *usageGroup, budget int, filePrefs *[2][]uint32
 	var sets [2][]uint32
 	for k := range sets {
 		sets[k] = d.pathPrefs(nil, &ug.g[k])
-		if !ug.withFile {
+		if !ug.has(ugWithFile, 0) {
 			sets[k] = append(sets[k], filePrefs[k]...)
 		}
 		if ug.zero[k] != 0 {
@@ -737,35 +756,35 @@ func (g *Group) usageGroup() (*usageData, *usageGroup) {
 // with, combined with the rules without a path when it has none, or 0;
 // 1 + a second preference to combine with it, or 0; and whether another
 // rule with a path may tie with it.
-func (d *usageData) decide(ug *usageGroup, k int, p string) (best int32, pref, pref2 uint32, tie bool) {
+func (d *usageData) decide(ug *usageGroup, k int, p string) (best int32, pref, pref2 uint32, ties bool) {
 	best = -1
 	var bestN uint32
 	if g := &ug.g[k]; g.hi > g.lo {
 		if i := g.find(d, p); i >= 0 {
-			best, tie = int32(g.lo)+int32(i), ug.tie[k]
+			best, ties = int32(g.lo)+int32(i), ug.has(ugTie, k)
 			bestN = d.sub.rules[best].n()
 		}
 	}
-	if f := &d.file.g[k]; f.hi > f.lo && !ug.withFile {
+	if f := &d.file.g[k]; f.hi > f.lo && !ug.has(ugWithFile, 0) {
 		if i := f.find(d, p); i >= 0 {
 			j := int32(f.lo) + int32(i)
 			switch n := d.sub.rules[j].n(); {
 			case best < 0 || n > bestN:
-				best, bestN, tie = j, n, d.file.tie[k]
+				best, bestN, ties = j, n, d.file.has(ugTie, k)
 			case n == bestN:
-				tie = tie || d.file.tie[k] || d.prefOf(&d.sub.rules[j]) != d.prefOf(&d.sub.rules[best])
+				ties = ties || d.file.has(ugTie, k) || d.prefOf(&d.sub.rules[j]) != d.prefOf(&d.sub.rules[best])
 			}
 		}
 	}
 	switch {
 	case best < 0:
 		return -1, 0, 0, false
-	case bestN == 0 && ug.zeroBoth[k]:
+	case bestN == 0 && ug.has(ugZeroBoth, k):
 		return best, ug.zero[k], d.fileZero[k], false
 	case bestN == 0:
 		return best, ug.zero[k], 0, false
 	}
-	return best, 1 + d.prefOf(&d.sub.rules[best]), 0, tie
+	return best, 1 + d.prefOf(&d.sub.rules[best]), 0, ties
 }
 
 // tied appends to ties the rules of kind k other than best, among ug's and
@@ -938,7 +957,7 @@ func (g *Group) usageAt(u *Usage, d *usageData, ug *usageGroup, p string) {
 	}
 	u.d, u.ug = d, ug
 	for k := range u.rule {
-		if ug.g[k].hi == ug.g[k].lo && (ug.withFile || d.file.g[k].hi == d.file.g[k].lo) {
+		if ug.g[k].hi == ug.g[k].lo && (ug.has(ugWithFile, 0) || d.file.g[k].hi == d.file.g[k].lo) {
 			continue // no line of this kind applies
 		}
 		best, pref, pref2, tie := d.decide(ug, k, p)
@@ -961,7 +980,7 @@ func (u *Usage) deciding(k int) []int32 {
 		return nil
 	}
 	best := int32(u.rule[k] - 1)
-	if u.d.sub.rules[best].n() == 0 && (u.ug.zeroMany[k] || u.ug.zeroBoth[k]) {
+	if u.d.sub.rules[best].n() == 0 && (u.ug.has(ugZeroMany, k) || u.ug.has(ugZeroBoth, k)) {
 		var rs []int32 // every rule without a path
 		for _, g := range u.d.sets(u.ug, k) {
 			for i := g.lo; i < g.hi; i++ {
