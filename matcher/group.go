@@ -36,7 +36,7 @@ const linearMax = 16
 // is kept apart (see Robots.lineOf).
 type rule struct {
 	pat uint32 // offset in arena of the normalised pattern
-	nf  uint32 // its length, which is the rule's priority, <<5 | allow<<4 | decoded<<3 | written<<2 | kind
+	nf  uint32 // n<<5 | allow<<4 | decoded<<3 | written<<2 | kind, where n, the pattern's length, is the rule's priority
 }
 
 // maxPattern is the longest normalised pattern a rule holds; see
