@@ -522,16 +522,18 @@ type lineMark struct {
 // order.
 type lineMarker struct {
 	marks []lineMark
+	base  uint32 // of the last mark
 }
 
 // add appends to arena the line byte of a rule on line, whose pattern
 // follows it.
 func (m *lineMarker) add(arena []byte, line int) []byte {
 	l := uint32(min(line, maxLine))
-	if k := len(m.marks); k == 0 || l-m.marks[k-1].base > 255 {
+	if l-m.base > 255 || len(m.marks) == 0 {
 		m.marks = append(m.marks, lineMark{pat: uint32(len(arena)) + 1, base: l})
+		m.base = l
 	}
-	return append(arena, byte(l-m.marks[len(m.marks)-1].base))
+	return append(arena, byte(l-m.base))
 }
 
 // lineOf returns the line of rule rl, one of r's rules: the base of the
