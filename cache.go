@@ -256,13 +256,16 @@ func (c *cache) add(sh *shard, k originKey, now time.Duration) (s *site, evicted
 		return s, 0
 	}
 	s = &site{key: k, origin: k.String(), pace: c.unpark(k)}
+	s.used.Store(usedNew)
 	var victim *site
 	if len(sh.ring) >= c.per {
-		if victim = c.evict(sh, now, nil); victim != nil {
+		if victim = c.evict(sh, now, nil, s); victim != nil {
 			evicted++
 		}
 	}
-	sh.ring = append(sh.ring, s)
+	if victim == nil {
+		sh.ring = append(sh.ring, s)
+	}
 	sh.replace(func(m map[originKey]*site) {
 		if victim != nil {
 			delete(m, victim.key)
@@ -284,27 +287,49 @@ func (sh *shard) replace(f func(map[originKey]*site)) {
 	sh.m.Store(&m)
 }
 
+// How recently a site was used, as the CLOCK hand sees it: a site is added
+// for a request, and then may be used again. The hand passes a site added
+// since its last pass once more, and one used again twice more: the sites
+// it evicts first are those unused the longest, and among them those used
+// once.
+const (
+	usedNew   = 1
+	usedAgain = 2
+)
+
 // evict removes one site of sh other than keep from its ring, and returns
 // it: the first that the hand finds unused since its last pass. It returns
-// nil if there is none. The caller holds sh.mu, and removes the site from
-// sh's map.
-func (c *cache) evict(sh *shard, now time.Duration, keep *site) *site {
+// nil if there is none. When add is not nil, it takes the evicted site's
+// place, and the hand moves past it, so that it comes last in the hand's
+// round; else the ring's last site does. The caller holds sh.mu, and
+// removes the evicted site from sh's map.
+func (c *cache) evict(sh *shard, now time.Duration, keep, add *site) *site {
 	if len(sh.ring) == 0 || len(sh.ring) == 1 && sh.ring[0] == keep {
 		return nil
 	}
-	// Two passes clear every used bit; a site that is loading or kept
+	// Three passes bring every site to 0; a site that is loading or kept
 	// stays, and if all do, none is evicted.
-	for range 2*len(sh.ring) + 1 {
+	for range (usedAgain+1)*len(sh.ring) + 1 {
 		sh.hand %= len(sh.ring)
 		v := sh.ring[sh.hand]
-		if v == keep || v.used.Swap(false) || v.loading() {
+		if v == keep || v.loading() {
 			sh.hand++
 			continue
 		}
-		last := len(sh.ring) - 1
-		sh.ring[sh.hand] = sh.ring[last]
-		sh.ring[last] = nil
-		sh.ring = sh.ring[:last]
+		if u := v.used.Load(); u > 0 {
+			v.used.Store(u - 1)
+			sh.hand++
+			continue
+		}
+		if add != nil {
+			sh.ring[sh.hand] = add
+			sh.hand++
+		} else {
+			last := len(sh.ring) - 1
+			sh.ring[sh.hand] = sh.ring[last]
+			sh.ring[last] = nil
+			sh.ring = sh.ring[:last]
+		}
 		sh.bytes -= v.bytes
 		c.bytes.Add(-v.bytes)
 		v.bytes, v.gone = 0, true
@@ -357,7 +382,7 @@ func (c *cache) account(s *site, n int64, now time.Duration) (evicted int) {
 // evictFrom evicts one site of sh other than keep, and reports whether it
 // found one. The caller holds sh.mu.
 func (c *cache) evictFrom(sh *shard, now time.Duration, keep *site) bool {
-	v := c.evict(sh, now, keep)
+	v := c.evict(sh, now, keep, nil)
 	if v == nil {
 		return false
 	}
@@ -404,8 +429,8 @@ func (c *cache) unpark(k originKey) *pace {
 // site is the cached state of one origin.
 type site struct {
 	key    originKey
-	origin string      // key.String()
-	used   atomic.Bool // set when a request uses the site; cleared by the CLOCK hand
+	origin string       // key.String()
+	used   atomic.Int32 // how recently the site was used: 1 when added, 2 when used again; each pass of the CLOCK hand takes 1
 	cur    atomic.Pointer[state]
 	pace   *pace        // the origin's pace, when Transport.Pacer is nil or fails
 	forget atomic.Int64 // set by Transport.Forget, in Unix ns: the next load takes no older entry from the Store
@@ -578,8 +603,8 @@ func (t *Transport) lookup(ctx context.Context, k originKey, now time.Duration, 
 	sh := t.cache.shard(k)
 	s := sh.get(k)
 	if s != nil {
-		if !s.used.Load() {
-			s.used.Store(true)
+		if s.used.Load() < usedAgain {
+			s.used.Store(usedAgain)
 		}
 		if st := s.cur.Load(); st != nil && st.fresh(now) {
 			t.stats.hit()

@@ -307,3 +307,57 @@ func TestLoadMillionOrigins(t *testing.T) {
 	}
 	runtime.KeepAlive(tr)
 }
+
+// TestCacheKeepsRecentOrigins crawls a frontier that moves on: each origin
+// gets one page, then a second page after the next 100 origins have had
+// their first. With room for 1,000 origins, the second page finds its
+// origin cached, but for a few: the cache evicts the sites unused the
+// longest, not the ones it has just added. (While the cache first fills,
+// the hand's first round finds every older site used, and may take new
+// ones.)
+func TestCacheKeepsRecentOrigins(t *testing.T) {
+	base := &countingBase{fetches: map[string]int{}}
+	tr := &Transport{Base: base, Agent: "LoadBot", MaxOrigins: 1000}
+	get := func(i int) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://o%d.example/private/ok", i), nil)
+		if _, err := tr.RoundTrip(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const origins, lag, warm = 20_000, 100, 2000
+	for i := range origins + lag {
+		if i < origins {
+			get(i)
+		}
+		if i >= lag {
+			get(i - lag)
+		}
+	}
+	again := 0
+	for i := warm; i < origins; i++ {
+		if base.fetches[fmt.Sprintf("o%d.example", i)] > 1 {
+			again++
+		}
+	}
+	// The hand's sweeps are not LRU: allow one in a hundred.
+	if again > (origins-warm)/100 {
+		t.Errorf("%d of %d origins fetched robots.txt again for their second page: the cache evicted origins it had just added", again, origins-warm)
+	}
+	t.Logf("%d of %d origins fetched robots.txt again for their second page", again, origins-warm)
+}
+
+// countingBase is cannedBase, counting the robots.txt fetches of each host.
+type countingBase struct {
+	mu      sync.Mutex
+	fetches map[string]int
+}
+
+func (b *countingBase) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Path == "/robots.txt" {
+		b.mu.Lock()
+		b.fetches[req.URL.Host]++
+		b.mu.Unlock()
+	}
+	return cannedBase{}.RoundTrip(req)
+}
