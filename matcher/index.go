@@ -37,6 +37,7 @@ type index struct {
 	heavy  []heavyRun  // sorted by entry
 	groups []wildGroup // the wildcard rules of heavy runs, by the byte they need
 	sets   []uint64    // of each wildcard rule of the groups, in order: foldSet of its pattern after the literal
+	keys2  []uint32    // when wide: one per entry, key4 of its literal after the 4 bytes of its key
 }
 
 // bucketLen is how many entries a bucket of an index holds, but for the
@@ -226,6 +227,7 @@ func buildIndex(arena string, rules []rule) *index {
 	ix.ents = append(ix.ents, entry{parent: -1, start: uint32(len(rules))})
 	nEnts := len(ix.ents) - 1
 	ix.bkts = make([]bucket, (nEnts+bucketLen-1)/bucketLen)
+	ties := 0 // entries whose key is their predecessor's in their bucket
 	for b := range ix.bkts {
 		lo, hi := b*bucketLen, min((b+1)*bucketLen, nEnts)
 		first := ix.literal(arena, rules, int32(lo))[cp:]
@@ -237,6 +239,20 @@ func buildIndex(arena string, rules []rule) *index {
 		ix.bkts[b] = bk
 		for i := lo; i < hi; i++ {
 			ix.ents[i].key = key4(ix.literal(arena, rules, int32(i))[cp+skip:])
+			if i > lo && ix.ents[i].key == ix.ents[i-1].key {
+				ties++
+			}
+		}
+	}
+	if ties >= nEnts/wideTies && wideKeys(arena, rules) {
+		ix.keys2 = make([]uint32, nEnts)
+		for b, bk := range ix.bkts {
+			off := cp + int(bk.skip) + 4
+			for i := b * bucketLen; i < min((b+1)*bucketLen, nEnts); i++ {
+				if lit := ix.literal(arena, rules, int32(i)); len(lit) > off {
+					ix.keys2[i] = key4(lit[off:])
+				}
+			}
 		}
 	}
 	ix.heavy, ix.groups, ix.sets = slices.Clone(ix.heavy), slices.Clone(ix.groups), slices.Clone(ix.sets) // as indexSize counts them
@@ -342,6 +358,17 @@ func (ix *index) literal(arena string, rules []rule, i int32) string {
 	return rules[ix.ents[i].start&^heavyBit].literal(arena)
 }
 
+// fullKey returns the key of entry i followed by its second key, if any:
+// key8 of its literal after cp and its bucket's skip when the index has
+// second keys, its first 4 bytes when not.
+func (ix *index) fullKey(i int32) uint64 {
+	k := uint64(ix.ents[i].key) << 32
+	if ix.keys2 != nil {
+		k |= uint64(ix.keys2[i])
+	}
+	return k
+}
+
 // heavyOf returns the heavyRun of entry i.
 func (ix *index) heavyOf(i int32) *heavyRun {
 	lo, hi := 0, len(ix.heavy)
@@ -433,12 +460,37 @@ func indexSize(arena string, rules []rule, buf []uint64) (int, []uint64) {
 	size := allocSize(int(unsafe.Sizeof(index{}))) +
 		allocSize(int(unsafe.Sizeof(entry{}))*(nEntries+1)) +
 		allocSize(int(unsafe.Sizeof(bucket{}))*((nEntries+bucketLen-1)/bucketLen))
+	if wideKeys(arena, rules) {
+		size += allocSize(4 * nEntries) // keys2, which an index with enough ties has
+	}
 	if nHeavy > 0 {
 		size += allocSize(int(unsafe.Sizeof(heavyRun{}))*nHeavy) +
 			allocSize(int(unsafe.Sizeof(wildGroup{}))*nGroups) +
 			allocSize(8*nSets)
 	}
 	return size, buf
+}
+
+// wideTies is the share of an index's entries, as 1/wideTies, whose keys
+// tie with their predecessors' for the index to take second keys, when
+// wideKeys allows them.
+const wideTies = 16
+
+// wideKeys reports whether an index of rules may take second keys, 4 more
+// bytes an entry: when the rules, their patterns and entries of 16 bytes
+// take at most 5/2 times the bytes of their lines, of which a rule's is at
+// least its pattern as written and 6 bytes ("allow:" and a newline, or
+// "allow" and a space). Files of short lines, which take the most for
+// their size, keep keys of 4 bytes.
+func wideKeys(arena string, rules []rule) bool {
+	held, lines := 0, 0
+	for i := range rules {
+		held += int(rules[i].n)
+		lines += rules[i].writtenLen(arena)
+	}
+	held += len(rules) * (int(unsafe.Sizeof(rule{})) + 16)
+	lines += 6 * len(rules)
+	return 2*held <= 5*lines
 }
 
 // litSeed seeds the hashes by which indexSize counts literal prefixes.
@@ -552,44 +604,41 @@ func (g *Group) find(p string) int {
 	default:
 		shares = len(q) >= skip && q[:skip] == ix.literal(arena, rules, int32(lo))[cp:cp+skip]
 	}
+	// The entry that is the greatest <= p, and its literal's length n and
+	// common prefix l with p, which its key gives when its literal ends
+	// within it.
+	var i int32
+	var l int
 	if !shares {
-		lo = end
+		i = int32(end - 1)
+		lit := ix.literal(arena, rules, i)
+		n, l = len(lit), commonPrefix(lit, p)
 	} else {
 		// The last entry whose key is <= p's. Keys compare as their
-		// literals do, but for ties: when the last entry of p's key has a
-		// literal > p, search again among the entries before it that
-		// have p's key.
+		// literals' first w bytes after cp+skip do.
 		qs := q[skip:]
-		pk := key4(qs)
-		tie := false
-		for n = end - lo; n > 0; {
-			half := n >> 1
-			m := lo + half
-			le := ix.ents[m].key <= pk
-			// Written so that the compiler can use conditional moves.
-			next := half
-			if le {
-				lo = m + 1
-				next = n - half - 1
-			}
-			n = next
-		}
-		// The bucket's first entry is <= p, so lo > its start.
-		if ix.ents[lo-1].key == pk {
-			lit := ix.literal(arena, rules, int32(lo-1))
-			tie = len(lit) > cp+skip+4 && lit[cp+skip:] > qs
-		}
-		if tie {
-			hi := lo - 1
-			lo = b * bucketLen
-			for lo < hi && ix.ents[lo].key < pk {
-				lo++ // at most bucketLen steps, over keys in one or two cache lines
-			}
-			for n = hi - lo; n > 0; {
+		qk, w := key8(qs), 4
+		if ix.keys2 == nil {
+			qk &^= 1<<32 - 1
+			for n = end - lo; n > 0; {
 				half := n >> 1
 				m := lo + half
-				lit := ix.literal(arena, rules, int32(m))
-				le := len(lit) <= cp+skip+4 || lit[cp+skip:] <= qs
+				le := ix.ents[m].key <= uint32(qk>>32)
+				// Written so that the compiler can use conditional moves.
+				next := half
+				if le {
+					lo = m + 1
+					next = n - half - 1
+				}
+				n = next
+			}
+		} else {
+			w = 8
+			keys2 := ix.keys2[:len(ix.ents)-1]
+			for n = end - lo; n > 0; {
+				half := n >> 1
+				m := lo + half
+				le := uint64(ix.ents[m].key)<<32|uint64(keys2[m]) <= qk
 				next := half
 				if le {
 					lo = m + 1
@@ -598,20 +647,59 @@ func (g *Group) find(p string) int {
 				n = next
 			}
 		}
-	}
-	i := int32(lo - 1)
-	if i < 0 {
-		return -1
+		// The bucket's first entry is <= p, so lo > its start.
+		i = int32(lo - 1)
+		k := ix.fullKey(i)
+		// A literal holds no zero byte, and its key is padded with them.
+		z := 8 - bits.TrailingZeros64(k)/8 // its bytes in the key
+		if z < w {
+			n = cp + skip + z
+			l = cp + skip + min(z, bits.LeadingZeros64(k^qk)/8)
+		} else {
+			lit := ix.literal(arena, rules, i)
+			off := cp + skip + w
+			if k == qk && lit[off:] > p[off:] {
+				// A tie: the entries with p's key share off bytes with
+				// p, or end before and are prefixes of p; the last of
+				// them <= p is found by their literals. (The bucket's
+				// first entry is <= p, so one is.)
+				hi := int(i)
+				for lo, n = b*bucketLen, hi-b*bucketLen; n > 0; {
+					half := n >> 1
+					m := lo + half
+					lt := ix.fullKey(int32(m)) < qk
+					next := half
+					if lt {
+						lo = m + 1
+						next = n - half - 1
+					}
+					n = next
+				}
+				for n = hi - lo; n > 0; {
+					half := n >> 1
+					m := lo + half
+					lit := ix.literal(arena, rules, int32(m))
+					le := len(lit) <= off || lit[off:] <= p[off:]
+					next := half
+					if le {
+						lo = m + 1
+						next = n - half - 1
+					}
+					n = next
+				}
+				i = int32(lo - 1)
+				lit = ix.literal(arena, rules, i)
+			}
+			n, l = len(lit), commonPrefix(lit, p)
+		}
 	}
 	// Its ancestors no longer than the common prefix with p are exactly the
 	// entries that are prefixes of p.
-	lit := ix.literal(arena, rules, i)
-	l := commonPrefix(lit, p)
-	for len(lit) > l {
+	for n > l {
 		if i = ix.ents[i].parent; i < 0 {
 			return -1
 		}
-		lit = ix.literal(arena, rules, i)
+		n = int(rules[ix.ents[i].start&^heavyBit].lit(arena))
 	}
 	best := int32(-1)
 	var bestRule *rule
@@ -620,7 +708,6 @@ func (g *Group) find(p string) int {
 	haveBytes := false
 	for {
 		e := ix.ents[i]
-		n := len(lit)
 		start, end := e.start&^heavyBit, ix.ents[i+1].start&^heavyBit
 		if e.start&heavyBit == 0 {
 			for k := start; k < end; k++ {
@@ -675,7 +762,7 @@ func (g *Group) find(p string) int {
 		if i = e.parent; i < 0 {
 			return int(best)
 		}
-		lit = ix.literal(arena, rules, i)
+		n = int(rules[ix.ents[i].start&^heavyBit].lit(arena))
 	}
 }
 
