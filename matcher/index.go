@@ -2,6 +2,7 @@ package matcher
 
 import (
 	"cmp"
+	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
 	"slices"
@@ -33,11 +34,12 @@ type index struct {
 	cp     string      // the literal prefix common to all the rules
 	cpKey  uint64      // key8(cp), which decides the test of a path against cp when cp is at most 8 bytes long
 	ents   []entry     // one per entry, then one whose start ends the last
+	keys   []uint32    // one per entry, but when wkeys holds them: key4 of its literal after cp and its bucket's skip
+	wkeys  []uint64    // nil, or one per entry: key8 of its literal after cp and its bucket's skip
 	bkts   []bucket    // ents[i*bucketLen:(i+1)*bucketLen] are bucket i's
 	heavy  []heavyRun  // sorted by entry
 	groups []wildGroup // the wildcard rules of heavy runs, by the byte they need
 	sets   []uint64    // of each wildcard rule of the groups, in order: foldSet of its pattern after the literal
-	keys2  []uint32    // when wide: one per entry, key4 of its literal after the 4 bytes of its key
 }
 
 // bucketLen is how many entries a bucket of an index holds, but for the
@@ -52,7 +54,6 @@ type bucket struct {
 
 // entry is one literal prefix in an index.
 type entry struct {
-	key    uint32 // key4 of its literal after the index's cp and its bucket's skip
 	parent int32  // the longest other entry that is a prefix of this one, or -1
 	start  uint32 // its first rule, in the group; heavyBit is set when it has a heavyRun
 }
@@ -133,18 +134,23 @@ func wildNeed(pat string, lit uint32) (kind uint8, need byte) {
 // strings hold no zero byte, so padding never reorders them.
 func key8(s string) uint64 {
 	if len(s) >= 8 {
-		_ = s[7]
-		return uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 | uint64(s[3])<<32 |
-			uint64(s[4])<<24 | uint64(s[5])<<16 | uint64(s[6])<<8 | uint64(s[7])
+		return binary.BigEndian.Uint64(unsafe.Slice(unsafe.StringData(s), 8))
 	}
-	var k uint64
-	for i := range 8 {
-		k <<= 8
-		if i < len(s) {
-			k |= uint64(s[i])
-		}
+	return key8Short(s)
+}
+
+// key8Short is key8 of a string shorter than 8 bytes.
+func key8Short(s string) uint64 {
+	switch n := len(s); {
+	case n >= 4:
+		// Two loads of 4 bytes, which overlap when n < 8.
+		hi := uint64(binary.BigEndian.Uint32(unsafe.Slice(unsafe.StringData(s), 4)))
+		lo := uint64(binary.BigEndian.Uint32(unsafe.Slice(unsafe.StringData(s[n-4:]), 4)))
+		return hi<<32 | lo<<(64-8*n)
+	case n > 0:
+		return uint64(s[0])<<56 | uint64(s[n/2])<<(56-8*(n/2)) | uint64(s[n-1])<<(64-8*n)
 	}
-	return k
+	return 0
 }
 
 // key4 is the first 4 bytes of s as key8 makes them.
@@ -227,6 +233,7 @@ func buildIndex(arena string, rules []rule) *index {
 	ix.ents = append(ix.ents, entry{parent: -1, start: uint32(len(rules))})
 	nEnts := len(ix.ents) - 1
 	ix.bkts = make([]bucket, (nEnts+bucketLen-1)/bucketLen)
+	keys := make([]uint32, nEnts)
 	ties := 0 // entries whose key is their predecessor's in their bucket
 	for b := range ix.bkts {
 		lo, hi := b*bucketLen, min((b+1)*bucketLen, nEnts)
@@ -238,22 +245,33 @@ func buildIndex(arena string, rules []rule) *index {
 		}
 		ix.bkts[b] = bk
 		for i := lo; i < hi; i++ {
-			ix.ents[i].key = key4(ix.literal(arena, rules, int32(i))[cp+skip:])
-			if i > lo && ix.ents[i].key == ix.ents[i-1].key {
+			keys[i] = key4(ix.literal(arena, rules, int32(i))[cp+skip:])
+			if i > lo && keys[i] == keys[i-1] {
 				ties++
 			}
 		}
 	}
-	if ties >= nEnts/wideTies && wideKeys(arena, rules) {
-		ix.keys2 = make([]uint32, nEnts)
+	// The entries and their keys share one block.
+	wide := ties >= nEnts/wideTies && wideKeys(arena, rules)
+	keyBytes := 4
+	if wide {
+		keyBytes = 8
+	}
+	block := make([]uint64, len(ix.ents)+(keyBytes*nEnts+7)/8)
+	ents := unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(block))), len(ix.ents))
+	copy(ents, ix.ents)
+	ix.ents = ents
+	if wide {
+		ix.wkeys = block[len(ents):][:nEnts:nEnts]
 		for b, bk := range ix.bkts {
-			off := cp + int(bk.skip) + 4
+			off := cp + int(bk.skip)
 			for i := b * bucketLen; i < min((b+1)*bucketLen, nEnts); i++ {
-				if lit := ix.literal(arena, rules, int32(i)); len(lit) > off {
-					ix.keys2[i] = key4(lit[off:])
-				}
+				ix.wkeys[i] = key8(ix.literal(arena, rules, int32(i))[off:])
 			}
 		}
+	} else {
+		ix.keys = unsafe.Slice((*uint32)(unsafe.Pointer(&block[len(ents)])), nEnts)
+		copy(ix.keys, keys)
 	}
 	ix.heavy, ix.groups, ix.sets = slices.Clone(ix.heavy), slices.Clone(ix.groups), slices.Clone(ix.sets) // as indexSize counts them
 	return ix
@@ -358,15 +376,14 @@ func (ix *index) literal(arena string, rules []rule, i int32) string {
 	return rules[ix.ents[i].start&^heavyBit].literal(arena)
 }
 
-// fullKey returns the key of entry i followed by its second key, if any:
-// key8 of its literal after cp and its bucket's skip when the index has
-// second keys, its first 4 bytes when not.
+// fullKey returns the key of entry i as key8 makes them: of its literal
+// after cp and its bucket's skip, its first 8 bytes when the index has
+// wide keys, its first 4 when not.
 func (ix *index) fullKey(i int32) uint64 {
-	k := uint64(ix.ents[i].key) << 32
-	if ix.keys2 != nil {
-		k |= uint64(ix.keys2[i])
+	if ix.wkeys != nil {
+		return ix.wkeys[i]
 	}
-	return k
+	return uint64(ix.keys[i]) << 32
 }
 
 // heavyOf returns the heavyRun of entry i.
@@ -457,12 +474,14 @@ func indexSize(arena string, rules []rule, buf []uint64) (int, []uint64) {
 			i = j
 		}
 	}
-	size := allocSize(int(unsafe.Sizeof(index{}))) +
-		allocSize(int(unsafe.Sizeof(entry{}))*(nEntries+1)) +
-		allocSize(int(unsafe.Sizeof(bucket{}))*((nEntries+bucketLen-1)/bucketLen))
+	keyBytes := 4
 	if wideKeys(arena, rules) {
-		size += allocSize(4 * nEntries) // keys2, which an index with enough ties has
+		keyBytes = 8 // which an index with enough ties takes
 	}
+	size := allocSize(int(unsafe.Sizeof(index{}))) +
+		allocSize(int(unsafe.Sizeof(entry{}))*(nEntries+1)+(keyBytes*nEntries+7)&^7) + // one block
+
+		allocSize(int(unsafe.Sizeof(bucket{}))*((nEntries+bucketLen-1)/bucketLen))
 	if nHeavy > 0 {
 		size += allocSize(int(unsafe.Sizeof(heavyRun{}))*nHeavy) +
 			allocSize(int(unsafe.Sizeof(wildGroup{}))*nGroups) +
@@ -574,7 +593,10 @@ func (g *Group) find(p string) int {
 		half := n >> 1
 		m := lo + half
 		bk := &ix.bkts[m]
-		le := bk.k0 < q0 || bk.k0 == q0 && bk.k1 < q1
+		// (k0, k1) < (q0, q1), without branches.
+		_, c := bits.Sub64(bk.k1, q1, 0)
+		_, c = bits.Sub64(bk.k0, q0, c)
+		le := c != 0
 		if bk.k0 == q0 && bk.k1 == q1 {
 			lit := ix.literal(arena, rules, int32(m*bucketLen))
 			le = len(lit) <= cp+16 || lit[cp:] <= q
@@ -618,12 +640,13 @@ func (g *Group) find(p string) int {
 		// literals' first w bytes after cp+skip do.
 		qs := q[skip:]
 		qk, w := key8(qs), 4
-		if ix.keys2 == nil {
+		if ix.wkeys == nil {
+			keys := ix.keys[:end]
 			qk &^= 1<<32 - 1
 			for n = end - lo; n > 0; {
 				half := n >> 1
 				m := lo + half
-				le := ix.ents[m].key <= uint32(qk>>32)
+				le := keys[m] <= uint32(qk>>32)
 				// Written so that the compiler can use conditional moves.
 				next := half
 				if le {
@@ -634,11 +657,11 @@ func (g *Group) find(p string) int {
 			}
 		} else {
 			w = 8
-			keys2 := ix.keys2[:len(ix.ents)-1]
+			keys := ix.wkeys[:end]
 			for n = end - lo; n > 0; {
 				half := n >> 1
 				m := lo + half
-				le := uint64(ix.ents[m].key)<<32|uint64(keys2[m]) <= qk
+				le := keys[m] <= qk
 				next := half
 				if le {
 					lo = m + 1
