@@ -593,20 +593,38 @@ func (g *Group) find(p string) int {
 		half := n >> 1
 		m := lo + half
 		bk := &ix.bkts[m]
-		// (k0, k1) < (q0, q1), without branches.
-		_, c := bits.Sub64(bk.k1, q1, 0)
-		_, c = bits.Sub64(bk.k0, q0, c)
-		le := c != 0
-		if bk.k0 == q0 && bk.k1 == q1 {
-			lit := ix.literal(arena, rules, int32(m*bucketLen))
-			le = len(lit) <= cp+16 || lit[cp:] <= q
-		}
+		// (k0, k1) <= (q0, q1), without branches.
+		_, c := bits.Sub64(q1, bk.k1, 0)
+		_, c = bits.Sub64(q0, bk.k0, c)
 		next := half
-		if le {
+		if c == 0 {
 			lo = m + 1
 			next = n - half - 1
 		}
 		n = next
+	}
+	if lo > 0 && ix.bkts[lo-1].k0 == q0 && ix.bkts[lo-1].k1 == q1 {
+		// Buckets whose first literals have p's first 16 bytes: search
+		// again, by the literals where the keys tie.
+		lo, n = 0, len(ix.bkts)
+		for n > 0 {
+			half := n >> 1
+			m := lo + half
+			bk := &ix.bkts[m]
+			_, c := bits.Sub64(bk.k1, q1, 0)
+			_, c = bits.Sub64(bk.k0, q0, c)
+			le := c != 0
+			if bk.k0 == q0 && bk.k1 == q1 {
+				lit := ix.literal(arena, rules, int32(m*bucketLen))
+				le = len(lit) <= cp+16 || lit[cp:] <= q
+			}
+			next := half
+			if le {
+				lo = m + 1
+				next = n - half - 1
+			}
+			n = next
+		}
 	}
 	if lo == 0 {
 		return -1 // p is before the first literal
