@@ -20,14 +20,20 @@ import (
 //
 // The entries are cut into buckets of bucketLen, in order. A search finds
 // a path's bucket by the first 16 bytes of each bucket's first literal,
-// then its entry in the bucket by the 4 bytes of each literal that follow
-// the prefix all the bucket's literals share: a large file's literals
-// often share far more than the group's common prefix ("/html/E10..."),
-// and keys taken at one offset for all would be alike.
+// then its entry in the bucket by the key of each literal: its bytes that
+// follow the prefix all the bucket's literals share, as key8 makes them. A
+// large file's literals often share far more than the group's common
+// prefix ("/html/E10..."), and keys taken at one offset for all would be
+// alike. When a literal ends within its key, the key gives its length and
+// its common prefix with the path, and the search reads no literal.
 //
-// An entry costs 12 bytes: its 4-byte key, and its parent and start, side
-// by side, so that the step of the search that reads a key has the rest
-// of its entry in the same cache line. A bucket adds 24 bytes per
+// Keys are 4 bytes, or 8 (wide) when 4 leave many ties, which the search
+// settles by reading the tied literals ("/html/E10087_01/" and
+// "/html/E10087_02/" tie on "087_" in a bucket whose literals share
+// "html/E10"), and when the group's lines are long enough to pay for them
+// (see wideKeys). An entry costs 12 bytes, or 16 with wide keys: its key,
+// and its parent and start; the keys lie apart, so that the search reads
+// keys alone, in the same block as the entries. A bucket adds 24 bytes per
 // bucketLen entries. Entries of more than heavyMin rules, which a file of
 // many rules with one literal makes, also have a heavyRun.
 type index struct {
@@ -36,7 +42,7 @@ type index struct {
 	ents   []entry     // one per entry, then one whose start ends the last
 	keys   []uint32    // one per entry, but when wkeys holds them: key4 of its literal after cp and its bucket's skip
 	wkeys  []uint64    // nil, or one per entry: key8 of its literal after cp and its bucket's skip
-	bkts   []bucket    // ents[i*bucketLen:(i+1)*bucketLen] are bucket i's
+	bkts   []bucket    // entries i*bucketLen to (i+1)*bucketLen-1 are bucket i's
 	heavy  []heavyRun  // sorted by entry
 	groups []wildGroup // the wildcard rules of heavy runs, by the byte they need
 	sets   []uint64    // of each wildcard rule of the groups, in order: foldSet of its pattern after the literal
@@ -490,17 +496,17 @@ func indexSize(arena string, rules []rule, buf []uint64) (int, []uint64) {
 	return size, buf
 }
 
-// wideTies is the share of an index's entries, as 1/wideTies, whose keys
-// tie with their predecessors' for the index to take second keys, when
-// wideKeys allows them.
+// wideTies sets how many of an index's entries must tie on their 4-byte
+// keys with their predecessors in their buckets, at least 1/wideTies of
+// them, for the index to take wide keys when wideKeys allows them.
 const wideTies = 16
 
-// wideKeys reports whether an index of rules may take second keys, 4 more
+// wideKeys reports whether an index of rules may take wide keys, 4 more
 // bytes an entry: when the rules, their patterns and entries of 16 bytes
 // take at most 5/2 times the bytes of their lines, of which a rule's is at
-// least its pattern as written and 6 bytes ("allow:" and a newline, or
-// "allow" and a space). Files of short lines, which take the most for
-// their size, keep keys of 4 bytes.
+// least its pattern as written and 6 bytes ("allow" and a colon or a
+// space). Files of short lines, which take the most for their size, keep
+// keys of 4 bytes. Rules in any order give the same answer.
 func wideKeys(arena string, rules []rule) bool {
 	held, lines := 0, 0
 	for i := range rules {
