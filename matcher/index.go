@@ -699,12 +699,16 @@ func (g *Group) find(p string) int {
 		k := ix.fullKey(i)
 		// A literal holds no zero byte, and its key is padded with them.
 		z := 8 - bits.TrailingZeros64(k)/8 // its bytes in the key
+		off := cp + skip + w
 		if z < w {
 			n = cp + skip + z
 			l = cp + skip + min(z, bits.LeadingZeros64(k^qk)/8)
+		} else if n = int(rules[ix.ents[i].start&^heavyBit].lit(arena)); n == off {
+			// It ends with its key: its rule, which the search reads
+			// next, says so.
+			l = cp + skip + min(w, bits.LeadingZeros64(k^qk)/8)
 		} else {
 			lit := ix.literal(arena, rules, i)
-			off := cp + skip + w
 			if k == qk && lit[off:] > p[off:] {
 				// A tie: the entries with p's key share off bytes with
 				// p, or end before and are prefixes of p; the last of
