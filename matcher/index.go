@@ -39,9 +39,7 @@ import (
 type index struct {
 	cp     string      // the literal prefix common to all the rules
 	cpKey  uint64      // key8(cp), which decides the test of a path against cp when cp is at most 8 bytes long
-	ents   []entry     // one per entry, then one whose start ends the last
-	keys   []uint32    // one per entry, but when wkeys holds them: key4 of its literal after cp and its bucket's skip
-	wkeys  []uint64    // nil, or one per entry: key8 of its literal after cp and its bucket's skip
+	ents   []entry     // one per entry, then one whose start ends the last; its capacity holds the keys (see keys and wkeys)
 	bkts   []bucket    // entries i*bucketLen to (i+1)*bucketLen-1 are bucket i's
 	heavy  []heavyRun  // sorted by entry
 	groups []wildGroup // the wildcard rules of heavy runs, by the byte they need
@@ -264,20 +262,20 @@ func buildIndex(arena string, rules []rule) *index {
 		keyBytes = 8
 	}
 	block := make([]uint64, len(ix.ents)+(keyBytes*nEnts+7)/8)
-	ents := unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(block))), len(ix.ents))
+	ents := unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(block))), len(block))[:len(ix.ents)]
 	copy(ents, ix.ents)
 	ix.ents = ents
 	if wide {
-		ix.wkeys = block[len(ents):][:nEnts:nEnts]
+		ix.ents[nEnts].parent = wideMark
+		wkeys := ix.wkeys()
 		for b, bk := range ix.bkts {
 			off := cp + int(bk.skip)
 			for i := b * bucketLen; i < min((b+1)*bucketLen, nEnts); i++ {
-				ix.wkeys[i] = key8(ix.literal(arena, rules, int32(i))[off:])
+				wkeys[i] = key8(ix.literal(arena, rules, int32(i))[off:])
 			}
 		}
 	} else {
-		ix.keys = unsafe.Slice((*uint32)(unsafe.Pointer(&block[len(ents)])), nEnts)
-		copy(ix.keys, keys)
+		copy(ix.keys(), keys)
 	}
 	ix.heavy, ix.groups, ix.sets = slices.Clone(ix.heavy), slices.Clone(ix.groups), slices.Clone(ix.sets) // as indexSize counts them
 	return ix
@@ -382,14 +380,42 @@ func (ix *index) literal(arena string, rules []rule, i int32) string {
 	return rules[ix.ents[i].start&^heavyBit].literal(arena)
 }
 
+// The keys of an index's entries follow its entries, in the capacity of
+// ents, so that the index takes one slice for both.
+var (
+	_ [8 - unsafe.Sizeof(entry{})]byte // entries are words, as the keys after them are
+	_ [unsafe.Sizeof(entry{}) - 8]byte
+)
+
+// wideMark, as the parent of the last entry of an index, which has none,
+// marks an index with wide keys.
+const wideMark = -2
+
+// keys returns the keys of an index without wide keys: of each entry,
+// key4 of its literal after cp and its bucket's skip.
+func (ix *index) keys() []uint32 {
+	n := len(ix.ents) - 1
+	return unsafe.Slice((*uint32)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(ix.ents)), 8*(n+1))), n)
+}
+
+// wkeys returns the keys of an index with wide keys: of each entry, key8
+// of its literal after cp and its bucket's skip; or nil.
+func (ix *index) wkeys() []uint64 {
+	n := len(ix.ents) - 1
+	if ix.ents[n].parent != wideMark {
+		return nil
+	}
+	return unsafe.Slice((*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(ix.ents)), 8*(n+1))), n)
+}
+
 // fullKey returns the key of entry i as key8 makes them: of its literal
 // after cp and its bucket's skip, its first 8 bytes when the index has
 // wide keys, its first 4 when not.
 func (ix *index) fullKey(i int32) uint64 {
-	if ix.wkeys != nil {
-		return ix.wkeys[i]
+	if wkeys := ix.wkeys(); wkeys != nil {
+		return wkeys[i]
 	}
-	return uint64(ix.keys[i]) << 32
+	return uint64(ix.keys()[i]) << 32
 }
 
 // heavyOf returns the heavyRun of entry i.
@@ -664,8 +690,8 @@ func (g *Group) find(p string) int {
 		// literals' first w bytes after cp+skip do.
 		qs := q[skip:]
 		qk, w := key8(qs), 4
-		if ix.wkeys == nil {
-			keys := ix.keys[:end]
+		if wkeys := ix.wkeys(); wkeys == nil {
+			keys := ix.keys()[:end]
 			qk &^= 1<<32 - 1
 			for n = end - lo; n > 0; {
 				half := n >> 1
@@ -681,7 +707,7 @@ func (g *Group) find(p string) int {
 			}
 		} else {
 			w = 8
-			keys := ix.wkeys[:end]
+			keys := wkeys[:end]
 			for n = end - lo; n > 0; {
 				half := n >> 1
 				m := lo + half

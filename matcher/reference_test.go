@@ -389,7 +389,7 @@ func TestIndexKeyWidths(t *testing.T) {
 		}
 		g := Parse(refBody(rules)).Group("x")
 		ix := g.index()
-		if got := ix.wkeys != nil; got != tc.wide {
+		if got := ix.wkeys() != nil; got != tc.wide {
 			t.Fatalf("%s: wide keys %v, want %v", tc.name, got, tc.wide)
 		}
 		// The paths the test must reach: literals ending within their
