@@ -54,6 +54,7 @@ const bucketLen = 64
 type bucket struct {
 	k0, k1 uint64 // key8 of its first literal after the index's cp, and of what follows that
 	skip   uint32 // how many bytes after cp all its literals share
+	wide   bool   // the index has wide keys (as all its buckets say)
 }
 
 // entry is one literal prefix in an index.
@@ -266,7 +267,9 @@ func buildIndex(arena string, rules []rule) *index {
 	copy(ents, ix.ents)
 	ix.ents = ents
 	if wide {
-		ix.ents[nEnts].parent = wideMark
+		for b := range ix.bkts {
+			ix.bkts[b].wide = true
+		}
 		wkeys := ix.wkeys()
 		for b, bk := range ix.bkts {
 			off := cp + int(bk.skip)
@@ -387,10 +390,6 @@ var (
 	_ [unsafe.Sizeof(entry{}) - 8]byte
 )
 
-// wideMark, as the parent of the last entry of an index, which has none,
-// marks an index with wide keys.
-const wideMark = -2
-
 // keys returns the keys of an index without wide keys: of each entry,
 // key4 of its literal after cp and its bucket's skip.
 func (ix *index) keys() []uint32 {
@@ -399,21 +398,18 @@ func (ix *index) keys() []uint32 {
 }
 
 // wkeys returns the keys of an index with wide keys: of each entry, key8
-// of its literal after cp and its bucket's skip; or nil.
+// of its literal after cp and its bucket's skip.
 func (ix *index) wkeys() []uint64 {
 	n := len(ix.ents) - 1
-	if ix.ents[n].parent != wideMark {
-		return nil
-	}
 	return unsafe.Slice((*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(ix.ents)), 8*(n+1))), n)
 }
 
 // fullKey returns the key of entry i as key8 makes them: of its literal
 // after cp and its bucket's skip, its first 8 bytes when the index has
-// wide keys, its first 4 when not.
-func (ix *index) fullKey(i int32) uint64 {
-	if wkeys := ix.wkeys(); wkeys != nil {
-		return wkeys[i]
+// wide keys (as its buckets say), its first 4 when not.
+func (ix *index) fullKey(i int32, wide bool) uint64 {
+	if wide {
+		return ix.wkeys()[i]
 	}
 	return uint64(ix.keys()[i]) << 32
 }
@@ -690,7 +686,7 @@ func (g *Group) find(p string) int {
 		// literals' first w bytes after cp+skip do.
 		qs := q[skip:]
 		qk, w := key8(qs), 4
-		if wkeys := ix.wkeys(); wkeys == nil {
+		if !bk.wide {
 			keys := ix.keys()[:end]
 			qk &^= 1<<32 - 1
 			for n = end - lo; n > 0; {
@@ -707,7 +703,7 @@ func (g *Group) find(p string) int {
 			}
 		} else {
 			w = 8
-			keys := wkeys[:end]
+			keys := ix.wkeys()[:end]
 			for n = end - lo; n > 0; {
 				half := n >> 1
 				m := lo + half
@@ -722,7 +718,7 @@ func (g *Group) find(p string) int {
 		}
 		// The bucket's first entry is <= p, so lo > its start.
 		i = int32(lo - 1)
-		k := ix.fullKey(i)
+		k := ix.fullKey(i, bk.wide)
 		// A literal holds no zero byte, and its key is padded with them.
 		z := 8 - bits.TrailingZeros64(k)/8 // its bytes in the key
 		off := cp + skip + w
@@ -744,7 +740,7 @@ func (g *Group) find(p string) int {
 				for lo, n = b*bucketLen, hi-b*bucketLen; n > 0; {
 					half := n >> 1
 					m := lo + half
-					lt := ix.fullKey(int32(m)) < qk
+					lt := ix.fullKey(int32(m), bk.wide) < qk
 					next := half
 					if lt {
 						lo = m + 1

@@ -319,7 +319,7 @@ func TestIndexBuckets(t *testing.T) {
 		for b, bk := range ix.bkts {
 			sawLongSkip = sawLongSkip || bk.skip > 16
 			for i := b*bucketLen + 1; i < min((b+1)*bucketLen, len(ix.ents)-1); i++ {
-				sawTie = sawTie || ix.fullKey(int32(i)) == ix.fullKey(int32(i-1))
+				sawTie = sawTie || ix.fullKey(int32(i), bk.wide) == ix.fullKey(int32(i-1), bk.wide)
 			}
 		}
 		for range 150 {
@@ -389,7 +389,7 @@ func TestIndexKeyWidths(t *testing.T) {
 		}
 		g := Parse(refBody(rules)).Group("x")
 		ix := g.index()
-		if got := ix.wkeys() != nil; got != tc.wide {
+		if got := ix.bkts[0].wide; got != tc.wide {
 			t.Fatalf("%s: wide keys %v, want %v", tc.name, got, tc.wide)
 		}
 		// The paths the test must reach: literals ending within their
@@ -405,7 +405,7 @@ func TestIndexKeyWidths(t *testing.T) {
 				if len(ix.literal(arena, grules, int32(i))) < len(ix.cp)+int(bk.skip)+width {
 					short++
 				}
-				if i > b*bucketLen && ix.fullKey(int32(i)) == ix.fullKey(int32(i-1)) {
+				if i > b*bucketLen && ix.fullKey(int32(i), bk.wide) == ix.fullKey(int32(i-1), bk.wide) {
 					tied++
 				}
 			}
