@@ -163,6 +163,7 @@ func key4(s string) uint32 { return uint32(key8(s) >> 32) }
 
 // buildIndex sorts the rules of a large group and indexes them.
 func buildIndex(arena string, rules []rule) *index {
+	wide := wideKeys(arena, rules) // before the rules are sorted, as indexSize saw them
 	lits := make([]uint32, len(rules))
 	for i := range rules {
 		lits[i] = rules[i].lit(arena)
@@ -239,7 +240,6 @@ func buildIndex(arena string, rules []rule) *index {
 	nEnts := len(ix.ents) - 1
 	ix.bkts = make([]bucket, (nEnts+bucketLen-1)/bucketLen)
 	keys := make([]uint32, nEnts)
-	ties := 0 // entries whose key is their predecessor's in their bucket
 	for b := range ix.bkts {
 		lo, hi := b*bucketLen, min((b+1)*bucketLen, nEnts)
 		first := ix.literal(arena, rules, int32(lo))[cp:]
@@ -251,13 +251,9 @@ func buildIndex(arena string, rules []rule) *index {
 		ix.bkts[b] = bk
 		for i := lo; i < hi; i++ {
 			keys[i] = key4(ix.literal(arena, rules, int32(i))[cp+skip:])
-			if i > lo && keys[i] == keys[i-1] {
-				ties++
-			}
 		}
 	}
 	// The entries and their keys share one block.
-	wide := ties >= nEnts/wideTies && wideKeys(arena, rules)
 	keyBytes := 4
 	if wide {
 		keyBytes = 8
@@ -504,11 +500,10 @@ func indexSize(arena string, rules []rule, buf []uint64) (int, []uint64) {
 	}
 	keyBytes := 4
 	if wideKeys(arena, rules) {
-		keyBytes = 8 // which an index with enough ties takes
+		keyBytes = 8
 	}
 	size := allocSize(int(unsafe.Sizeof(index{}))) +
 		allocSize(int(unsafe.Sizeof(entry{}))*(nEntries+1)+(keyBytes*nEntries+7)&^7) + // one block
-
 		allocSize(int(unsafe.Sizeof(bucket{}))*((nEntries+bucketLen-1)/bucketLen))
 	if nHeavy > 0 {
 		size += allocSize(int(unsafe.Sizeof(heavyRun{}))*nHeavy) +
@@ -518,27 +513,38 @@ func indexSize(arena string, rules []rule, buf []uint64) (int, []uint64) {
 	return size, buf
 }
 
-// wideTies sets how many of an index's entries must tie on their 4-byte
-// keys with their predecessors in their buckets, at least 1/wideTies of
-// them, for the index to take wide keys when wideKeys allows them.
-const wideTies = 16
-
-// wideKeys reports whether an index of rules may take wide keys, 4 more
-// bytes an entry: when the rules, their patterns and entries of 16 bytes
-// take at most 5/2 times the bytes of their lines, of which a rule's is at
-// least its pattern as written and 6 bytes ("allow" and a colon or a
-// space). Files of short lines, which take the most for their size, keep
-// keys of 4 bytes. Rules in any order give the same answer.
+// wideKeys reports whether an index of rules, in the order they were
+// parsed in, takes wide keys, 4 more bytes an entry: when many of them
+// differ from the rule before only in their last 4 bytes, so that 4-byte
+// keys would often tie, as those of a large documentation site do when
+// sorted in their file ("/html/E10087_01/", "/html/E10087_02/"); and
+// when the rules, their patterns and entries of 16 bytes take at most 5/2
+// times the bytes of their lines, of which a rule's is at least its
+// pattern as written and 6 bytes ("allow" and a colon or a space), so
+// that files of short lines, which take the most for their size, keep
+// keys of 4 bytes.
 func wideKeys(arena string, rules []rule) bool {
-	held, lines := 0, 0
+	held, lines, late := 0, 0, 0
+	prev := ""
 	for i := range rules {
-		held += int(rules[i].n)
-		lines += rules[i].writtenLen(arena)
+		r := &rules[i]
+		held += int(r.n())
+		lines += r.writtenLen(arena)
+		lit := r.literal(arena)
+		if l := commonPrefix(lit, prev); l >= 8 && l+4 >= max(len(lit), len(prev)) {
+			late++
+		}
+		prev = lit
 	}
 	held += len(rules) * (int(unsafe.Sizeof(rule{})) + 16)
 	lines += 6 * len(rules)
-	return 2*held <= 5*lines
+	return late >= len(rules)/wideLate && 2*held <= 5*lines
 }
+
+// wideLate sets how many rules of an index, at least 1/wideLate of them,
+// must differ from the rule before only in their last 4 bytes for the
+// index to take wide keys.
+const wideLate = 16
 
 // litSeed seeds the hashes by which indexSize counts literal prefixes.
 var litSeed = maphash.MakeSeed()

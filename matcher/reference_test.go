@@ -3,6 +3,7 @@ package matcher
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -343,21 +344,22 @@ func TestIndexBuckets(t *testing.T) {
 
 // TestIndexKeyWidths checks the index against trying every rule on groups
 // whose literals are long and tie on their first key bytes, as those of a
-// large documentation site do ("/html/E10087_01/", "/html/E10087_02/"):
-// one of long lines, which takes 8-byte keys, and one of raw bytes, which
-// percent-encoding makes three times longer than written, so that wide
-// keys would cost too much for its size and it keeps 4-byte keys. Among
-// them are literals that end within a key, literals that tie on all the
-// key's bytes, parents, and exact and wildcard rules.
+// large documentation site do ("/html/E10087_01/", "/html/E10087_02/"),
+// in sorted order: one of long lines, which takes 8-byte keys, and one of
+// raw bytes, which percent-encoding makes three times longer than written,
+// so that wide keys would cost too much for its size and it keeps 4-byte
+// keys. Among them are literals that end within a key, literals that tie
+// on all the key's bytes, parents, and exact and wildcard rules.
 func TestIndexKeyWidths(t *testing.T) {
 	rng := rand.New(rand.NewSource(11))
 	for _, tc := range []struct {
 		name  string
 		wide  bool
+		head  string
 		piece []string // of the literals, and of paths
 	}{
-		{"long lines", true, []string{"0", "1", "2", "_0", "_1", "/", "a"}},
-		{"raw bytes", false, []string{"\x80", "\x81", "\x82", "_", "/"}},
+		{"long lines", true, "/html/E1", []string{"0", "1", "2", "_0", "_1", "/", "a"}},
+		{"raw bytes", false, "/", []string{"\x80", "\x81", "\x82", "_", "/"}},
 	} {
 		var rules []refRule
 		add := func(pat string) {
@@ -365,7 +367,7 @@ func TestIndexKeyWidths(t *testing.T) {
 		}
 		stem := func() string {
 			var b strings.Builder
-			b.WriteString("/html/E1")
+			b.WriteString(tc.head)
 			for range 3 + rng.Intn(2) {
 				b.WriteString(tc.piece[rng.Intn(3)])
 			}
@@ -386,6 +388,10 @@ func TestIndexKeyWidths(t *testing.T) {
 			default:
 				add(lit + "/")
 			}
+		}
+		slices.SortFunc(rules, func(a, b refRule) int { return strings.Compare(a.pattern, b.pattern) })
+		for i := range rules {
+			rules[i].line = i + 2
 		}
 		g := Parse(refBody(rules)).Group("x")
 		ix := g.index()
