@@ -514,8 +514,8 @@ func indexSize(arena string, rules []rule, buf []uint64) (int, []uint64) {
 }
 
 // wideKeys reports whether an index of rules, in the order they were
-// parsed in, takes wide keys, 4 more bytes an entry: when many of them
-// differ from the rule before only in their last 4 bytes, so that 4-byte
+// parsed in, takes wide keys, 4 more bytes an entry: when many of their
+// patterns differ from the one before only in their last 4 bytes, so that 4-byte
 // keys would often tie, as those of a large documentation site do when
 // sorted in their file ("/html/E10087_01/", "/html/E10087_02/"); and
 // when the rules, their patterns and entries of 16 bytes take at most 5/2
@@ -528,13 +528,15 @@ func wideKeys(arena string, rules []rule) bool {
 	prev := ""
 	for i := range rules {
 		r := &rules[i]
-		held += int(r.n())
+		n := int(r.n())
+		held += n
 		lines += r.writtenLen(arena)
-		lit := r.literal(arena)
-		if l := commonPrefix(lit, prev); l >= 8 && l+4 >= max(len(lit), len(prev)) {
+		// Patterns, not literals, which would take a search for '*'.
+		pat := arena[r.pat : int(r.pat)+n]
+		if d := n - len(prev); d <= 4 && d >= -4 && n >= 8 && len(prev) >= 8 && commonPrefix(pat, prev)+4 >= max(n, len(prev)) {
 			late++
 		}
-		prev = lit
+		prev = pat
 	}
 	held += len(rules) * (int(unsafe.Sizeof(rule{})) + 16)
 	lines += 6 * len(rules)
@@ -731,12 +733,14 @@ func (g *Group) find(p string) int {
 		if z < w {
 			n = cp + skip + z
 			l = cp + skip + min(z, bits.LeadingZeros64(k^qk)/8)
-		} else if n = int(rules[ix.ents[i].start&^heavyBit].lit(arena)); n == off {
+		} else if r := &rules[ix.ents[i].start&^heavyBit]; r.kind() != kindWild && int(r.lit(arena)) == off {
 			// It ends with its key: its rule, which the search reads
-			// next, says so.
+			// next, says so (without a search for '*', which only a
+			// wildcard rule needs).
+			n = off
 			l = cp + skip + min(w, bits.LeadingZeros64(k^qk)/8)
 		} else {
-			lit := ix.literal(arena, rules, i)
+			lit := r.literal(arena)
 			if k == qk && lit[off:] > p[off:] {
 				// A tie: the entries with p's key share off bytes with
 				// p, or end before and are prefixes of p; the last of
