@@ -530,7 +530,9 @@ func wideKeys(arena string, rules []rule) bool {
 		r := &rules[i]
 		n := int(r.n())
 		held += n
-		lines += r.writtenLen(arena)
+		if r.written() || r.decoded() {
+			lines += r.writtenLen(arena) - n // n is added to both below
+		}
 		// Patterns, not literals, which would take a search for '*'.
 		pat := arena[r.pat : int(r.pat)+n]
 		if d := n - len(prev); d <= 4 && d >= -4 && n >= 8 && len(prev) >= 8 && commonPrefix(pat, prev)+4 >= max(n, len(prev)) {
@@ -538,8 +540,8 @@ func wideKeys(arena string, rules []rule) bool {
 		}
 		prev = pat
 	}
+	lines += held + 6*len(rules)
 	held += len(rules) * (int(unsafe.Sizeof(rule{})) + 16)
-	lines += 6 * len(rules)
 	return late >= len(rules)/wideLate && 2*held <= 5*lines
 }
 
