@@ -515,15 +515,18 @@ func indexSize(arena string, rules []rule, buf []uint64) (int, []uint64) {
 
 // wideKeys reports whether an index of rules, in the order they were
 // parsed in, takes wide keys, 4 more bytes an entry: when many of their
-// patterns differ from the one before only in their last 4 bytes, so that 4-byte
-// keys would often tie, as those of a large documentation site do when
-// sorted in their file ("/html/E10087_01/", "/html/E10087_02/"); and
+// patterns differ from the one before only in their last 4 bytes, so that
+// 4-byte keys would often tie, as those of a large documentation site do
+// when sorted in their file ("/html/E10087_01/", "/html/E10087_02/"); and
 // when the rules, their patterns and entries of 16 bytes take at most 5/2
 // times the bytes of their lines, of which a rule's is at least its
 // pattern as written and 6 bytes ("allow" and a colon or a space), so
 // that files of short lines, which take the most for their size, keep
-// keys of 4 bytes.
+// keys of 4 bytes. Indexes of fewer than wideMin rules keep them too.
 func wideKeys(arena string, rules []rule) bool {
+	if len(rules) < wideMin {
+		return false
+	}
 	held, lines, late := 0, 0, 0
 	prev := ""
 	for i := range rules {
@@ -544,6 +547,10 @@ func wideKeys(arena string, rules []rule) bool {
 	held += len(rules) * (int(unsafe.Sizeof(rule{})) + 16)
 	return late >= len(rules)/wideLate && 2*held <= 5*lines
 }
+
+// wideMin is the fewest rules of an index with wide keys: a search of a
+// small index reads few keys, and its rules are counted faster without.
+const wideMin = 2 * bucketLen
 
 // wideLate sets how many rules of an index, at least 1/wideLate of them,
 // must differ from the rule before only in their last 4 bytes for the
