@@ -2,6 +2,7 @@ package matcher
 
 import (
 	"cmp"
+	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
 	"slices"
@@ -19,21 +20,27 @@ import (
 //
 // The entries are cut into buckets of bucketLen, in order. A search finds
 // a path's bucket by the first 16 bytes of each bucket's first literal,
-// then its entry in the bucket by the 4 bytes of each literal that follow
-// the prefix all the bucket's literals share: a large file's literals
-// often share far more than the group's common prefix ("/html/E10..."),
-// and keys taken at one offset for all would be alike.
+// then its entry in the bucket by the key of each literal: its bytes that
+// follow the prefix all the bucket's literals share, as key8 makes them. A
+// large file's literals often share far more than the group's common
+// prefix ("/html/E10..."), and keys taken at one offset for all would be
+// alike. When a literal ends within its key, the key gives its length and
+// its common prefix with the path, and the search reads no literal.
 //
-// An entry costs 12 bytes: its 4-byte key, and its parent and start, side
-// by side, so that the step of the search that reads a key has the rest
-// of its entry in the same cache line. A bucket adds 24 bytes per
+// Keys are 4 bytes, or 8 (wide) when 4 leave many ties, which the search
+// settles by reading the tied literals ("/html/E10087_01/" and
+// "/html/E10087_02/" tie on "087_" in a bucket whose literals share
+// "html/E10"), and when the group's lines are long enough to pay for them
+// (see wideKeys). An entry costs 12 bytes, or 16 with wide keys: its key,
+// and its parent and start; the keys lie apart, so that the search reads
+// keys alone, in the same block as the entries. A bucket adds 24 bytes per
 // bucketLen entries. Entries of more than heavyMin rules, which a file of
 // many rules with one literal makes, also have a heavyRun.
 type index struct {
 	cp     string      // the literal prefix common to all the rules
 	cpKey  uint64      // key8(cp), which decides the test of a path against cp when cp is at most 8 bytes long
-	ents   []entry     // one per entry, then one whose start ends the last
-	bkts   []bucket    // ents[i*bucketLen:(i+1)*bucketLen] are bucket i's
+	ents   []entry     // one per entry, then one whose start ends the last; its capacity holds the keys (see keys and wkeys)
+	bkts   []bucket    // entries i*bucketLen to (i+1)*bucketLen-1 are bucket i's
 	heavy  []heavyRun  // sorted by entry
 	groups []wildGroup // the wildcard rules of heavy runs, by the byte they need
 	sets   []uint64    // of each wildcard rule of the groups, in order: foldSet of its pattern after the literal
@@ -47,11 +54,11 @@ const bucketLen = 64
 type bucket struct {
 	k0, k1 uint64 // key8 of its first literal after the index's cp, and of what follows that
 	skip   uint32 // how many bytes after cp all its literals share
+	wide   bool   // the index has wide keys (as all its buckets say)
 }
 
 // entry is one literal prefix in an index.
 type entry struct {
-	key    uint32 // key4 of its literal after the index's cp and its bucket's skip
 	parent int32  // the longest other entry that is a prefix of this one, or -1
 	start  uint32 // its first rule, in the group; heavyBit is set when it has a heavyRun
 }
@@ -132,18 +139,23 @@ func wildNeed(pat string, lit uint32) (kind uint8, need byte) {
 // strings hold no zero byte, so padding never reorders them.
 func key8(s string) uint64 {
 	if len(s) >= 8 {
-		_ = s[7]
-		return uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 | uint64(s[3])<<32 |
-			uint64(s[4])<<24 | uint64(s[5])<<16 | uint64(s[6])<<8 | uint64(s[7])
+		return binary.BigEndian.Uint64(unsafe.Slice(unsafe.StringData(s), 8))
 	}
-	var k uint64
-	for i := range 8 {
-		k <<= 8
-		if i < len(s) {
-			k |= uint64(s[i])
-		}
+	return key8Short(s)
+}
+
+// key8Short is key8 of a string shorter than 8 bytes.
+func key8Short(s string) uint64 {
+	switch n := len(s); {
+	case n >= 4:
+		// Two loads of 4 bytes, which overlap when n < 8.
+		hi := uint64(binary.BigEndian.Uint32(unsafe.Slice(unsafe.StringData(s), 4)))
+		lo := uint64(binary.BigEndian.Uint32(unsafe.Slice(unsafe.StringData(s[n-4:]), 4)))
+		return hi<<32 | lo<<(64-8*n)
+	case n > 0:
+		return uint64(s[0])<<56 | uint64(s[n/2])<<(56-8*(n/2)) | uint64(s[n-1])<<(64-8*n)
 	}
-	return k
+	return 0
 }
 
 // key4 is the first 4 bytes of s as key8 makes them.
@@ -151,6 +163,7 @@ func key4(s string) uint32 { return uint32(key8(s) >> 32) }
 
 // buildIndex sorts the rules of a large group and indexes them.
 func buildIndex(arena string, rules []rule) *index {
+	wide := wideKeys(arena, rules) // before the rules are sorted, as indexSize saw them
 	lits := make([]uint32, len(rules))
 	for i := range rules {
 		lits[i] = rules[i].lit(arena)
@@ -226,6 +239,7 @@ func buildIndex(arena string, rules []rule) *index {
 	ix.ents = append(ix.ents, entry{parent: -1, start: uint32(len(rules))})
 	nEnts := len(ix.ents) - 1
 	ix.bkts = make([]bucket, (nEnts+bucketLen-1)/bucketLen)
+	keys := make([]uint32, nEnts)
 	for b := range ix.bkts {
 		lo, hi := b*bucketLen, min((b+1)*bucketLen, nEnts)
 		first := ix.literal(arena, rules, int32(lo))[cp:]
@@ -236,8 +250,31 @@ func buildIndex(arena string, rules []rule) *index {
 		}
 		ix.bkts[b] = bk
 		for i := lo; i < hi; i++ {
-			ix.ents[i].key = key4(ix.literal(arena, rules, int32(i))[cp+skip:])
+			keys[i] = key4(ix.literal(arena, rules, int32(i))[cp+skip:])
 		}
+	}
+	// The entries and their keys share one block.
+	keyBytes := 4
+	if wide {
+		keyBytes = 8
+	}
+	block := make([]uint64, len(ix.ents)+(keyBytes*nEnts+7)/8)
+	ents := unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(block))), len(block))[:len(ix.ents)]
+	copy(ents, ix.ents)
+	ix.ents = ents
+	if wide {
+		for b := range ix.bkts {
+			ix.bkts[b].wide = true
+		}
+		wkeys := ix.wkeys()
+		for b, bk := range ix.bkts {
+			off := cp + int(bk.skip)
+			for i := b * bucketLen; i < min((b+1)*bucketLen, nEnts); i++ {
+				wkeys[i] = key8(ix.literal(arena, rules, int32(i))[off:])
+			}
+		}
+	} else {
+		copy(ix.keys(), keys)
 	}
 	ix.heavy, ix.groups, ix.sets = slices.Clone(ix.heavy), slices.Clone(ix.groups), slices.Clone(ix.sets) // as indexSize counts them
 	return ix
@@ -342,6 +379,37 @@ func (ix *index) literal(arena string, rules []rule, i int32) string {
 	return rules[ix.ents[i].start&^heavyBit].literal(arena)
 }
 
+// The keys of an index's entries follow its entries, in the capacity of
+// ents, so that the index takes one slice for both.
+var (
+	_ [8 - unsafe.Sizeof(entry{})]byte // entries are words, as the keys after them are
+	_ [unsafe.Sizeof(entry{}) - 8]byte
+)
+
+// keys returns the keys of an index without wide keys: of each entry,
+// key4 of its literal after cp and its bucket's skip.
+func (ix *index) keys() []uint32 {
+	n := len(ix.ents) - 1
+	return unsafe.Slice((*uint32)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(ix.ents)), 8*(n+1))), n)
+}
+
+// wkeys returns the keys of an index with wide keys: of each entry, key8
+// of its literal after cp and its bucket's skip.
+func (ix *index) wkeys() []uint64 {
+	n := len(ix.ents) - 1
+	return unsafe.Slice((*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(ix.ents)), 8*(n+1))), n)
+}
+
+// fullKey returns the key of entry i as key8 makes them: of its literal
+// after cp and its bucket's skip, its first 8 bytes when the index has
+// wide keys (as its buckets say), its first 4 when not.
+func (ix *index) fullKey(i int32, wide bool) uint64 {
+	if wide {
+		return ix.wkeys()[i]
+	}
+	return uint64(ix.keys()[i]) << 32
+}
+
 // heavyOf returns the heavyRun of entry i.
 func (ix *index) heavyOf(i int32) *heavyRun {
 	lo, hi := 0, len(ix.heavy)
@@ -430,8 +498,12 @@ func indexSize(arena string, rules []rule, buf []uint64) (int, []uint64) {
 			i = j
 		}
 	}
+	keyBytes := 4
+	if wideKeys(arena, rules) {
+		keyBytes = 8
+	}
 	size := allocSize(int(unsafe.Sizeof(index{}))) +
-		allocSize(int(unsafe.Sizeof(entry{}))*(nEntries+1)) +
+		allocSize(int(unsafe.Sizeof(entry{}))*(nEntries+1)+(keyBytes*nEntries+7)&^7) + // one block
 		allocSize(int(unsafe.Sizeof(bucket{}))*((nEntries+bucketLen-1)/bucketLen))
 	if nHeavy > 0 {
 		size += allocSize(int(unsafe.Sizeof(heavyRun{}))*nHeavy) +
@@ -440,6 +512,50 @@ func indexSize(arena string, rules []rule, buf []uint64) (int, []uint64) {
 	}
 	return size, buf
 }
+
+// wideKeys reports whether an index of rules, in the order they were
+// parsed in, takes wide keys, 4 more bytes an entry: when many of their
+// patterns differ from the one before only in their last 4 bytes, so that
+// 4-byte keys would often tie, as those of a large documentation site do
+// when sorted in their file ("/html/E10087_01/", "/html/E10087_02/"); and
+// when the rules, their patterns and entries of 16 bytes take at most 5/2
+// times the bytes of their lines, of which a rule's is at least its
+// pattern as written and 6 bytes ("allow" and a colon or a space), so
+// that files of short lines, which take the most for their size, keep
+// keys of 4 bytes. Indexes of fewer than wideMin rules keep them too.
+func wideKeys(arena string, rules []rule) bool {
+	if len(rules) < wideMin {
+		return false
+	}
+	held, lines, late := 0, 0, 0
+	prev := ""
+	for i := range rules {
+		r := &rules[i]
+		n := int(r.n())
+		held += n
+		if r.written() || r.decoded() {
+			lines += r.writtenLen(arena) - n // n is added to both below
+		}
+		// Patterns, not literals, which would take a search for '*'.
+		pat := arena[r.pat : int(r.pat)+n]
+		if d := n - len(prev); d <= 4 && d >= -4 && n >= 8 && len(prev) >= 8 && commonPrefix(pat, prev)+4 >= max(n, len(prev)) {
+			late++
+		}
+		prev = pat
+	}
+	lines += held + 6*len(rules)
+	held += len(rules) * (int(unsafe.Sizeof(rule{})) + 16)
+	return late >= len(rules)/wideLate && 2*held <= 5*lines
+}
+
+// wideMin is the fewest rules of an index with wide keys: a search of a
+// small index reads few keys, and its rules are counted faster without.
+const wideMin = 2 * bucketLen
+
+// wideLate sets how many rules of an index, at least 1/wideLate of them,
+// must differ from the rule before only in their last 4 bytes for the
+// index to take wide keys.
+const wideLate = 16
 
 // litSeed seeds the hashes by which indexSize counts literal prefixes.
 var litSeed = maphash.MakeSeed()
@@ -522,17 +638,38 @@ func (g *Group) find(p string) int {
 		half := n >> 1
 		m := lo + half
 		bk := &ix.bkts[m]
-		le := bk.k0 < q0 || bk.k0 == q0 && bk.k1 < q1
-		if bk.k0 == q0 && bk.k1 == q1 {
-			lit := ix.literal(arena, rules, int32(m*bucketLen))
-			le = len(lit) <= cp+16 || lit[cp:] <= q
-		}
+		// (k0, k1) <= (q0, q1), without branches.
+		_, c := bits.Sub64(q1, bk.k1, 0)
+		_, c = bits.Sub64(q0, bk.k0, c)
 		next := half
-		if le {
+		if c == 0 {
 			lo = m + 1
 			next = n - half - 1
 		}
 		n = next
+	}
+	if lo > 0 && ix.bkts[lo-1].k0 == q0 && ix.bkts[lo-1].k1 == q1 {
+		// Buckets whose first literals have p's first 16 bytes: search
+		// again, by the literals where the keys tie.
+		lo, n = 0, len(ix.bkts)
+		for n > 0 {
+			half := n >> 1
+			m := lo + half
+			bk := &ix.bkts[m]
+			_, c := bits.Sub64(bk.k1, q1, 0)
+			_, c = bits.Sub64(bk.k0, q0, c)
+			le := c != 0
+			if bk.k0 == q0 && bk.k1 == q1 {
+				lit := ix.literal(arena, rules, int32(m*bucketLen))
+				le = len(lit) <= cp+16 || lit[cp:] <= q
+			}
+			next := half
+			if le {
+				lo = m + 1
+				next = n - half - 1
+			}
+			n = next
+		}
 	}
 	if lo == 0 {
 		return -1 // p is before the first literal
@@ -552,44 +689,42 @@ func (g *Group) find(p string) int {
 	default:
 		shares = len(q) >= skip && q[:skip] == ix.literal(arena, rules, int32(lo))[cp:cp+skip]
 	}
+	// The entry that is the greatest <= p, and its literal's length n and
+	// common prefix l with p, which its key gives when its literal ends
+	// within it.
+	var i int32
+	var l int
 	if !shares {
-		lo = end
+		i = int32(end - 1)
+		lit := ix.literal(arena, rules, i)
+		n, l = len(lit), commonPrefix(lit, p)
 	} else {
 		// The last entry whose key is <= p's. Keys compare as their
-		// literals do, but for ties: when the last entry of p's key has a
-		// literal > p, search again among the entries before it that
-		// have p's key.
+		// literals' first w bytes after cp+skip do.
 		qs := q[skip:]
-		pk := key4(qs)
-		tie := false
-		for n = end - lo; n > 0; {
-			half := n >> 1
-			m := lo + half
-			le := ix.ents[m].key <= pk
-			// Written so that the compiler can use conditional moves.
-			next := half
-			if le {
-				lo = m + 1
-				next = n - half - 1
-			}
-			n = next
-		}
-		// The bucket's first entry is <= p, so lo > its start.
-		if ix.ents[lo-1].key == pk {
-			lit := ix.literal(arena, rules, int32(lo-1))
-			tie = len(lit) > cp+skip+4 && lit[cp+skip:] > qs
-		}
-		if tie {
-			hi := lo - 1
-			lo = b * bucketLen
-			for lo < hi && ix.ents[lo].key < pk {
-				lo++ // at most bucketLen steps, over keys in one or two cache lines
-			}
-			for n = hi - lo; n > 0; {
+		qk, w := key8(qs), 4
+		if !bk.wide {
+			keys := ix.keys()[:end]
+			qk &^= 1<<32 - 1
+			for n = end - lo; n > 0; {
 				half := n >> 1
 				m := lo + half
-				lit := ix.literal(arena, rules, int32(m))
-				le := len(lit) <= cp+skip+4 || lit[cp+skip:] <= qs
+				le := keys[m] <= uint32(qk>>32)
+				// Written so that the compiler can use conditional moves.
+				next := half
+				if le {
+					lo = m + 1
+					next = n - half - 1
+				}
+				n = next
+			}
+		} else {
+			w = 8
+			keys := ix.wkeys()[:end]
+			for n = end - lo; n > 0; {
+				half := n >> 1
+				m := lo + half
+				le := keys[m] <= qk
 				next := half
 				if le {
 					lo = m + 1
@@ -598,20 +733,65 @@ func (g *Group) find(p string) int {
 				n = next
 			}
 		}
-	}
-	i := int32(lo - 1)
-	if i < 0 {
-		return -1
+		// The bucket's first entry is <= p, so lo > its start.
+		i = int32(lo - 1)
+		k := ix.fullKey(i, bk.wide)
+		// A literal holds no zero byte, and its key is padded with them.
+		z := 8 - bits.TrailingZeros64(k)/8 // its bytes in the key
+		off := cp + skip + w
+		if z < w {
+			n = cp + skip + z
+			l = cp + skip + min(z, bits.LeadingZeros64(k^qk)/8)
+		} else if r := &rules[ix.ents[i].start&^heavyBit]; r.kind() != kindWild && int(r.lit(arena)) == off {
+			// It ends with its key: its rule, which the search reads
+			// next, says so (without a search for '*', which only a
+			// wildcard rule needs).
+			n = off
+			l = cp + skip + min(w, bits.LeadingZeros64(k^qk)/8)
+		} else {
+			lit := r.literal(arena)
+			if k == qk && lit[off:] > p[off:] {
+				// A tie: the entries with p's key share off bytes with
+				// p, or end before and are prefixes of p; the last of
+				// them <= p is found by their literals. (The bucket's
+				// first entry is <= p, so one is.)
+				hi := int(i)
+				for lo, n = b*bucketLen, hi-b*bucketLen; n > 0; {
+					half := n >> 1
+					m := lo + half
+					lt := ix.fullKey(int32(m), bk.wide) < qk
+					next := half
+					if lt {
+						lo = m + 1
+						next = n - half - 1
+					}
+					n = next
+				}
+				for n = hi - lo; n > 0; {
+					half := n >> 1
+					m := lo + half
+					lit := ix.literal(arena, rules, int32(m))
+					le := len(lit) <= off || lit[off:] <= p[off:]
+					next := half
+					if le {
+						lo = m + 1
+						next = n - half - 1
+					}
+					n = next
+				}
+				i = int32(lo - 1)
+				lit = ix.literal(arena, rules, i)
+			}
+			n, l = len(lit), commonPrefix(lit, p)
+		}
 	}
 	// Its ancestors no longer than the common prefix with p are exactly the
 	// entries that are prefixes of p.
-	lit := ix.literal(arena, rules, i)
-	l := commonPrefix(lit, p)
-	for len(lit) > l {
+	for n > l {
 		if i = ix.ents[i].parent; i < 0 {
 			return -1
 		}
-		lit = ix.literal(arena, rules, i)
+		n = int(rules[ix.ents[i].start&^heavyBit].lit(arena))
 	}
 	best := int32(-1)
 	var bestRule *rule
@@ -620,7 +800,6 @@ func (g *Group) find(p string) int {
 	haveBytes := false
 	for {
 		e := ix.ents[i]
-		n := len(lit)
 		start, end := e.start&^heavyBit, ix.ents[i+1].start&^heavyBit
 		if e.start&heavyBit == 0 {
 			for k := start; k < end; k++ {
@@ -675,7 +854,7 @@ func (g *Group) find(p string) int {
 		if i = e.parent; i < 0 {
 			return int(best)
 		}
-		lit = ix.literal(arena, rules, i)
+		n = int(rules[ix.ents[i].start&^heavyBit].lit(arena))
 	}
 }
 

@@ -59,6 +59,9 @@ func memShapes() []memShape {
 			}
 			return fmt.Sprintf("Allow: /products/%d/*?color=\nDisallow: /search/%d$\n", i, i)
 		})},
+		{"long literals tied on 4 bytes", any, fill("User-agent: *\n", func(i int) string {
+			return fmt.Sprintf("Disallow: /html/E%05d_%02d/\n", i/3, i%3) // wide keys
+		})},
 		{"short allow", any, fill("user-agent:*\n", func(i int) string { return "allow:/" + word(i, 3) + "\n" })},
 		{"short disallow without colon", any, fill("user-agent:*\n", func(i int) string { return "disallow /" + word(i, 3) + "\n" })},
 		{"short $", any, fill("user-agent:*\n", func(i int) string { return "allow:/" + word(i, 2) + "$\n" })},

@@ -3,6 +3,7 @@ package matcher
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -319,7 +320,7 @@ func TestIndexBuckets(t *testing.T) {
 		for b, bk := range ix.bkts {
 			sawLongSkip = sawLongSkip || bk.skip > 16
 			for i := b*bucketLen + 1; i < min((b+1)*bucketLen, len(ix.ents)-1); i++ {
-				sawTie = sawTie || ix.ents[i].key == ix.ents[i-1].key
+				sawTie = sawTie || ix.fullKey(int32(i), bk.wide) == ix.fullKey(int32(i-1), bk.wide)
 			}
 		}
 		for range 150 {
@@ -338,5 +339,121 @@ func TestIndexBuckets(t *testing.T) {
 	}
 	if !sawLongSkip || !sawTie {
 		t.Errorf("no bucket sharing more than 16 bytes (%v) or no tied keys (%v): the test does not reach every path", sawLongSkip, sawTie)
+	}
+}
+
+// TestIndexKeyWidths checks the index against trying every rule on groups
+// whose literals are long and tie on their first key bytes, as those of a
+// large documentation site do ("/html/E10087_01/", "/html/E10087_02/"),
+// in sorted order: one of long lines, which takes 8-byte keys, and one of
+// raw bytes, which percent-encoding makes three times longer than written,
+// so that wide keys would cost too much for its size and it keeps 4-byte
+// keys. Among them are literals that end within a key, literals that tie
+// on all the key's bytes, parents, and exact and wildcard rules.
+func TestIndexKeyWidths(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	for _, tc := range []struct {
+		name  string
+		wide  bool
+		head  string
+		piece []string // of the literals, and of paths
+	}{
+		{"long lines", true, "/html/E1", []string{"0", "1", "2", "_0", "_1", "/", "a"}},
+		{"raw bytes", false, "/", []string{"\x80", "\x81", "\x82", "_", "/"}},
+	} {
+		var rules []refRule
+		add := func(pat string) {
+			rules = append(rules, refRule{allow: rng.Intn(2) == 0, pattern: pat, line: len(rules) + 2})
+		}
+		stem := func() string {
+			var b strings.Builder
+			b.WriteString(tc.head)
+			for range 3 + rng.Intn(2) {
+				b.WriteString(tc.piece[rng.Intn(3)])
+			}
+			return b.String()
+		}
+		for range 1500 {
+			lit := stem()
+			for range rng.Intn(8) {
+				lit += tc.piece[rng.Intn(len(tc.piece))]
+			}
+			switch rng.Intn(12) {
+			case 0:
+				add(lit + "*" + tc.piece[rng.Intn(len(tc.piece))])
+			case 1:
+				add(lit + "$")
+			case 2:
+				add(lit[:1+rng.Intn(len(lit))]) // a parent of others, often
+			default:
+				add(lit + "/")
+			}
+		}
+		slices.SortFunc(rules, func(a, b refRule) int { return strings.Compare(a.pattern, b.pattern) })
+		for i := range rules {
+			rules[i].line = i + 2
+		}
+		g := Parse(refBody(rules)).Group("x")
+		ix := g.index()
+		if got := ix.bkts[0].wide; got != tc.wide {
+			t.Fatalf("%s: wide keys %v, want %v", tc.name, got, tc.wide)
+		}
+		// The paths the test must reach: literals ending within their
+		// keys, and entries tied on every byte of their keys.
+		arena, grules := g.r.arena, g.rules()
+		var short, tied int
+		for b, bk := range ix.bkts {
+			for i := b * bucketLen; i < min((b+1)*bucketLen, len(ix.ents)-1); i++ {
+				width := 4
+				if tc.wide {
+					width = 8
+				}
+				if len(ix.literal(arena, grules, int32(i))) < len(ix.cp)+int(bk.skip)+width {
+					short++
+				}
+				if i > b*bucketLen && ix.fullKey(int32(i), bk.wide) == ix.fullKey(int32(i-1), bk.wide) {
+					tied++
+				}
+			}
+		}
+		if short == 0 || tied == 0 {
+			t.Fatalf("%s: %d literals end within their keys, %d entries tie on their keys: the test does not reach every path", tc.name, short, tied)
+		}
+		for range 600 {
+			var p string
+			if rng.Intn(4) > 0 {
+				r := &grules[rng.Intn(len(grules))]
+				p = r.literal(arena)
+				if rng.Intn(2) == 0 {
+					p = p[:rng.Intn(len(p)+1)]
+				}
+			} else {
+				p = refNormalize(stem(), false)
+			}
+			for range rng.Intn(4) {
+				p += refNormalize(tc.piece[rng.Intn(len(tc.piece))], false)
+			}
+			if got, want := g.find(p), bruteFind(g, p); got != want {
+				t.Fatalf("%s: find(%q) = %d want %d", tc.name, p, got, want)
+			}
+		}
+	}
+}
+
+// TestKey8 checks key8, which loads short strings in overlapping parts,
+// against its definition: the first 8 bytes, big-endian, zero-padded.
+func TestKey8(t *testing.T) {
+	const s = "/html/E10087_01/"
+	for n := range len(s) + 1 {
+		var want uint64
+		for i := range 8 {
+			want <<= 8
+			if i < n {
+				want |= uint64(s[i])
+			}
+		}
+		if got := key8(s[:n]); got != want {
+			t.Errorf("key8(%q) = %#x, want %#x", s[:n], got, want)
+		}
 	}
 }
