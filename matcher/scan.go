@@ -218,6 +218,9 @@ var lineStop = [256]bool{'\r': true, '\n': true, '#': true, 0: true}
 
 // split sets field, key and value from the content of one line.
 func (s *scanner) split(line []byte) {
+	if s.common(line) {
+		return
+	}
 	s.key, s.value = nil, nil
 	line = trimSpace(line)
 	if len(line) == 0 {
@@ -258,6 +261,36 @@ func (s *scanner) split(line []byte) {
 		s.flags |= flagLenientKey
 	}
 }
+
+// common splits the most common lines, "disallow:", "allow:" and
+// "user-agent:" lines with the key first and canonical but for case, as
+// split does, and reports whether line was one.
+func (s *scanner) common(line []byte) bool {
+	// Setting bit 5 folds a letter to lower case; '-' has it set, and
+	// only CR, which no line holds, folds to it.
+	const fold = 0x2020202020202020
+	var n int
+	switch {
+	case len(line) >= 9 && line[8] == ':' && binary.LittleEndian.Uint64(line)|fold == disallow8:
+		n, s.field = 8, fieldDisallow
+	case len(line) >= 6 && line[5] == ':' && binary.LittleEndian.Uint32(line)|0x20202020 == allow4 && line[4]|0x20 == 'w':
+		n, s.field = 5, fieldAllow
+	case len(line) >= 11 && line[10] == ':' && binary.LittleEndian.Uint64(line)|fold == userAge8 && binary.LittleEndian.Uint16(line[8:])|0x2020 == nt2:
+		n, s.field = 10, fieldUserAgent
+	default:
+		return false
+	}
+	s.key, s.value = line[:n], trimSpace(line[n+1:])
+	return true
+}
+
+// The keys of common lines, as little-endian words.
+var (
+	disallow8 = binary.LittleEndian.Uint64([]byte("disallow"))
+	allow4    = binary.LittleEndian.Uint32([]byte("allo"))
+	userAge8  = binary.LittleEndian.Uint64([]byte("user-age"))
+	nt2       = binary.LittleEndian.Uint16([]byte("nt"))
+)
 
 // classify reads a key leniently: case-insensitively, by prefix, and with the
 // misspellings Google's parser accepts. exact reports whether key is the
