@@ -188,12 +188,14 @@ func (s *scanner) short() bool {
 }
 
 // stops8 returns a mask whose lowest set bit is the high bit of the first of
-// the eight bytes of x (little-endian) that is a CR, LF, '#' or NUL, or 0
-// when none is. Bits above the lowest may be set for other bytes.
+// the eight bytes of x (little-endian) that is a CR, LF, '#' or NUL, or of
+// a byte before it that is another control below CR (such as a tab), or 0
+// when there is none. Bits above the lowest may be set for other bytes.
 func stops8(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	zero := func(v uint64) uint64 { return (v - ones) &^ v & highs }
-	return zero(x^'\n'*ones) | zero(x^'\r'*ones) | zero(x^'#'*ones) | zero(x)
+	below := (x - '\r'*ones - ones) &^ x & highs // bytes below CR+1, exact up to the first
+	hash := x ^ '#'*ones
+	return below | (hash-ones)&^hash&highs
 }
 
 // endShort ends the line of short: line is its bytes before the line end
