@@ -270,7 +270,17 @@ func (g *Group) index() *index {
 func scan(arena string, rules []rule, p string) int {
 	for i := range rules {
 		r := &rules[i]
-		// Most rules that fail, fail on the literal's last byte: test it first.
+		// Most rules that fail, fail on their second byte, which a
+		// pattern of two bytes or more has in its literal unless it is a
+		// '*' (a '$' there ends a pattern that only "/" matches): test it
+		// before finding the literal, which takes a search in a
+		// wildcard's pattern. The next most fail on the literal's last
+		// byte: test it next.
+		if len(p) >= 2 && r.n() >= 2 {
+			if c := arena[r.pat+1]; c != p[1] && c != '*' && arena[r.pat] != '*' {
+				continue
+			}
+		}
 		lit := r.lit(arena)
 		if len(p) < int(lit) || lit > 0 && p[lit-1] != arena[r.pat+lit-1] || p[:lit] != arena[r.pat:r.pat+lit] {
 			continue
