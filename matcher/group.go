@@ -36,22 +36,34 @@ const linearMax = 16
 // is kept apart (see Robots.lineOf).
 type rule struct {
 	pat uint32 // offset in arena of the normalised pattern
-	nf  uint32 // n<<5 | allow<<4 | decoded<<3 | written<<2 | kind, where n, the pattern's length, is the rule's priority
+	// n<<13 | allow<<12 | lit<<4 | decoded<<3 | written<<2 | kind, where
+	// n, the pattern's length, is the rule's priority, and lit is the
+	// length of a wildcard pattern's literal prefix, or litFar when it is
+	// that long or longer (see rule.lit).
+	nf uint32
 }
 
 // maxPattern is the longest normalised pattern a rule holds; see
-// capPattern.
-const maxPattern = 1<<27 - 1
+// capPattern. It is more than a 500 KiB file holds but for patterns of
+// many raw bytes that percent-encoding triples.
+const maxPattern = 1<<19 - 1
 
-// makeRule returns the rule of the normalised pattern of n bytes at pat:
-// whether it allows, its kind, and how to recover its pattern as written:
-// written when an edit of the normalised one into it follows that in arena
-// (see rule.edit); decoded when it is the normalised one decoded (see
+// litFar is the lit of a rule record whose literal prefix is at least that
+// long.
+const litFar = 255
+
+// makeRule returns the rule of the normalised pattern p at pat: whether it
+// allows, its kind, and how to recover its pattern as written: written when
+// an edit of the normalised one into it follows that in arena (see
+// rule.edit); decoded when it is the normalised one decoded (see
 // decodesTo); neither when it is the normalised one.
-func makeRule(pat, n uint32, allow bool, kind uint8, written, decoded bool) rule {
-	f := n<<5 | uint32(kind)
+func makeRule(pat uint32, p []byte, allow bool, kind uint8, written, decoded bool) rule {
+	f := uint32(len(p))<<13 | uint32(kind)
+	if kind == kindWild {
+		f |= uint32(min(bytes.IndexByte(p, '*'), litFar)) << 4
+	}
 	if allow {
-		f |= 16
+		f |= 1 << 12
 	}
 	if decoded {
 		f |= 8
@@ -62,8 +74,8 @@ func makeRule(pat, n uint32, allow bool, kind uint8, written, decoded bool) rule
 	return rule{pat: pat, nf: f}
 }
 
-func (r *rule) n() uint32                   { return r.nf >> 5 }
-func (r *rule) allow() bool                 { return r.nf&16 != 0 }
+func (r *rule) n() uint32                   { return r.nf >> 13 }
+func (r *rule) allow() bool                 { return r.nf&(1<<12) != 0 }
 func (r *rule) kind() uint8                 { return uint8(r.nf) & 3 }
 func (r *rule) written() bool               { return r.nf&4 != 0 }
 func (r *rule) decoded() bool               { return r.nf&8 != 0 }
@@ -183,6 +195,9 @@ func (r *rule) lit(arena string) uint32 {
 	case kindExact:
 		return r.n() - 1
 	}
+	if l := r.nf >> 4 & 255; l < litFar {
+		return l
+	}
 	return uint32(strings.IndexByte(arena[r.pat:r.pat+r.n()], '*'))
 }
 
@@ -198,7 +213,7 @@ var emptyGroup = &Group{r: &Robots{star: -1}}
 // earlier line.
 func better(a, b *rule) bool {
 	// The length, then allow, as one number.
-	if ka, kb := a.nf>>4, b.nf>>4; ka != kb {
+	if ka, kb := a.nf>>12, b.nf>>12; ka != kb {
 		return ka > kb
 	}
 	return a.pat < b.pat

@@ -134,7 +134,7 @@ type block struct {
 // limit of its own: RFC 9309 §2.5 lets a crawler stop after 500 KiB
 // ([MaxSize]), and the robots package reads no more than that when it
 // fetches a file; a caller with a body of its own may cut it there first.
-// A rule holds at most 128 MiB of normalised pattern: a longer disallow
+// A rule holds at most 512 KiB of normalised pattern: a longer disallow
 // rule is cut there, which disallows more, and a longer allow rule is
 // ignored, which allows less.
 func Parse(body []byte) *Robots {
@@ -176,7 +176,7 @@ func Parse(body []byte) *Robots {
 			if kind, ok := plainPattern(v); ok && len(v) <= maxPattern {
 				// Normalised as written, as most patterns are.
 				arena = append(arena, v...)
-				rules = append(rules, makeRule(pat, uint32(len(v)), allow, kind, false, false))
+				rules = append(rules, makeRule(pat, v, allow, kind, false, false))
 				cur.rulesHi = len(rules)
 				continue
 			}
@@ -197,7 +197,7 @@ func Parse(body []byte) *Robots {
 				norm := arena[pat:]
 				arena = appendEdit(arena, norm, v)
 			}
-			rules = append(rules, makeRule(pat, n, allow, kind, written && !decoded, decoded))
+			rules = append(rules, makeRule(pat, arena[pat:pat+n], allow, kind, written && !decoded, decoded))
 			cur.rulesHi = len(rules)
 		case fieldSitemap:
 			if len(s.value) > 0 {

@@ -710,3 +710,29 @@ func TestCapPattern(t *testing.T) {
 		}
 	}
 }
+
+// TestLongPatterns checks patterns at and past the longest a rule holds,
+// and wildcard patterns whose literal prefix is too long for the rule
+// record to hold its length.
+func TestLongPatterns(t *testing.T) {
+	long := "/" + strings.Repeat("a", maxPattern) // one byte past the cap
+	r := Parse([]byte("user-agent: *\nallow: " + long + "\ndisallow: " + long + "\n"))
+	if got := r.Match("bot", long); got.Allowed || got.Line != 3 {
+		t.Errorf("a disallow past the cap, cut: %+v, want refused by line 3", Match{Allowed: got.Allowed, Line: got.Line})
+	}
+	if r.Allowed("bot", long[:maxPattern]) {
+		t.Errorf("the cut disallow does not refuse its own first %d bytes", maxPattern)
+	}
+	// Literal prefixes of 254 bytes (held in the record) and 255 and more
+	// (searched for), each with a path it matches and one it does not.
+	for _, n := range []int{1, 254, 255, 256, 1000} {
+		lit := "/" + strings.Repeat("b", n-1)
+		r := Parse([]byte("user-agent: *\ndisallow: " + lit + "*x\nallow: " + lit + "*\n"))
+		if r.Allowed("bot", lit+"yyx") || !r.Allowed("bot", lit+"yy") || !r.Allowed("bot", lit[:n-1]+"cx") {
+			t.Errorf("literal of %d bytes: wrong verdicts", n)
+		}
+		if got := r.rules[0].lit(r.arena); int(got) != n {
+			t.Errorf("literal of %d bytes: lit = %d", n, got)
+		}
+	}
+}

@@ -364,7 +364,7 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 			}
 		}
 		n := uint32(len(arena)) - pat
-		lineRule[i] = makeRule(pat, n, l.kind == kindSignal, patternKind(arena[pat:]), false, false)
+		lineRule[i] = makeRule(pat, arena[pat:pat+n], l.kind == kindSignal, patternKind(arena[pat:]), false, false)
 		arena = binary.LittleEndian.AppendUint32(arena, linePref[i])
 		arena = binary.AppendUvarint(arena, uint64(len(path)))
 		arena = append(arena, path...)
