@@ -561,8 +561,8 @@ const wideLate = 16
 var litSeed = maphash.MakeSeed()
 
 // allocSize returns how many bytes the allocator takes for an object of n
-// bytes that holds no pointers: its size class, which may be up to an
-// eighth larger than n, or whole pages for a large object.
+// bytes that holds no pointers: its size class, which may be up to about a
+// sixth larger than n, or whole pages for a large object.
 func allocSize(n int) int {
 	if n == 0 {
 		return 0
@@ -585,20 +585,33 @@ func sizeClass(n int) int {
 		return (n + 8191) &^ 8191
 	}
 	classes := sizeClasses()
+	if classes == nil {
+		return overClass(n)
+	}
 	i, _ := slices.BinarySearch(classes, uint16(n))
 	return int(classes[i])
 }
+
+// overClass returns a size no less than n's size class in the allocators
+// Go has had, which are at most about a sixth apart: n and a quarter more,
+// and a little.
+func overClass(n int) int { return (n + n/4 + 16) &^ 15 }
 
 // maxSmall is the size of the largest size class.
 const maxSmall = 32 << 10
 
 // sizeClasses returns the allocator's size classes up to maxSmall, in
-// increasing order.
+// increasing order, or nil if it cannot tell them.
 var sizeClasses = sync.OnceValue(func() []uint16 {
 	// Appending n bytes to a nil slice allocates n bytes rounded up to
-	// their size class, which is the new slice's capacity.
+	// their size class, which is the new slice's capacity. The runtime
+	// has had about 70 classes: many more means that appends no longer
+	// round, and the probe is abandoned.
 	var classes []uint16
 	for n := 1; n <= maxSmall; {
+		if len(classes) > 256 {
+			return nil
+		}
 		c := cap(append([]byte(nil), make([]byte, n)...))
 		classes = append(classes, uint16(min(c, maxSmall)))
 		n = c + 1

@@ -70,3 +70,25 @@ func TestIndexSize(t *testing.T) {
 		}
 	}
 }
+
+// TestSizeClasses checks the probed size classes: increasing, no class
+// more than a quarter and 16 bytes above the sizes it holds, and the
+// fallback used without them never below them.
+func TestSizeClasses(t *testing.T) {
+	classes := sizeClasses()
+	if len(classes) < 32 || len(classes) > 256 || classes[len(classes)-1] != maxSmall {
+		t.Fatalf("%d classes up to %d", len(classes), classes[len(classes)-1])
+	}
+	for n := 1; n <= maxSmall; n++ {
+		c := sizeClass(n)
+		if c < n || c > n+n/4+16 {
+			t.Fatalf("size class of %d is %d", n, c)
+		}
+		if o := overClass(n); o < c {
+			t.Fatalf("fallback for %d is %d, below its class %d", n, o, c)
+		}
+		if n > 1 && sizeClass(n-1) > c {
+			t.Fatalf("size classes decrease at %d", n)
+		}
+	}
+}
