@@ -717,34 +717,11 @@ func (g *Group) find(p string) int {
 		qs := q[skip:]
 		qk, w := key8(qs), 4
 		if !bk.wide {
-			keys := ix.keys()[:end]
 			qk &^= 1<<32 - 1
-			for n = end - lo; n > 0; {
-				half := n >> 1
-				m := lo + half
-				le := keys[m] <= uint32(qk>>32)
-				// Written so that the compiler can use conditional moves.
-				next := half
-				if le {
-					lo = m + 1
-					next = n - half - 1
-				}
-				n = next
-			}
+			lo = pastLE(ix.keys()[:end], lo, uint32(qk>>32))
 		} else {
 			w = 8
-			keys := ix.wkeys()[:end]
-			for n = end - lo; n > 0; {
-				half := n >> 1
-				m := lo + half
-				le := keys[m] <= qk
-				next := half
-				if le {
-					lo = m + 1
-					next = n - half - 1
-				}
-				n = next
-			}
+			lo = pastLE(ix.wkeys()[:end], lo, qk)
 		}
 		// The bucket's first entry is <= p, so lo > its start.
 		i = int32(lo - 1)
@@ -869,6 +846,24 @@ func (g *Group) find(p string) int {
 		}
 		n = int(rules[ix.ents[i].start&^heavyBit].lit(arena))
 	}
+}
+
+// pastLE returns the index past the last of keys[lo:], which are sorted,
+// that is <= q, or lo if none is.
+func pastLE[K uint32 | uint64](keys []K, lo int, q K) int {
+	for n := len(keys) - lo; n > 0; {
+		half := n >> 1
+		m := lo + half
+		le := keys[m] <= q
+		// Written so that the compiler can use conditional moves.
+		next := half
+		if le {
+			lo = m + 1
+			next = n - half - 1
+		}
+		n = next
+	}
+	return lo
 }
 
 // matchesAfter reports whether r, whose literal prefix of n bytes is a
