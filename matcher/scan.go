@@ -192,11 +192,18 @@ func (s *scanner) short() bool {
 // a byte before it that is another control below CR (such as a tab), or 0
 // when there is none. Bits above the lowest may be set for other bytes.
 func stops8(x uint64) uint64 {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	below := (x - '\r'*ones - ones) &^ x & highs // bytes below CR+1, exact up to the first
-	hash := x ^ '#'*ones
-	return below | (hash-ones)&^hash&highs
+	hash := x ^ '#'*ones8
+	return below8(x, '\r'+1) | below8(hash, 1)
 }
+
+// ones8 is 1 in each byte of a word.
+const ones8 = 0x0101010101010101
+
+// below8 returns a mask whose lowest set bit is the high bit of the first
+// of the eight bytes of x (little-endian) below c, which is at most 0x80,
+// or 0 when none is. A byte above it may have its bit set too: bytes at or
+// above c do not borrow, bytes below do.
+func below8(x uint64, c byte) uint64 { return (x - uint64(c)*ones8) &^ x & 0x8080808080808080 }
 
 // endShort ends the line of short: line is its bytes before the line end
 // that follows it, content the offset in line of its first '#' or NUL, or
@@ -215,7 +222,8 @@ func (s *scanner) endShort(line []byte, content int) bool {
 	return true
 }
 
-// lineStop marks the bytes that end a line (CR) or its content ('#', NUL).
+// lineStop marks the bytes that end a line (CR, LF) or its content ('#',
+// NUL).
 var lineStop = [256]bool{'\r': true, '\n': true, '#': true, 0: true}
 
 // split sets field, key and value from the content of one line.
@@ -374,8 +382,7 @@ func indexSpace(b []byte) int {
 	// Eight bytes at a time: white space is below '!', as few other
 	// bytes are.
 	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		m := (x - 0x2121212121212121) &^ x & 0x8080808080808080
+		m := below8(binary.LittleEndian.Uint64(b[i:]), '!')
 		for m != 0 {
 			// The lowest bit set is a byte below '!'; the bits above it may
 			// stand for other bytes.
