@@ -157,9 +157,10 @@ func FuzzMatch(f *testing.F) {
 			path = path[:i]
 		}
 		path = "/" + path
-		// Once as written, scanned rule by rule, and once with enough
-		// extra rules that the group is indexed.
-		for _, extra := range []int{0, linearMax + 1} {
+		// Once as written, scanned rule by rule; once with more rules
+		// than linearMax, few of which any path needs, scanned; and once
+		// with enough extra rules that the group is indexed.
+		for _, extra := range []int{0, linearMax + 1, scanMax + 1} {
 			rs := rs
 			for i := range extra {
 				rs = append(rs, refRule{allow: i%2 == 0, pattern: fmt.Sprintf("/%c%d*z$", 'a'+i%3, i), line: len(rs) + 2})
@@ -170,7 +171,10 @@ func FuzzMatch(f *testing.F) {
 			if got := g.Match("https://example.com" + path); got != want {
 				t.Fatalf("robots.txt:\n%sMatch(%q) = %+v\nreference:  %+v", body, path, got, want)
 			}
-			if extra > 0 && g.idx.Load() == nil {
+			if len(rs) <= linearMax && g.hi > g.r.nScan {
+				t.Fatalf("%d rules, not scanned", len(rs))
+			}
+			if extra > scanMax && g.idx.Load() == nil {
 				t.Fatalf("%d rules, not indexed", len(rs))
 			}
 			if !strings.HasPrefix(path, "//") {

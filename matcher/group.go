@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"math/bits"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,19 +18,21 @@ import (
 // goroutines.
 type Group struct {
 	r      *Robots
-	idx    atomic.Pointer[index] // for groups of more than linearMax rules, once built; guarded by r.mu while built
+	idx    atomic.Pointer[index] // for a group that is indexed, once built; guarded by r.mu while built
 	lo, hi uint32                // its rules: r.rules[lo:hi]
 	ln     uint32                // the first user-agent line of each block combined: r.lines[ln:], up to the next group's ln
 	delay  uint32                // 1 + its crawl-delay's index in r.delays, or 0 for none
 }
 
 // rules returns g's rules. They are sorted best first (see better) when
-// the group is small enough to be scanned; the rules of a larger group are
-// in no particular order until its index is built, which sorts them.
+// the group has at most linearMax; those of a larger group are in no
+// particular order until they are prepared (see prepare) or indexed, which
+// sorts them.
 func (g *Group) rules() []rule { return g.r.rules[g.lo:g.hi] }
 
-// linearMax is the largest group that is scanned rule by rule instead of
-// being indexed.
+// linearMax is the largest group that is always scanned rule by rule;
+// larger groups up to scanMax are scanned too when few of their rules need
+// the same of a path, and the others are indexed.
 const linearMax = 16
 
 // rule is one allow or disallow line, in 8 bytes: a file of the shortest
@@ -307,6 +311,202 @@ func scan(arena string, rules []rule, p string) int {
 	return -1
 }
 
+// scanMax is the largest group that is scanned, when few of its rules
+// need the same of a path (see fewCandidates): a scan reads each rule's
+// prints, and the arena only for the rules whose prints a path has, while
+// a search of an index reads from several blocks of memory in turn.
+const scanMax = 128
+
+// maxCandidates is the most rules of a group of more than linearMax that
+// one path may have to be tried against for the group to be scanned.
+const maxCandidates = 2 * linearMax
+
+// printsOf returns what a path needs for the normalised pattern pat to
+// match it: the bytes at offsets 1 and 2 of the path, each 0 when any byte
+// will do. A '$' there is the end anchor: the path ends before that offset
+// (see pathPrints). A normalised pattern holds no zero byte.
+func printsOf(pat string) (b1, b2 byte) {
+	if len(pat) < 2 || pat[0] == '*' || pat[1] == '*' {
+		return 0, 0
+	}
+	if len(pat) < 3 || pat[2] == '*' {
+		return pat[1], 0
+	}
+	return pat[1], pat[2]
+}
+
+// pathPrints returns the bytes of the normalised path p at offsets 1 and
+// 2, or '$' for an offset past its end: a normalised path holds no '$'
+// (it is "%24"), and a pattern's '$' at that offset needs the path to end
+// there.
+func pathPrints(p string) (q1, q2 byte) {
+	q1, q2 = '$', '$'
+	if len(p) > 1 {
+		q1 = p[1]
+	}
+	if len(p) > 2 {
+		q2 = p[2]
+	}
+	return q1, q2
+}
+
+// setPrints writes the prints of rules[lo:hi], which are scanned: of each
+// rule, the first byte printsOf returns at prints[i], and the second at
+// prints[nScan+8+i].
+func (r *Robots) setPrints(lo, hi uint32) {
+	b := unsafe.Slice(unsafe.StringData(r.prints), len(r.prints))
+	for i := lo; i < hi; i++ {
+		rl := &r.rules[i]
+		b[i], b[r.nScan+8+i] = printsOf(r.arena[rl.pat : rl.pat+rl.n()])
+	}
+}
+
+// prepare sorts the rules of g, a scanned group of more than linearMax
+// rules, best first and writes their prints, on first use, as index
+// builds the index of a group that is indexed. No scan of another group
+// reads g's prints: the groups of more than linearMax rules come first,
+// and a scan reads no prints past its group's but those of the smaller
+// groups that follow them (see scanPrints).
+func (g *Group) prepare() {
+	g.r.mu.Lock()
+	defer g.r.mu.Unlock()
+	if g.idx.Load() == nil {
+		sortBestMany(g.rules())
+		g.r.setPrints(g.lo, g.hi)
+		g.idx.Store(prepared)
+	}
+}
+
+// prepared is the idx of a scanned group that prepare has prepared.
+var prepared = new(index)
+
+// sortBestMany sorts the rules of a group of more than linearMax and at
+// most scanMax best first, as sortBest does. Each rule becomes one
+// number: its length and allow (the 20 bits of nf>>12) complemented, so
+// that the better sorts first, then its pattern's offset, which breaks
+// ties as better does, then its place in rules.
+func sortBestMany(rules []rule) {
+	var keys [scanMax]uint64
+	var was [scanMax]rule
+	copy(was[:], rules)
+	for i := range rules {
+		worse := ^(rules[i].nf >> 12) & (1<<20 - 1)
+		keys[i] = uint64(worse)<<40 | uint64(rules[i].pat)<<8 | uint64(i)
+	}
+	slices.Sort(keys[:len(rules)])
+	for i, k := range keys[:len(rules)] {
+		rules[i] = was[uint8(k)]
+	}
+}
+
+// A rule's place in a group that sortBestMany sorts fits in 8 bits.
+var _ [256 - scanMax]struct{}
+
+// fewCandidates reports whether a scan of the group of blocks ids, whose
+// rules are those of the blocks in rules and whose patterns lie in
+// arena, tries any path against at most maxCandidates of its rules. buf
+// is scratch space, returned for reuse.
+func fewCandidates(arena []byte, rules []rule, blocks []block, ids []int, buf []uint16) (bool, []uint16) {
+	buf = buf[:0]
+	n := 0
+	for _, bi := range ids {
+		n += blocks[bi].rulesHi - blocks[bi].rulesLo
+	}
+	if n <= maxCandidates {
+		return true, buf
+	}
+	for _, bi := range ids {
+		for _, rl := range rules[blocks[bi].rulesLo:blocks[bi].rulesHi] {
+			b1, b2 := printsOf(unsafe.String(&arena[rl.pat], rl.n()))
+			buf = append(buf, uint16(b1)<<8|uint16(b2))
+		}
+	}
+	slices.Sort(buf)
+	// A path is tried against the rules that need nothing of it, those
+	// that need its first byte alone, and those that need both: the most
+	// for any path is the rules that need nothing, plus the most for one
+	// first byte.
+	anyByte, most := 0, 0
+	for i := 0; i < len(buf); {
+		b1 := buf[i] >> 8
+		j := i
+		for j < len(buf) && buf[j]>>8 == b1 {
+			j++
+		}
+		if b1 == 0 {
+			anyByte = j - i
+			i = j
+			continue
+		}
+		// buf[i:j] share b1; those with b2 = 0 sort first.
+		first, run := 0, 0
+		for k := i; k < j; {
+			l := k
+			for l < j && buf[l] == buf[k] {
+				l++
+			}
+			if buf[k]&0xff == 0 {
+				first = l - k
+			} else {
+				run = max(run, l-k)
+			}
+			k = l
+		}
+		most = max(most, first+run)
+		i = j
+	}
+	return anyByte+most <= maxCandidates, buf
+}
+
+// zeroBytes returns x with the high bit of each of its zero bytes set and
+// every other bit clear.
+func zeroBytes(x uint64) uint64 {
+	const low7 = 0x7f7f7f7f7f7f7f7f
+	return ^((x&low7 + low7) | x | low7)
+}
+
+// scanPrints returns the index in rules[lo:hi], a group that is scanned,
+// sorted best first, of the first rule that matches the normalised path
+// p, or -1. It tries only the rules whose prints p has, eight at a time: a
+// rule's print matches p's byte when it is that byte or zero. The group
+// of more than linearMax rules must be prepared.
+func (r *Robots) scanPrints(lo, hi uint32, p string) int {
+	rules, arena := r.rules[lo:hi], r.arena
+	if len(rules) == 0 {
+		return -1
+	}
+	q1, q2 := pathPrints(p)
+	b1, b2 := uint64(q1)*ones8, uint64(q2)*ones8
+	p1, p2 := r.prints[lo:], r.prints[r.nScan+8+lo:]
+	for k := 0; k < len(rules); k += 8 {
+		var w1, w2 uint64
+		n := len(rules) - k
+		if n >= 8 || k == 0 {
+			w1, w2 = le64(p1[k:]), le64(p2[k:])
+		} else {
+			// The last prints of a group of 8 or more, read as the word
+			// that ends with them, so as not to read past them.
+			w1, w2 = le64(p1[k+n-8:])>>(64-8*n), le64(p2[k+n-8:])>>(64-8*n)
+		}
+		m := (zeroBytes(w1^b1) | zeroBytes(w1)) & (zeroBytes(w2^b2) | zeroBytes(w2))
+		if n < 8 {
+			m &= 1<<(8*n) - 1
+		}
+		for ; m != 0; m &= m - 1 {
+			i := k + bits.TrailingZeros64(m)>>3
+			rl := &rules[i]
+			lit := rl.lit(arena)
+			if len(p) < int(lit) || lit > 0 && p[lit-1] != arena[rl.pat+lit-1] || p[:lit] != arena[rl.pat:rl.pat+lit] {
+				continue
+			}
+			if matchesAfter(arena, rl, int(lit), p) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
 // matchWild reports whether the pattern rest, which starts with '*', matches
 // s, the part of the path after the pattern's literal prefix. Matching each
 // '*'-separated segment at its leftmost position is correct for patterns
@@ -362,27 +562,28 @@ func (g *Group) decideNormalized(p string) int {
 	return g.find(s)
 }
 
-// scanDecide is decide for a group of rules small enough to be scanned.
-func scanDecide(arena string, rules []rule, url string) int {
+// scanDecide is decide for a group that is scanned, whose rules are
+// rules[lo:hi].
+func (r *Robots) scanDecide(lo, hi uint32, url string) int {
 	p, normal := pathQuery(url)
 	if !normal {
-		return scanDecideNormalized(arena, rules, p)
+		return r.scanDecideNormalized(lo, hi, p)
 	}
 	if p == "/robots.txt" {
 		return -1
 	}
-	return scan(arena, rules, p)
+	return r.scanPrints(lo, hi, p)
 }
 
 // scanDecideNormalized is scanDecide for a path and query p that need
 // normalising.
-func scanDecideNormalized(arena string, rules []rule, p string) int {
-	var buf [512]byte // on the stack: scan does not retain the path
+func (r *Robots) scanDecideNormalized(lo, hi uint32, p string) int {
+	var buf [512]byte // on the stack: scanPrints does not retain the path
 	s, robots := normalizeTo(buf[:0], p)
 	if robots {
 		return -1
 	}
-	return scan(arena, rules, s)
+	return r.scanPrints(lo, hi, s)
 }
 
 // normalizeTo returns the normalised form of the path and query p, as a

@@ -622,9 +622,15 @@ var sizeClasses = sync.OnceValue(func() []uint16 {
 // find returns the index of the rule that decides the normalised path p, or
 // -1 when no rule matches.
 func (g *Group) find(p string) int {
+	if g.hi <= g.r.nScan {
+		if g.hi-g.lo > linearMax && g.idx.Load() == nil {
+			g.prepare()
+		}
+		return g.r.scanPrints(g.lo, g.hi, p)
+	}
 	arena, rules := g.r.arena, g.rules()
 	if len(rules) <= linearMax {
-		return scan(arena, rules, p)
+		return scan(arena, rules, p) // a group of usage lines
 	}
 	ix := g.index()
 	cp := len(ix.cp)

@@ -84,6 +84,12 @@ type Robots struct {
 	// groups[star], so that a query that the "*" group decides need not
 	// read groups when the group is small enough to be scanned.
 	starLo, starHi uint32
+	// The groups that are scanned have their rules first, rules[:nScan]:
+	// those of more than linearMax rules, then the others. The groups
+	// that are indexed follow. prints holds what the rules of the first
+	// ones need of a path: see setPrints and scanPrints.
+	nScan  uint32
+	prints string
 
 	lines    []int32         // the first user-agent line of each block of each group
 	marks    []lineMark      // the line numbers of the rules: see lineOf
@@ -254,6 +260,9 @@ type scratch struct {
 	ids    []int
 	hashes []uint64
 	marks  []lineMark
+	// places says where each group's rules go; prints is fewCandidates's.
+	places []uint8
+	prints []uint16
 	usage  usageCollector
 }
 
@@ -290,6 +299,15 @@ type tokenBlock struct {
 type groupSpec struct {
 	lo, hi int
 }
+
+// Where the rules of a group go: the groups that are scanned first, those
+// of more than linearMax rules (placeMid) before the others (placeSmall),
+// then the groups that are indexed.
+const (
+	placeMid uint8 = iota
+	placeSmall
+	placeIndexed
+)
 
 // build combines the blocks that name each token into one Group each.
 // arena holds the normalised patterns; build adds the tokens and then the
@@ -328,7 +346,7 @@ func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []b
 		arena = append(arena, smaps...)
 	}
 	if len(tokens) == 0 {
-		r.setSlab(nil, 0, nil, arena, 0) // no user-agent line: no rules
+		r.setSlab(nil, 0, 0, nil, arena, 0) // no user-agent line: no rules
 		r.size = r.computeSize(0, 0)
 		r.buildUsage(uc, blocks, nil, nil)
 		return r
@@ -388,22 +406,56 @@ func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []b
 			agentGroups = append(agentGroups, g)
 		}
 	}
-	r.setSlab(agents, nRules, marks, arena, nLines)
+	// Groups of few rules, and groups of some more whose rules few paths
+	// would all have to be tried against, are scanned; the others are
+	// indexed.
+	places := sc.places[:0]
+	nScan, nMid := 0, 0
+	for _, sp := range specs {
+		n := 0
+		for _, b := range ids[sp.lo:sp.hi] {
+			n += blocks[b].rulesHi - blocks[b].rulesLo
+		}
+		place := placeSmall
+		if n > linearMax {
+			place = placeIndexed
+			if n <= scanMax {
+				var few bool
+				few, sc.prints = fewCandidates(arena, rules, blocks, ids[sp.lo:sp.hi], sc.prints)
+				if few {
+					place = placeMid
+					nMid += n
+				}
+			}
+		}
+		if place != placeIndexed {
+			nScan += n
+		}
+		places = append(places, place)
+	}
+	if cap(places) <= maxScratch {
+		sc.places = places
+	}
+	r.setSlab(agents, nRules, nScan, marks, arena, nLines)
 	r.groups = make([]Group, len(specs))
 	indexed := 0 // bytes of the indexes, once built
+	// Where the next group's rules go, by its place.
+	var next [3]uint32
+	next[placeSmall], next[placeIndexed] = uint32(nMid), uint32(nScan)
 	for gi, sp := range specs {
 		g := &r.groups[gi]
-		g.r, g.lo, g.ln = r, uint32(len(r.rules)), uint32(len(r.lines))
+		at := &next[places[gi]]
+		g.r, g.lo, g.ln = r, *at, uint32(len(r.lines))
 		delay := time.Duration(-1)
 		for _, bi := range ids[sp.lo:sp.hi] {
 			b := &blocks[bi]
-			r.rules = append(r.rules, rules[b.rulesLo:b.rulesHi]...)
+			*at += uint32(copy(r.rules[*at:], rules[b.rulesLo:b.rulesHi]))
 			if b.hasDelay && b.delay > delay {
 				delay = b.delay
 			}
 			r.lines = append(r.lines, int32(min(b.line, maxLine)))
 		}
-		g.hi = uint32(len(r.rules))
+		g.hi = *at
 		if delay >= 0 {
 			if k := len(r.delays); k == 0 || r.delays[k-1] != delay {
 				r.delays = append(r.delays, delay)
@@ -412,7 +464,8 @@ func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []b
 		}
 		if rs := r.rules[g.lo:g.hi]; len(rs) <= linearMax {
 			sortBest(rs)
-		} else {
+			r.setPrints(g.lo, g.hi)
+		} else if places[gi] == placeIndexed {
 			var n int
 			n, sc.hashes = indexSize(r.arena, rs, sc.hashes)
 			indexed += n
@@ -436,15 +489,16 @@ func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []b
 }
 
 // setSlab allocates one block of memory for the agents, nRules rules, the
-// line marks, the arena and nLines lines, in that order, and copies agents,
-// marks and arena into it. A query reads the agents, rules and arena: in
-// one block, they share pages, and those of a small file share a few cache
-// lines.
-func (r *Robots) setSlab(agents []agentGroup, nRules int, marks []lineMark, arena []byte, nLines int) {
+// prints of the first nScan, the line marks, the arena and nLines lines, in
+// that order, and copies agents, marks and arena into it. A query reads
+// the agents, rules, prints and arena: in one block, they share pages, and
+// those of a small file share a few cache lines.
+func (r *Robots) setSlab(agents []agentGroup, nRules, nScan int, marks []lineMark, arena []byte, nLines int) {
 	aBytes := len(agents) * int(unsafe.Sizeof(agentGroup{}))
 	rBytes := nRules * int(unsafe.Sizeof(rule{}))
+	pBytes := printsBytes(nScan)
 	mBytes := len(marks) * int(unsafe.Sizeof(lineMark{}))
-	slab := slabBytes(len(agents), nRules, len(marks), len(arena), nLines)
+	slab := slabBytes(len(agents), nRules, nScan, len(marks), len(arena), nLines)
 	if slab == 0 {
 		return
 	}
@@ -455,19 +509,23 @@ func (r *Robots) setSlab(agents []agentGroup, nRules int, marks []lineMark, aren
 		copy(r.agents, agents)
 	}
 	if nRules > 0 {
-		r.rules = unsafe.Slice((*rule)(unsafe.Add(base, aBytes)), nRules)[:0]
+		r.rules = unsafe.Slice((*rule)(unsafe.Add(base, aBytes)), nRules)
+	}
+	if nScan > 0 {
+		r.nScan = uint32(nScan)
+		r.prints = unsafe.String((*byte)(unsafe.Add(base, aBytes+rBytes)), pBytes)
 	}
 	if len(marks) > 0 {
-		r.marks = unsafe.Slice((*lineMark)(unsafe.Add(base, aBytes+rBytes)), len(marks))
+		r.marks = unsafe.Slice((*lineMark)(unsafe.Add(base, aBytes+rBytes+pBytes)), len(marks))
 		copy(r.marks, marks)
 	}
 	if len(arena) > 0 {
-		b := unsafe.Slice((*byte)(unsafe.Add(base, aBytes+rBytes+mBytes)), len(arena))
+		b := unsafe.Slice((*byte)(unsafe.Add(base, aBytes+rBytes+pBytes+mBytes)), len(arena))
 		copy(b, arena)
 		r.arena = unsafe.String(&b[0], len(b))
 	}
 	if nLines > 0 {
-		r.lines = unsafe.Slice((*int32)(unsafe.Add(base, linesAt(aBytes+rBytes+mBytes+len(arena)))), nLines)[:0]
+		r.lines = unsafe.Slice((*int32)(unsafe.Add(base, linesAt(aBytes+rBytes+pBytes+mBytes+len(arena)))), nLines)[:0]
 	}
 }
 
@@ -475,9 +533,21 @@ func (r *Robots) setSlab(agents []agentGroup, nRules int, marks []lineMark, aren
 // follow n bytes.
 func linesAt(n int) int { return (n + 3) &^ 3 }
 
+// printsBytes returns the bytes of the prints of n rules: two for each,
+// and 8 after the prints of each offset, so that a scan can read the
+// prints of any rule and the 7 after it as one word, rounded up to keep
+// the marks that follow aligned.
+func printsBytes(n int) int {
+	if n == 0 {
+		return 0
+	}
+	return (2*(n+8) + 3) &^ 3
+}
+
 // slabBytes returns the size of the block of setSlab.
-func slabBytes(agents, rules, marks, arena, lines int) int {
-	n := agents*int(unsafe.Sizeof(agentGroup{})) + rules*int(unsafe.Sizeof(rule{})) + marks*int(unsafe.Sizeof(lineMark{})) + arena
+func slabBytes(agents, rules, scanned, marks, arena, lines int) int {
+	n := agents*int(unsafe.Sizeof(agentGroup{})) + rules*int(unsafe.Sizeof(rule{})) + printsBytes(scanned) +
+		marks*int(unsafe.Sizeof(lineMark{})) + arena
 	if lines > 0 {
 		n = linesAt(n) + 4*lines
 	}
@@ -488,7 +558,7 @@ func slabBytes(agents, rules, marks, arena, lines int) int {
 // the indexes that its groups will build when first used.
 func (r *Robots) computeSize(indexed, groups int) int {
 	return allocSize(int(unsafe.Sizeof(*r))) +
-		allocSize(slabBytes(len(r.agents), cap(r.rules), len(r.marks), len(r.arena), cap(r.lines))) +
+		allocSize(slabBytes(len(r.agents), len(r.rules), int(r.nScan), len(r.marks), len(r.arena), cap(r.lines))) +
 		allocSizePtr(groups*int(unsafe.Sizeof(Group{}))) +
 		allocSize(cap(r.sitemaps)*4) +
 		allocSize(cap(r.delays)*8) +
@@ -600,23 +670,27 @@ func parseDelay(v []byte) (time.Duration, bool) {
 // url is an absolute URL or a path with an optional query, raw or
 // percent-encoded. It is short for r.Group(agent).Allowed(url).
 func (r *Robots) Allowed(agent, url string) bool {
-	var lo, hi uint32
+	var g *Group
 	if i := r.agent(agent); i >= 0 {
-		g := &r.groups[r.agents[i].group]
-		if g.hi-g.lo > linearMax {
-			return g.Allowed(url)
-		}
-		lo, hi = g.lo, g.hi
+		g = &r.groups[r.agents[i].group]
 	} else if r.star < 0 {
 		return true
-	} else if lo, hi = r.starLo, r.starHi; hi-lo > linearMax {
-		return r.groups[r.star].Allowed(url)
+	} else if lo, hi := r.starLo, r.starHi; hi-lo <= linearMax {
+		// A small group is scanned here, without the calls through
+		// Group, and the "*" group's without reading groups.
+		i := r.scanDecide(lo, hi, url)
+		return i < 0 || r.rules[lo+uint32(i)].allow()
+	} else {
+		g = &r.groups[r.star]
 	}
-	// A group small enough to be scanned is scanned here, without the
-	// calls through Group.
-	rules := r.rules[lo:hi]
-	i := scanDecide(r.arena, rules, url)
-	return i < 0 || rules[i].allow()
+	if g.hi > r.nScan {
+		return g.Allowed(url)
+	}
+	if g.hi-g.lo > linearMax && g.idx.Load() == nil {
+		g.prepare()
+	}
+	i := r.scanDecide(g.lo, g.hi, url)
+	return i < 0 || r.rules[g.lo+uint32(i)].allow()
 }
 
 // Match is like Allowed but also names the deciding rule.

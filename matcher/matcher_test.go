@@ -736,3 +736,102 @@ func TestLongPatterns(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentPrepare has goroutines use, for the first time and at
+// once, groups of more than linearMax rules that are scanned, which are
+// prepared on first use, and the small groups whose prints lie after
+// theirs. Run with -race.
+func TestConcurrentPrepare(t *testing.T) {
+	var b strings.Builder
+	for g := range 4 {
+		fmt.Fprintf(&b, "User-agent: mid%d\n", g)
+		for i := range 20 + 10*g {
+			fmt.Fprintf(&b, "Disallow: /%c%c/%d\nAllow: /%c%c/%d/*.html$\n", 'a'+i%26, 'a'+g, i, 'a'+i%26, 'a'+g, i)
+		}
+		fmt.Fprintf(&b, "User-agent: small%d\nDisallow: /%c\nAllow: /%c/ok\n", g, 'a'+g, 'a'+g)
+	}
+	b.WriteString("User-agent: *\nDisallow: /private\n")
+	body := []byte(b.String())
+	agents := []string{"mid0", "mid1", "mid2", "mid3", "small0", "small1", "small2", "small3", "other"}
+	var urls []string
+	for i := range 30 {
+		urls = append(urls, fmt.Sprintf("/%c%c/%d", 'a'+i%26, 'a'+i%4, i), fmt.Sprintf("/%c%c/%d/x.html", 'a'+i%26, 'a'+i%4, i))
+	}
+	urls = append(urls, "/", "/a", "/b/ok", "/private")
+	ref := Parse(body)
+	want := make(map[string]Match)
+	for _, a := range agents {
+		for _, u := range urls {
+			want[a+u] = ref.Match(a, u)
+		}
+	}
+	r := Parse(body)
+	if g := r.Group("mid0"); g.hi > r.nScan || g.hi-g.lo <= linearMax {
+		t.Fatalf("group mid0 of %d rules is not scanned", g.hi-g.lo)
+	}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for k := range agents {
+				a := agents[(k+w)%len(agents)]
+				for _, u := range urls {
+					m := want[a+u]
+					if got := r.Allowed(a, u); got != m.Allowed {
+						t.Errorf("Allowed(%q, %q) = %v want %v", a, u, got, m.Allowed)
+					}
+					if got := r.Match(a, u); got != m {
+						t.Errorf("Match(%q, %q) = %+v want %+v", a, u, got, m)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestPrintsLayout checks what keeps scans from reading the prints that
+// prepare writes: the groups of more than linearMax rules that are
+// scanned come before the smaller groups, and 8 bytes follow the prints
+// of each offset. (Prints are read as strings, which the race detector
+// does not watch.)
+func TestPrintsLayout(t *testing.T) {
+	var b strings.Builder
+	for g := range 6 {
+		fmt.Fprintf(&b, "User-agent: small%d\nDisallow: /s%d\n", g, g)
+		fmt.Fprintf(&b, "User-agent: mid%d\n", g)
+		for i := range 17 + 5*g {
+			fmt.Fprintf(&b, "Disallow: /%c%c%d\n", 'a'+i%26, 'a'+g, i)
+		}
+		fmt.Fprintf(&b, "User-agent: big%d\n", g)
+		for i := range 200 {
+			fmt.Fprintf(&b, "Disallow: /x/%d\n", i)
+		}
+	}
+	r := Parse([]byte(b.String()))
+	mids, smalls := 0, 0
+	var midEnd, smallStart uint32 = 0, r.nScan
+	for i := range r.groups {
+		g := &r.groups[i]
+		switch n := g.hi - g.lo; {
+		case g.hi > r.nScan:
+			if n <= linearMax {
+				t.Errorf("a group of %d rules is indexed", n)
+			}
+		case n > linearMax:
+			mids++
+			midEnd = max(midEnd, g.hi)
+		default:
+			smalls++
+			smallStart = min(smallStart, g.lo)
+		}
+	}
+	if mids != 6 || smalls != 6 {
+		t.Fatalf("%d groups of more than linearMax rules scanned and %d smaller; want 6 and 6", mids, smalls)
+	}
+	if midEnd > smallStart {
+		t.Errorf("the larger scanned groups end at rule %d, after the smaller ones start at %d", midEnd, smallStart)
+	}
+	if want := 2 * (int(r.nScan) + 8); len(r.prints) < want {
+		t.Errorf("%d bytes of prints for %d rules; want at least %d", len(r.prints), r.nScan, want)
+	}
+}

@@ -457,3 +457,86 @@ func TestKey8(t *testing.T) {
 		}
 	}
 }
+
+// TestScanPrints checks scanned groups of up to scanMax rules against
+// trying every rule, with short patterns and paths, anchors and
+// wildcards at the offsets whose bytes the prints hold, and counts that
+// most groups of more than linearMax rules are scanned rather than
+// indexed.
+func TestScanPrints(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	letters := []string{"a", "b", "c", "d", "e", "f", "g", "h", "/", "*"}
+	mid, midScanned := 0, 0
+	for range 400 {
+		rules := make([]refRule, 1+rng.Intn(scanMax))
+		for i := range rules {
+			pat := "/" + randString(rng, letters, 4)
+			switch rng.Intn(6) {
+			case 0:
+				pat += "$"
+			case 1:
+				pat = "*" + pat
+			}
+			rules[i] = refRule{allow: rng.Intn(2) == 0, pattern: pat, line: i + 2}
+		}
+		r := Parse(refBody(rules))
+		g := r.Group("x")
+		scanned := g.hi <= r.nScan
+		if len(rules) > linearMax {
+			mid++
+			if scanned {
+				midScanned++
+			}
+		} else if !scanned {
+			t.Fatalf("a group of %d rules is not scanned", len(rules))
+		}
+		for range 50 {
+			p := "/" + randString(rng, []string{"a", "b", "c", "/"}, 4)
+			if got, want := g.find(p), bruteFind(g, p); got != want {
+				t.Fatalf("find(%q) = %d want %d (scanned %v)\n%s", p, got, want, scanned, refBody(rules))
+			}
+		}
+	}
+	if midScanned < mid/2 {
+		t.Errorf("%d of %d groups of more than linearMax rules scanned; want most", midScanned, mid)
+	}
+	t.Logf("%d of %d groups of more than linearMax rules scanned", midScanned, mid)
+}
+
+// TestFewCandidates checks fewCandidates against counting, for every
+// pair of bytes a path could have at offsets 1 and 2, the rules whose
+// prints it has.
+func TestFewCandidates(t *testing.T) {
+	rng := rand.New(rand.NewSource(4))
+	letters := []string{"a", "b", "c", "/", "*"}
+	for range 2000 {
+		rules := make([]refRule, 1+rng.Intn(3*maxCandidates))
+		for i := range rules {
+			pat := "/" + randString(rng, letters, 3)
+			if rng.Intn(4) == 0 {
+				pat += "$"
+			}
+			rules[i] = refRule{pattern: pat, line: i + 2}
+		}
+		r := Parse(refBody(rules))
+		g := r.Group("x")
+		most := 0
+		for _, q1 := range []byte("abc/$") {
+			for _, q2 := range []byte("abc/$") {
+				n := 0
+				for _, rl := range g.rules() {
+					b1, b2 := printsOf(rl.pattern(r.arena))
+					if (b1 == 0 || b1 == q1) && (b2 == 0 || b2 == q2) {
+						n++
+					}
+				}
+				most = max(most, n)
+			}
+		}
+		blocks := []block{{rulesLo: 0, rulesHi: len(g.rules())}}
+		got, _ := fewCandidates([]byte(r.arena), g.rules(), blocks, []int{0}, nil)
+		if want := most <= maxCandidates; got != want {
+			t.Fatalf("fewCandidates = %v, want %v: at most %d candidates\n%s", got, want, most, refBody(rules))
+		}
+	}
+}
