@@ -185,3 +185,53 @@ func FuzzMatch(f *testing.F) {
 		}
 	})
 }
+
+// pathQueryRef is pathQuery as the byte loops of its specification.
+func pathQueryRef(url string) (string, bool) {
+	if len(url) == 0 || url[0] != '/' {
+		// A scheme: a letter, then letters, digits, '+', '-' or '.', then ':'.
+		i := 0
+		for i < len(url) && ('a' <= url[i]|0x20 && url[i]|0x20 <= 'z' || i > 0 && ('0' <= url[i] && url[i] <= '9' || url[i] == '+' || url[i] == '-' || url[i] == '.')) {
+			i++
+		}
+		if i > 0 && i < len(url) && url[i] == ':' {
+			url = url[i+1:]
+		}
+	}
+	if strings.HasPrefix(url, "//") {
+		i := 2
+		for i < len(url) && url[i] != '/' && url[i] != '?' && url[i] != '#' {
+			i++
+		}
+		url = url[i:]
+	}
+	if i := strings.IndexByte(url, '#'); i >= 0 {
+		url = url[:i]
+	}
+	normal := url != "" && url[0] != '?'
+	for i := 0; i < len(url); i++ {
+		if plainByte[url[i]] == 0 {
+			normal = false
+		}
+	}
+	return url, normal
+}
+
+func FuzzPathQuery(f *testing.F) {
+	for _, s := range []string{
+		"", "/", "/a?b#c", "?q", "#f", "//host", "//host/p", "//h?x", "//h#x",
+		"https://example.com/a/b?c=d#e", "http://example.com", "HTTPS://Example.COM/X",
+		"https:/x", "http:x", "https:", "mailto:a@b", "a+b-c.d:/x", "1a:/x", ":/x",
+		"https://user@host:8080/p", "https://[::1]:80/p%2f", "https://host.example.org?x#y",
+		"https://a.very.long.host.name.example.com/path/with/ツ", "https://h/%zz*$",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, url string) {
+		p, normal := pathQuery(url)
+		wp, wn := pathQueryRef(url)
+		if p != wp || normal != wn {
+			t.Fatalf("pathQuery(%q) = %q, %v; want %q, %v", url, p, normal, wp, wn)
+		}
+	})
+}

@@ -669,11 +669,7 @@ func pathQuery(url string) (p string, normal bool) {
 		}
 	}
 	if len(url) >= 2 && url[0] == '/' && url[1] == '/' {
-		i := 2
-		for i < len(url) && url[i] != '/' && url[i] != '?' && url[i] != '#' {
-			i++
-		}
-		url = url[i:] // the authority ends at the path, query or fragment
+		url = url[authorityEnd(url):]
 	}
 	// Find the fragment and whether any byte needs normalising.
 	i := 0
@@ -708,8 +704,33 @@ var plainByte = func() (t [256]uint8) {
 	return t
 }()
 
+// authorityEnd returns where the authority of url, which starts with "//",
+// ends: at its path, query or fragment, or at its end. It reads eight bytes
+// at a time.
+func authorityEnd(url string) int {
+	const slash, quest, hash = '/' * ones8, '?' * ones8, '#' * ones8
+	i := 2
+	for ; i+8 <= len(url); i += 8 {
+		w := le64(url[i:])
+		if m := zeroBytes(w^slash) | zeroBytes(w^quest) | zeroBytes(w^hash); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for i < len(url) && url[i] != '/' && url[i] != '?' && url[i] != '#' {
+		i++
+	}
+	return i
+}
+
 // schemeLen returns the length of the "scheme:" at the start of url, or 0.
 func schemeLen(url string) int {
+	// The schemes a crawler meets, without the loop.
+	if len(url) >= 6 && url[:6] == "https:" {
+		return 6
+	}
+	if len(url) >= 5 && url[:5] == "http:" {
+		return 5
+	}
 	for i := 0; i < len(url); i++ {
 		c := url[i]
 		switch {
