@@ -321,12 +321,24 @@ const scanMax = 128
 // one path may have to be tried against for the group to be scanned.
 const maxCandidates = 2 * linearMax
 
-// printsOf returns what a path needs for the normalised pattern pat to
-// match it: the bytes at offsets 1 and 2 of the path, each 0 when any byte
-// will do. A '$' there is the end anchor: the path ends before that offset
-// (see pathPrints). A normalised pattern holds no zero byte.
-func printsOf(pat string) (b1, b2 byte) {
+// printsOf returns what a path needs for rule rl to match it: the bytes
+// at offsets 1 and 2 of the path, each 0 when any byte will do. A '$'
+// there is the end anchor: the path ends before that offset (see
+// pathPrints). When rl needs nothing at offset 1, because a wildcard comes
+// first, b2 is instead the byte the path needs anywhere, or with its high
+// bit set as its last byte, or 0 for neither (see wildNeed). A normalised
+// pattern holds no zero byte and only ASCII.
+func printsOf(arena string, rl *rule) (b1, b2 byte) {
+	pat := rl.pattern(arena)
 	if len(pat) < 2 || pat[0] == '*' || pat[1] == '*' {
+		if rl.kind() == kindWild {
+			switch kind, need := wildNeed(pat, rl.lit(arena)); kind {
+			case needTail:
+				return 0, need | 0x80
+			case needHas:
+				return 0, need
+			}
+		}
 		return 0, 0
 	}
 	if len(pat) < 3 || pat[2] == '*' {
@@ -357,7 +369,7 @@ func (r *Robots) setPrints(lo, hi uint32) {
 	b := unsafe.Slice(unsafe.StringData(r.prints), len(r.prints))
 	for i := lo; i < hi; i++ {
 		rl := &r.rules[i]
-		b[i], b[r.nScan+8+i] = printsOf(r.arena[rl.pat : rl.pat+rl.n()])
+		b[i], b[r.nScan+8+i] = printsOf(r.arena, rl)
 	}
 }
 
@@ -417,7 +429,7 @@ func fewCandidates(arena []byte, rules []rule, blocks []block, ids []int, buf []
 	}
 	for _, bi := range ids {
 		for _, rl := range rules[blocks[bi].rulesLo:blocks[bi].rulesHi] {
-			b1, b2 := printsOf(unsafe.String(&arena[rl.pat], rl.n()))
+			b1, b2 := printsOf(unsafe.String(unsafe.SliceData(arena), len(arena)), &rl)
 			buf = append(buf, uint16(b1)<<8|uint16(b2))
 		}
 	}
@@ -488,12 +500,20 @@ func (r *Robots) scanPrints(lo, hi uint32, p string) int {
 			// that ends with them, so as not to read past them.
 			w1, w2 = le64(p1[k+n-8:])>>(64-8*n), le64(p2[k+n-8:])>>(64-8*n)
 		}
-		m := (zeroBytes(w1^b1) | zeroBytes(w1)) & (zeroBytes(w2^b2) | zeroBytes(w2))
+		z1 := zeroBytes(w1)
+		m := (zeroBytes(w1^b1) | z1) & (zeroBytes(w2^b2) | zeroBytes(w2) | z1)
 		if n < 8 {
 			m &= 1<<(8*n) - 1
 		}
 		for ; m != 0; m &= m - 1 {
-			i := k + bits.TrailingZeros64(m)>>3
+			j := bits.TrailingZeros64(m) &^ 7
+			if need := byte(w2 >> j); z1>>j&0x80 != 0 && need != 0 {
+				// A wildcard first, and a byte the path needs.
+				if need < 0x80 && strings.IndexByte(p, need) < 0 || need >= 0x80 && p[len(p)-1] != need&0x7f {
+					continue
+				}
+			}
+			i := k + j>>3
 			rl := &rules[i]
 			lit := rl.lit(arena)
 			if len(p) < int(lit) || lit > 0 && p[lit-1] != arena[rl.pat+lit-1] || p[:lit] != arena[rl.pat:rl.pat+lit] {

@@ -525,8 +525,8 @@ func TestFewCandidates(t *testing.T) {
 			for _, q2 := range []byte("abc/$") {
 				n := 0
 				for _, rl := range g.rules() {
-					b1, b2 := printsOf(rl.pattern(r.arena))
-					if (b1 == 0 || b1 == q1) && (b2 == 0 || b2 == q2) {
+					b1, b2 := printsOf(r.arena, &rl)
+					if b1 == 0 || b1 == q1 && (b2 == 0 || b2 == q2) {
 						n++
 					}
 				}
