@@ -61,6 +61,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -89,10 +90,10 @@ type Robots struct {
 	marks    []lineMark      // the line numbers of the rules: see lineOf
 	sitemaps []uint32        // the end of each sitemap in arena; the first starts at tokEnd
 	delays   []time.Duration // the groups' crawl-delays
-	size     int             // see Size
+	size     atomic.Int64    // see Size: 0 until counted, then set once under mu
 	usage    *usageData      // the Content-Usage and Content-Signal lines; nil if none (usage.go)
 
-	mu sync.Mutex // serialises the building of the groups' indexes
+	mu sync.Mutex // serialises the building of the groups' indexes and the counting of size
 }
 
 // agentGroup is the combined group of one product token.
@@ -329,7 +330,6 @@ func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []b
 	}
 	if len(tokens) == 0 {
 		r.setSlab(nil, 0, nil, arena, 0) // no user-agent line: no rules
-		r.size = r.computeSize(0, 0)
 		r.buildUsage(uc, blocks, nil, nil)
 		return r
 	}
@@ -390,7 +390,6 @@ func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []b
 	}
 	r.setSlab(agents, nRules, marks, arena, nLines)
 	r.groups = make([]Group, len(specs))
-	indexed := 0 // bytes of the indexes, once built
 	for gi, sp := range specs {
 		g := &r.groups[gi]
 		g.r, g.lo, g.ln = r, uint32(len(r.rules)), uint32(len(r.lines))
@@ -412,10 +411,6 @@ func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []b
 		}
 		if rs := r.rules[g.lo:g.hi]; len(rs) <= linearMax {
 			sortBest(rs)
-		} else {
-			var n int
-			n, sc.hashes = indexSize(r.arena, rs, sc.hashes)
-			indexed += n
 		}
 	}
 	for i, g := range agentGroups {
@@ -424,13 +419,9 @@ func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []b
 	if r.star >= 0 {
 		r.starLo, r.starHi = r.groups[r.star].lo, r.groups[r.star].hi
 	}
-	r.size = r.computeSize(indexed, len(specs))
 	r.buildUsage(uc, blocks, specs, ids)
 	if cap(specs) <= maxScratch/16 && cap(ids) <= maxScratch/8 {
 		sc.groups, sc.ids = specs, ids
-	}
-	if cap(sc.hashes) > maxScratch/8 {
-		sc.hashes = nil
 	}
 	return r
 }
@@ -499,8 +490,46 @@ func (r *Robots) computeSize(indexed, groups int) int {
 // group's index as built: an index is built when its group is first
 // matched against, and Size counts it from the start. It is meant for a
 // cache that bounds the memory its parsed files take, so it may count a
-// little more than r holds but not less. Size takes constant time.
-func (r *Robots) Size() int { return r.size }
+// little more than r holds but not less. Size counts on its first call,
+// in time linear in the number of rules, and takes constant time after.
+func (r *Robots) Size() int {
+	if n := r.size.Load(); n != 0 {
+		return int(n)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.countSize()
+}
+
+// countSize returns Size, counting it if it has not been counted. r.mu
+// must be held. It is counted on demand rather than by Parse, which most
+// callers of Parse never need, and before the first index is built (see
+// Group.index), since the size of an index depends on the order of its
+// group's rules as parsed, which building it changes (see wideKeys).
+func (r *Robots) countSize() int {
+	if n := r.size.Load(); n != 0 {
+		return int(n)
+	}
+	sc := scratchPool.Get().(*scratch)
+	indexed := 0 // bytes of the indexes, once built
+	for i := range r.groups {
+		if rs := r.groups[i].rules(); len(rs) > linearMax {
+			var n int
+			n, sc.hashes = indexSize(r.arena, rs, sc.hashes)
+			indexed += n
+		}
+	}
+	if cap(sc.hashes) > maxScratch/8 {
+		sc.hashes = nil
+	}
+	scratchPool.Put(sc)
+	n := r.computeSize(indexed, len(r.groups))
+	if r.usage != nil {
+		n += r.usage.size
+	}
+	r.size.Store(int64(n))
+	return n
+}
 
 // maxLine is the largest line number a rule or group records: a rule on a
 // later line reports this one.
