@@ -441,8 +441,7 @@ func (r *Robots) setSlab(agents []agentGroup, nRules int, marks []lineMark, aren
 	if slab == 0 {
 		return
 	}
-	// As words, so that the agents' keys are aligned.
-	base := unsafe.Pointer(unsafe.SliceData(make([]uint64, slab/8)))
+	base := allocNoZero(slab)
 	if len(agents) > 0 {
 		r.agents = unsafe.Slice((*agentGroup)(base), len(agents))
 		copy(r.agents, agents)
@@ -462,6 +461,22 @@ func (r *Robots) setSlab(agents []agentGroup, nRules int, marks []lineMark, aren
 	if nLines > 0 {
 		r.lines = unsafe.Slice((*int32)(unsafe.Add(base, linesAt(aBytes+rBytes+mBytes+len(arena)))), nLines)[:0]
 	}
+}
+
+// allocNoZero returns a block of n bytes, n a multiple of 8, aligned to 8
+// bytes, for values that hold no pointers. Unlike make, it does not zero
+// the block, which setSlab would overwrite at once: every byte of the
+// block that is read is first written (the agents, marks and arena are
+// copied in, and build appends each of the rules and lines), and only the
+// padding before the lines and at the end is left as it was. It takes the
+// block from a strings.Builder, which allocates its buffer unzeroed, as
+// its String returns it; an allocation of a multiple of 8 bytes is aligned
+// to 8 bytes.
+func allocNoZero(n int) unsafe.Pointer {
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteByte(0) // so that String has the block's address
+	return unsafe.Pointer(unsafe.StringData(b.String()))
 }
 
 // linesAt returns the offset in the block of setSlab of the lines, which
