@@ -278,6 +278,7 @@ func (g *Group) index() *index {
 	defer g.r.mu.Unlock()
 	ix := g.idx.Load()
 	if ix == nil {
+		g.r.countSize() // while the rules are in the order that Size counts
 		ix = buildIndex(g.r.arena, g.rules())
 		g.idx.Store(ix)
 	}

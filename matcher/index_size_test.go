@@ -92,3 +92,48 @@ func TestSizeClasses(t *testing.T) {
 		}
 	}
 }
+
+// TestSizeCountedLazily checks that Size, which counts on its first call,
+// gives the same whether it is first called before or after queries have
+// built the indexes, and while they are being built. The index of the
+// group of "a" takes keys of 4 bytes as its rules are parsed, and would
+// take wide keys if counted in the order that building it sorts them in
+// (see wideKeys); that of "b" takes keys of 4 bytes either way.
+func TestSizeCountedLazily(t *testing.T) {
+	var reordered, narrow strings.Builder
+	reordered.WriteString("User-agent: a\n")
+	narrow.WriteString("User-agent: b\n")
+	// Sorted, each rule of the first half is followed by its twin of the
+	// second, which differs only in its last byte.
+	for _, last := range "12" {
+		for i := range 300 {
+			fmt.Fprintf(&reordered, "Disallow: /%c%c%c/tail/x%c\n", 'a'+i%26, 'a'+i/26%26, 'a'+i/676, last)
+		}
+	}
+	for i := range 300 {
+		fmt.Fprintf(&narrow, "Allow: /%d\n", i)
+	}
+	r := Parse([]byte(reordered.String()))
+	g := r.Group("a")
+	parsed := wideKeys(r.arena, g.rules())
+	g.Allowed("/x")
+	if sorted := wideKeys(r.arena, g.rules()); parsed || !sorted {
+		t.Fatalf("the rules of a take wide keys as parsed: %v, as sorted: %v; want false, true", parsed, sorted)
+	}
+	for _, body := range []string{reordered.String(), narrow.String(), reordered.String() + narrow.String()} {
+		before := Parse([]byte(body))
+		want := before.Size()
+		after := Parse([]byte(body))
+		queryAll(after)
+		if got := after.Size(); got != want {
+			t.Errorf("Size after the indexes are built = %d, before = %d", got, want)
+		}
+		during := Parse([]byte(body))
+		done := make(chan int)
+		go func() { done <- during.Size() }()
+		queryAll(during)
+		if got := <-done; got != want {
+			t.Errorf("Size while the indexes are built = %d, before = %d", got, want)
+		}
+	}
+}

@@ -61,6 +61,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -95,10 +96,10 @@ type Robots struct {
 	marks    []lineMark      // the line numbers of the rules: see lineOf
 	sitemaps []uint32        // the end of each sitemap in arena; the first starts at tokEnd
 	delays   []time.Duration // the groups' crawl-delays
-	size     int             // see Size
+	size     atomic.Int64    // see Size: 0 until counted, then set once under mu
 	usage    *usageData      // the Content-Usage and Content-Signal lines; nil if none (usage.go)
 
-	mu sync.Mutex // serialises the building of the groups' indexes
+	mu sync.Mutex // serialises the building of the groups' indexes and the counting of size
 }
 
 // agentGroup is the combined group of one product token.
@@ -166,7 +167,8 @@ func Parse(body []byte) *Robots {
 				cur = &blocks[len(blocks)-1]
 			}
 			tok, _ := productToken(s.value)
-			tokens = append(tokens, tokenBlock{lowerToken(&sc.toks, tok), len(blocks) - 1})
+			lower := lowerToken(&sc.toks, tok)
+			tokens = append(tokens, tokenBlock{keyFold8(lower), lower, len(blocks) - 1})
 		case fieldAllow, fieldDisallow:
 			if cur == nil {
 				continue // a rule before any user-agent line belongs to no group
@@ -291,6 +293,7 @@ func lowerToken(buf *[]byte, tok []byte) string {
 
 // tokenBlock records that a user-agent line of a block names token.
 type tokenBlock struct {
+	key   uint64 // keyFold8(token), by which build sorts most tokens without comparing them whole
 	token string // lower case; "*" for the "*" group
 	block int
 }
@@ -314,23 +317,23 @@ const (
 // sitemaps to it, so that all of a file's strings lie together in memory.
 func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []block, tokens []tokenBlock, smaps []byte, ends []uint32, uc *usageCollector) *Robots {
 	r := &Robots{star: -1}
+	// By token, as the agents are (see Robots.agent): the keys, their
+	// first 8 bytes, order tokens as the tokens do, and most pairs
+	// without comparing the strings.
 	slices.SortFunc(tokens, func(a, b tokenBlock) int {
+		if a.key != b.key {
+			return cmp.Compare(a.key, b.key)
+		}
 		if c := strings.Compare(a.token, b.token); c != 0 {
 			return c
 		}
 		return a.block - b.block
 	})
 	// One agent per distinct token other than "*", its token in the arena.
-	nAgents := 0
-	for i, t := range tokens {
-		if (i == 0 || t.token != tokens[i-1].token) && t.token != "*" {
-			nAgents++
-		}
-	}
 	agents := sc.agents[:0]
 	for i, t := range tokens {
 		if (i == 0 || t.token != tokens[i-1].token) && t.token != "*" {
-			agents = append(agents, agentGroup{key: keyFold8(t.token), tok: uint32(len(arena))})
+			agents = append(agents, agentGroup{key: t.key, tok: uint32(len(arena))})
 			arena = append(arena, t.token...)
 		}
 	}
@@ -347,7 +350,6 @@ func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []b
 	}
 	if len(tokens) == 0 {
 		r.setSlab(nil, 0, 0, nil, arena, 0) // no user-agent line: no rules
-		r.size = r.computeSize(0, 0)
 		r.buildUsage(uc, blocks, nil, nil)
 		return r
 	}
@@ -438,7 +440,6 @@ func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []b
 	}
 	r.setSlab(agents, nRules, nScan, marks, arena, nLines)
 	r.groups = make([]Group, len(specs))
-	indexed := 0 // bytes of the indexes, once built
 	// Where the next group's rules go, by its place.
 	var next [3]uint32
 	next[placeSmall], next[placeIndexed] = uint32(nMid), uint32(nScan)
@@ -465,10 +466,6 @@ func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []b
 		if rs := r.rules[g.lo:g.hi]; len(rs) <= linearMax {
 			sortBest(rs)
 			r.setPrints(g.lo, g.hi)
-		} else if places[gi] == placeIndexed {
-			var n int
-			n, sc.hashes = indexSize(r.arena, rs, sc.hashes)
-			indexed += n
 		}
 	}
 	for i, g := range agentGroups {
@@ -477,13 +474,9 @@ func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []b
 	if r.star >= 0 {
 		r.starLo, r.starHi = r.groups[r.star].lo, r.groups[r.star].hi
 	}
-	r.size = r.computeSize(indexed, len(specs))
 	r.buildUsage(uc, blocks, specs, ids)
 	if cap(specs) <= maxScratch/16 && cap(ids) <= maxScratch/8 {
 		sc.groups, sc.ids = specs, ids
-	}
-	if cap(sc.hashes) > maxScratch/8 {
-		sc.hashes = nil
 	}
 	return r
 }
@@ -502,8 +495,7 @@ func (r *Robots) setSlab(agents []agentGroup, nRules, nScan int, marks []lineMar
 	if slab == 0 {
 		return
 	}
-	// As words, so that the agents' keys are aligned.
-	base := unsafe.Pointer(unsafe.SliceData(make([]uint64, slab/8)))
+	base := allocNoZero(slab)
 	if len(agents) > 0 {
 		r.agents = unsafe.Slice((*agentGroup)(base), len(agents))
 		copy(r.agents, agents)
@@ -527,6 +519,24 @@ func (r *Robots) setSlab(agents []agentGroup, nRules, nScan int, marks []lineMar
 	if nLines > 0 {
 		r.lines = unsafe.Slice((*int32)(unsafe.Add(base, linesAt(aBytes+rBytes+pBytes+mBytes+len(arena)))), nLines)[:0]
 	}
+}
+
+// allocNoZero returns a block of n bytes, n a multiple of 8, aligned to 8
+// bytes, for values that hold no pointers. Unlike make, it does not zero
+// the block, which setSlab would overwrite at once: every byte of the
+// block whose value is used is first written (the agents, marks and arena
+// are copied in, build writes each of the rules and lines, and the prints
+// of a group are written before it is scanned), and only padding is left
+// as it was: before the lines, at the end, and after the prints, which a
+// scan reads with the prints before it but masks off. It takes the
+// block from a strings.Builder, which allocates its buffer unzeroed, as
+// its String returns it; an allocation of a multiple of 8 bytes is aligned
+// to 8 bytes.
+func allocNoZero(n int) unsafe.Pointer {
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteByte(0) // so that String has the block's address
+	return unsafe.Pointer(unsafe.StringData(b.String()))
 }
 
 // linesAt returns the offset in the block of setSlab of the lines, which
@@ -569,8 +579,47 @@ func (r *Robots) computeSize(indexed, groups int) int {
 // group's index as built: an index is built when its group is first
 // matched against, and Size counts it from the start. It is meant for a
 // cache that bounds the memory its parsed files take, so it may count a
-// little more than r holds but not less. Size takes constant time.
-func (r *Robots) Size() int { return r.size }
+// little more than r holds but not less. Size counts on its first call,
+// in time linear in the number of rules, and takes constant time after.
+func (r *Robots) Size() int {
+	if n := r.size.Load(); n != 0 {
+		return int(n)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.countSize()
+}
+
+// countSize returns Size, counting it if it has not been counted. r.mu
+// must be held. It is counted on demand rather than by Parse, which most
+// callers of Parse never need, and before the first index is built (see
+// Group.index), since the size of an index depends on the order of its
+// group's rules as parsed, which building it changes (see wideKeys).
+func (r *Robots) countSize() int {
+	if n := r.size.Load(); n != 0 {
+		return int(n)
+	}
+	sc := scratchPool.Get().(*scratch)
+	indexed := 0 // bytes of the indexes, once built
+	for i := range r.groups {
+		if g := &r.groups[i]; g.hi > r.nScan {
+			var n int
+			rs := g.rules()
+			n, sc.hashes = indexSize(r.arena, rs, sc.hashes)
+			indexed += n
+		}
+	}
+	if cap(sc.hashes) > maxScratch/8 {
+		sc.hashes = nil
+	}
+	scratchPool.Put(sc)
+	n := r.computeSize(indexed, len(r.groups))
+	if r.usage != nil {
+		n += r.usage.size
+	}
+	r.size.Store(int64(n))
+	return n
+}
 
 // maxLine is the largest line number a rule or group records: a rule on a
 // later line reports this one.

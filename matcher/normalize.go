@@ -81,16 +81,21 @@ func appendNormURL(dst []byte, s string) []byte {
 }
 
 // plainPattern reports whether the rule pattern v is its own normalised
-// form with no wildcard: bytes that stay as written, and maybe a final '$'.
-// kind is then kindPlain or kindExact.
+// form: bytes that stay as written, '*' wildcards that do not follow
+// another, and maybe a final '$'. kind is then its kind. Wildcards are
+// accepted here because about a fifth of the rules of real files have
+// them, and most are otherwise as written.
 func plainPattern(v []byte) (kind uint8, ok bool) {
 	kind = kindPlain
 	if len(v) > 0 && v[len(v)-1] == '$' {
 		v, kind = v[:len(v)-1], kindExact
 	}
-	for _, c := range v {
+	for i, c := range v {
 		if !asWritten[c] {
-			return 0, false
+			if c != '*' || i > 0 && v[i-1] == '*' {
+				return 0, false
+			}
+			kind = kindWild
 		}
 	}
 	return kind, true

@@ -503,7 +503,6 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 	d.prefs, d.ents = slices.Clone(d.prefs), slices.Clone(d.ents)
 	d.size = d.computeSize(indexed)
 	r.usage = d
-	r.size += d.size
 }
 
 // addPref appends a preference of sorted labels lv, whose labels are
