@@ -692,14 +692,17 @@ func pathQuery(url string) (p string, normal bool) {
 	if len(url) >= 2 && url[0] == '/' && url[1] == '/' {
 		url = url[authorityEnd(url):]
 	}
-	// Find the fragment and whether any byte needs normalising.
+	// Find the fragment and whether any byte needs normalising: most
+	// paths of eight bytes or more are read as words, the last one
+	// overlapping the one before, and found plain.
 	i := 0
 	for ; i+8 <= len(url); i += 8 {
-		u := url[i : i+8]
-		if plainByte[u[0]]&plainByte[u[1]]&plainByte[u[2]]&plainByte[u[3]]&
-			plainByte[u[4]]&plainByte[u[5]]&plainByte[u[6]]&plainByte[u[7]] == 0 {
+		if !plain8(url[i:]) {
 			break
 		}
+	}
+	if i+8 > len(url) && len(url) >= 8 && plain8(url[len(url)-8:]) {
+		i = len(url)
 	}
 	for i < len(url) && plainByte[url[i]] != 0 {
 		i++
@@ -712,6 +715,13 @@ func pathQuery(url string) (p string, normal bool) {
 		}
 	}
 	return url, normal && url != "" && url[0] != '?'
+}
+
+// plain8 reports whether the first eight bytes of s are all plain.
+func plain8(s string) bool {
+	_ = s[7]
+	return plainByte[s[0]]&plainByte[s[1]]&plainByte[s[2]]&plainByte[s[3]]&
+		plainByte[s[4]]&plainByte[s[5]]&plainByte[s[6]]&plainByte[s[7]] != 0
 }
 
 // plainByte is 1 for the bytes that normalisation leaves as they are, 0

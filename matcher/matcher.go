@@ -772,19 +772,29 @@ func (r *Robots) Group(agent string) *Group {
 func (r *Robots) agent(agent string) int {
 	agents := r.agents
 	key := keyFold8(agent)
-	lo, hi := 0, len(agents)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if a := &agents[m]; a.key < key || a.key == key && compareFold(agent, r.token(m)) > 0 {
-			lo = m + 1
-		} else {
-			hi = m
+	// The first agent whose key is not less, written so that the compiler
+	// can use conditional moves.
+	lo := 0
+	for n := len(agents); n > 0; {
+		half := n >> 1
+		next := half
+		if agents[lo+half].key < key {
+			lo += half + 1
+			next = n - half - 1
+		}
+		n = next
+	}
+	// Then those with the same key, which tokens of more than 8 bytes
+	// share, in order.
+	for ; lo < len(agents) && agents[lo].key == key; lo++ {
+		if c := compareFold(agent, r.token(lo)); c <= 0 {
+			if c == 0 {
+				return lo
+			}
+			break
 		}
 	}
-	if lo == len(agents) || agents[lo].key != key || compareFold(agent, r.token(lo)) != 0 {
-		return -1
-	}
-	return lo
+	return -1
 }
 
 // Sitemaps returns the values of the sitemap lines, in file order.
