@@ -374,13 +374,21 @@ func (r *Robots) setPrints(lo, hi uint32) {
 	}
 }
 
-// prepare sorts the rules of g, a scanned group of more than linearMax
-// rules, best first and writes their prints, on first use, as index
-// builds the index of a group that is indexed. No scan of another group
-// reads g's prints: the groups of more than linearMax rules come first,
-// and a scan reads no prints past its group's but those of the smaller
-// groups that follow them (see scanPrints).
+// prepare readies g, a group that is scanned, to be scanned: the rules of
+// a group of more than linearMax are sorted best first and their prints
+// written on first use, as index builds the index of a group that is
+// indexed. No scan of another group reads g's prints: the groups of more
+// than linearMax rules come first, and a scan reads no prints past its
+// group's but those of the smaller groups that follow them (see
+// scanPrints).
 func (g *Group) prepare() {
+	if g.hi-g.lo > linearMax && g.idx.Load() == nil {
+		g.prepareSlow()
+	}
+}
+
+// prepareSlow is prepare for a group that is not ready.
+func (g *Group) prepareSlow() {
 	g.r.mu.Lock()
 	defer g.r.mu.Unlock()
 	if g.idx.Load() == nil {

@@ -623,9 +623,7 @@ var sizeClasses = sync.OnceValue(func() []uint16 {
 // -1 when no rule matches.
 func (g *Group) find(p string) int {
 	if g.hi <= g.r.nScan {
-		if g.hi-g.lo > linearMax && g.idx.Load() == nil {
-			g.prepare()
-		}
+		g.prepare()
 		return g.r.scanPrints(g.lo, g.hi, p)
 	}
 	arena, rules := g.r.arena, g.rules()

@@ -735,9 +735,7 @@ func (r *Robots) Allowed(agent, url string) bool {
 	if g.hi > r.nScan {
 		return g.Allowed(url)
 	}
-	if g.hi-g.lo > linearMax && g.idx.Load() == nil {
-		g.prepare()
-	}
+	g.prepare()
 	i := r.scanDecide(g.lo, g.hi, url)
 	return i < 0 || r.rules[g.lo+uint32(i)].allow()
 }
