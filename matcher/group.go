@@ -492,6 +492,15 @@ func zeroBytes(x uint64) uint64 {
 // rule's print matches p's byte when it is that byte or zero. The group
 // of more than linearMax rules must be prepared.
 func (r *Robots) scanPrints(lo, hi uint32, p string) int {
+	if lo == hi {
+		return -1
+	}
+	return r.scanPrintsFirst(lo, hi, p, le64(r.prints[lo:]))
+}
+
+// scanPrintsFirst is scanPrints given the first word of the group's first
+// prints, first.
+func (r *Robots) scanPrintsFirst(lo, hi uint32, p string, first uint64) int {
 	rules, arena := r.rules[lo:hi], r.arena
 	if len(rules) == 0 {
 		return -1
@@ -502,7 +511,9 @@ func (r *Robots) scanPrints(lo, hi uint32, p string) int {
 	for k := 0; k < len(rules); k += 8 {
 		var w1, w2 uint64
 		n := len(rules) - k
-		if n >= 8 || k == 0 {
+		if k == 0 {
+			w1, w2 = first, le64(p2)
+		} else if n >= 8 {
 			w1, w2 = le64(p1[k:]), le64(p2[k:])
 		} else {
 			// The last prints of a group of 8 or more, read as the word
@@ -594,6 +605,12 @@ func (g *Group) decideNormalized(p string) int {
 // scanDecide is decide for a group that is scanned, whose rules are
 // rules[lo:hi].
 func (r *Robots) scanDecide(lo, hi uint32, url string) int {
+	// The group's first prints before the URL, which lies elsewhere in
+	// memory: reading both at once, a query waits for memory once.
+	var w1 uint64
+	if lo < hi {
+		w1 = le64(r.prints[lo:])
+	}
 	p, normal := pathQuery(url)
 	if !normal {
 		return r.scanDecideNormalized(lo, hi, p)
@@ -601,7 +618,7 @@ func (r *Robots) scanDecide(lo, hi uint32, url string) int {
 	if p == "/robots.txt" {
 		return -1
 	}
-	return r.scanPrints(lo, hi, p)
+	return r.scanPrintsFirst(lo, hi, p, w1)
 }
 
 // scanDecideNormalized is scanDecide for a path and query p that need
