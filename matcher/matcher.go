@@ -75,12 +75,11 @@ import (
 type Robots struct {
 	// The fields a query reads come first, so that they share a cache
 	// line.
-	arena  string       // normalised and as-written patterns, then tokens, then sitemaps
+	arena  string       // normalised and as-written patterns, then tokens
 	rules  []rule       // the groups' rules, each group's in a range of its own
 	agents []agentGroup // sorted by token
 	groups []Group
-	star   int32  // the group of "*", or -1
-	tokEnd uint32 // the end of the last agent's token in arena
+	star   int32 // the group of "*", or -1
 	// starLo and starHi are the rules of the "*" group, as in
 	// groups[star], so that a query that the "*" group decides need not
 	// read groups when the group is small enough to be scanned.
@@ -94,7 +93,7 @@ type Robots struct {
 
 	lines    []int32         // the first user-agent line of each block of each group
 	marks    []lineMark      // the line numbers of the rules: see lineOf
-	sitemaps []uint32        // the end of each sitemap in arena; the first starts at tokEnd
+	sitemaps string          // the values of the sitemap lines, each but the last followed by a line feed, which no value holds
 	delays   []time.Duration // the groups' crawl-delays
 	size     atomic.Int64    // see Size: 0 until counted, then set once under mu
 	usage    *usageData      // the Content-Usage and Content-Signal lines; nil if none (usage.go)
@@ -105,13 +104,13 @@ type Robots struct {
 // agentGroup is the combined group of one product token.
 type agentGroup struct {
 	key   uint64 // keyFold8(token)
-	tok   uint32 // the token, lower case, in arena up to the next agent's tok (or tokEnd)
+	tok   uint32 // the token, lower case, in arena up to the next agent's tok (or the end of arena)
 	group uint32 // in groups
 }
 
 // token returns the token of agents[i].
 func (r *Robots) token(i int) string {
-	end := r.tokEnd
+	end := uint32(len(r.arena))
 	if i+1 < len(r.agents) {
 		end = r.agents[i+1].tok
 	}
@@ -154,7 +153,6 @@ func Parse(body []byte) *Robots {
 		rules  = sc.rules[:0]
 		arena  = sc.arena[:0]
 		smaps  = sc.smaps[:0]
-		ends   []uint32
 		uc     = &sc.usage
 		lines  = lineMarker{marks: sc.marks[:0]}
 	)
@@ -209,8 +207,10 @@ func Parse(body []byte) *Robots {
 			cur.rulesHi = len(rules)
 		case fieldSitemap:
 			if len(s.value) > 0 {
+				if len(smaps) > 0 {
+					smaps = append(smaps, '\n')
+				}
 				smaps = append(smaps, s.value...)
-				ends = append(ends, uint32(len(smaps)))
 			}
 		case fieldContentUsage, fieldContentSignal:
 			uc.add(&s, cur == nil)
@@ -227,7 +227,7 @@ func Parse(body []byte) *Robots {
 			}
 		}
 	}
-	r := build(sc, arena, rules, lines.marks, blocks, tokens, smaps, ends, uc)
+	r := build(sc, arena, rules, lines.marks, blocks, tokens, smaps, uc)
 	clear(uc.lines) // drop the references to body
 	uc.lines, uc.nFile = uc.lines[:0], 0
 	if cap(uc.lines) > maxScratch/32 {
@@ -313,9 +313,10 @@ const (
 )
 
 // build combines the blocks that name each token into one Group each.
-// arena holds the normalised patterns; build adds the tokens and then the
-// sitemaps to it, so that all of a file's strings lie together in memory.
-func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []block, tokens []tokenBlock, smaps []byte, ends []uint32, uc *usageCollector) *Robots {
+// arena holds the normalised patterns; build adds the tokens to it, so
+// that the strings a query reads lie together in memory. smaps holds the
+// sitemaps' values, each but the last followed by a line feed.
+func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []block, tokens []tokenBlock, smaps []byte, uc *usageCollector) *Robots {
 	r := &Robots{star: -1}
 	// By token, as the agents are (see Robots.agent): the keys, their
 	// first 8 bytes, order tokens as the tokens do, and most pairs
@@ -340,13 +341,8 @@ func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []b
 	if cap(agents) <= maxScratch/16 {
 		sc.agents = agents
 	}
-	r.tokEnd = uint32(len(arena))
-	if len(ends) > 0 {
-		r.sitemaps = make([]uint32, len(ends))
-		for i, e := range ends {
-			r.sitemaps[i] = r.tokEnd + e
-		}
-		arena = append(arena, smaps...)
+	if len(smaps) > 0 {
+		r.sitemaps = string(smaps) // apart from the arena, which queries read
 	}
 	if len(tokens) == 0 {
 		r.setSlab(nil, 0, 0, nil, arena, 0) // no user-agent line: no rules
@@ -570,7 +566,7 @@ func (r *Robots) computeSize(indexed, groups int) int {
 	return allocSize(int(unsafe.Sizeof(*r))) +
 		allocSize(slabBytes(len(r.agents), len(r.rules), int(r.nScan), len(r.marks), len(r.arena), cap(r.lines))) +
 		allocSizePtr(groups*int(unsafe.Sizeof(Group{}))) +
-		allocSize(cap(r.sitemaps)*4) +
+		allocSize(len(r.sitemaps)) +
 		allocSize(cap(r.delays)*8) +
 		indexed
 }
@@ -797,16 +793,10 @@ func (r *Robots) agent(agent string) int {
 
 // Sitemaps returns the values of the sitemap lines, in file order.
 func (r *Robots) Sitemaps() []string {
-	if len(r.sitemaps) == 0 {
+	if r.sitemaps == "" {
 		return nil
 	}
-	s := make([]string, len(r.sitemaps))
-	start := r.tokEnd
-	for i, end := range r.sitemaps {
-		s[i] = r.arena[start:end]
-		start = end
-	}
-	return s
+	return strings.Split(r.sitemaps, "\n")
 }
 
 // Match is a verdict and the rule that decided it.
