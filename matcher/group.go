@@ -367,7 +367,8 @@ func pathPrints(p string) (q1, q2 byte) {
 // rule, the first byte printsOf returns at prints[i], and the second at
 // prints[nScan+8+i].
 func (r *Robots) setPrints(lo, hi uint32) {
-	b := unsafe.Slice(unsafe.StringData(r.prints), len(r.prints))
+	ps := r.prints()
+	b := unsafe.Slice(unsafe.StringData(ps), len(ps))
 	for i := lo; i < hi; i++ {
 		rl := &r.rules[i]
 		b[i], b[r.nScan+8+i] = printsOf(r.arena, rl)
@@ -495,7 +496,7 @@ func (r *Robots) scanPrints(lo, hi uint32, p string) int {
 	if lo == hi {
 		return -1
 	}
-	return r.scanPrintsFirst(lo, hi, p, le64(r.prints[lo:]))
+	return r.scanPrintsFirst(lo, hi, p, le64(r.prints()[lo:]))
 }
 
 // scanPrintsFirst is scanPrints given the first word of the group's first
@@ -507,7 +508,8 @@ func (r *Robots) scanPrintsFirst(lo, hi uint32, p string, first uint64) int {
 	}
 	q1, q2 := pathPrints(p)
 	b1, b2 := uint64(q1)*ones8, uint64(q2)*ones8
-	p1, p2 := r.prints[lo:], r.prints[r.nScan+8+lo:]
+	ps := r.prints()
+	p1, p2 := ps[lo:], ps[r.nScan+8+lo:]
 	for k := 0; k < len(rules); k += 8 {
 		var w1, w2 uint64
 		n := len(rules) - k
@@ -609,7 +611,7 @@ func (r *Robots) scanDecide(lo, hi uint32, url string) int {
 	// memory: reading both at once, a query waits for memory once.
 	var w1 uint64
 	if lo < hi {
-		w1 = le64(r.prints[lo:])
+		w1 = le64(r.prints()[lo:])
 	}
 	p, normal := pathQuery(url)
 	if !normal {

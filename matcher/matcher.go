@@ -73,23 +73,23 @@ import (
 // array, each group's rules side by side, so that a file of many small
 // groups costs few allocations and little memory.
 type Robots struct {
-	// The fields a query reads come first, so that they share a cache
-	// line.
+	// The fields a query reads come first, so that they share as few
+	// cache lines as they can; groups last, which a query decided by a
+	// small "*" group does not read.
 	arena  string       // normalised and as-written patterns, then tokens
 	rules  []rule       // the groups' rules, each group's in a range of its own
 	agents []agentGroup // sorted by token
-	groups []Group
-	star   int32 // the group of "*", or -1
+	star   int32        // the group of "*", or -1
 	// starLo and starHi are the rules of the "*" group, as in
 	// groups[star], so that a query that the "*" group decides need not
 	// read groups when the group is small enough to be scanned.
 	starLo, starHi uint32
 	// The groups that are scanned have their rules first, rules[:nScan]:
 	// those of more than linearMax rules, then the others. The groups
-	// that are indexed follow. prints holds what the rules of the first
-	// ones need of a path: see setPrints and scanPrints.
+	// that are indexed follow. The prints of the first ones follow the
+	// rules in the file's block: see prints.
 	nScan  uint32
-	prints string
+	groups []Group
 
 	lines    []int32         // the first user-agent line of each block of each group
 	marks    []lineMark      // the line numbers of the rules: see lineOf
@@ -499,10 +499,7 @@ func (r *Robots) setSlab(agents []agentGroup, nRules, nScan int, marks []lineMar
 	if nRules > 0 {
 		r.rules = unsafe.Slice((*rule)(unsafe.Add(base, aBytes)), nRules)
 	}
-	if nScan > 0 {
-		r.nScan = uint32(nScan)
-		r.prints = unsafe.String((*byte)(unsafe.Add(base, aBytes+rBytes)), pBytes)
-	}
+	r.nScan = uint32(nScan)
 	if len(marks) > 0 {
 		r.marks = unsafe.Slice((*lineMark)(unsafe.Add(base, aBytes+rBytes+pBytes)), len(marks))
 		copy(r.marks, marks)
@@ -533,6 +530,16 @@ func allocNoZero(n int) unsafe.Pointer {
 	b.Grow(n)
 	b.WriteByte(0) // so that String has the block's address
 	return unsafe.Pointer(unsafe.StringData(b.String()))
+}
+
+// prints returns what the rules of the groups that are scanned need of a
+// path (see setPrints and scanPrints), which follow the rules in the
+// file's block.
+func (r *Robots) prints() string {
+	if r.nScan == 0 {
+		return ""
+	}
+	return unsafe.String((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(r.rules)), len(r.rules)*int(unsafe.Sizeof(rule{})))), printsBytes(int(r.nScan)))
 }
 
 // linesAt returns the offset in the block of setSlab of the lines, which

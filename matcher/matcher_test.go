@@ -831,7 +831,7 @@ func TestPrintsLayout(t *testing.T) {
 	if midEnd > smallStart {
 		t.Errorf("the larger scanned groups end at rule %d, after the smaller ones start at %d", midEnd, smallStart)
 	}
-	if want := 2 * (int(r.nScan) + 8); len(r.prints) < want {
-		t.Errorf("%d bytes of prints for %d rules; want at least %d", len(r.prints), r.nScan, want)
+	if want := 2 * (int(r.nScan) + 8); len(r.prints()) < want {
+		t.Errorf("%d bytes of prints for %d rules; want at least %d", len(r.prints()), r.nScan, want)
 	}
 }
