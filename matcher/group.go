@@ -711,7 +711,12 @@ func normalPath(url string, buf []byte) string {
 // path stands for, and reports such a path as not normal.
 func pathQuery(url string) (p string, normal bool) {
 	// A path needs neither of the first two steps: "/" that is not "//".
-	if len(url) == 0 || url[0] != '/' {
+	switch {
+	case len(url) >= 8 && url[:8] == "https://":
+		url = url[6:] // the schemes a crawler meets, without a call
+	case len(url) >= 7 && url[:7] == "http://":
+		url = url[5:]
+	case len(url) == 0 || url[0] != '/':
 		if n := schemeLen(url); n > 0 {
 			url = url[n:] // after "scheme:"
 		}
@@ -782,13 +787,6 @@ func authorityEnd(url string) int {
 
 // schemeLen returns the length of the "scheme:" at the start of url, or 0.
 func schemeLen(url string) int {
-	// The schemes a crawler meets, without the loop.
-	if len(url) >= 6 && url[:6] == "https:" {
-		return 6
-	}
-	if len(url) >= 5 && url[:5] == "http:" {
-		return 5
-	}
 	for i := 0; i < len(url); i++ {
 		c := url[i]
 		switch {

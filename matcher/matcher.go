@@ -772,6 +772,9 @@ func (r *Robots) Group(agent string) *Group {
 // regard to ASCII case, or -1.
 func (r *Robots) agent(agent string) int {
 	agents := r.agents
+	if len(agents) == 0 {
+		return -1 // most files name no agent but "*"
+	}
 	key := keyFold8(agent)
 	// The first agent whose key is not less, written so that the compiler
 	// can use conditional moves.
