@@ -396,6 +396,9 @@ func (g *Group) prepareSlow() {
 		sortBestMany(g.rules())
 		g.r.setPrints(g.lo, g.hi)
 		g.idx.Store(prepared)
+		if r := g.r; r.star >= 0 && g == &r.groups[r.star] {
+			r.starReady.Store(true)
+		}
 	}
 }
 

@@ -88,8 +88,9 @@ type Robots struct {
 	// those of more than linearMax rules, then the others. The groups
 	// that are indexed follow. The prints of the first ones follow the
 	// rules in the file's block: see prints.
-	nScan  uint32
-	groups []Group
+	nScan     uint32
+	starReady atomic.Bool // the "*" group is scanned and prepared (see Group.prepare)
+	groups    []Group
 
 	lines    []int32         // the first user-agent line of each block of each group
 	marks    []lineMark      // the line numbers of the rules: see lineOf
@@ -727,9 +728,9 @@ func (r *Robots) Allowed(agent, url string) bool {
 		g = &r.groups[r.agents[i].group]
 	} else if r.star < 0 {
 		return true
-	} else if lo, hi := r.starLo, r.starHi; hi-lo <= linearMax {
-		// A small group is scanned here, without the calls through
-		// Group, and the "*" group's without reading groups.
+	} else if lo, hi := r.starLo, r.starHi; hi <= r.nScan && (hi-lo <= linearMax || r.starReady.Load()) {
+		// The "*" group, scanned here without reading groups when it is
+		// small or prepared.
 		i := r.scanDecide(lo, hi, url)
 		return i < 0 || r.rules[lo+uint32(i)].allow()
 	} else {

@@ -750,14 +750,19 @@ func TestConcurrentPrepare(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "User-agent: small%d\nDisallow: /%c\nAllow: /%c/ok\n", g, 'a'+g, 'a'+g)
 	}
-	b.WriteString("User-agent: *\nDisallow: /private\n")
+	// A "*" group whose best rule for /aa/0/star comes after a worse one
+	// in the file: scanned before it is sorted, it would decide wrong.
+	b.WriteString("User-agent: *\nDisallow: /private\nDisallow: /aa\n")
+	for i := range 20 {
+		fmt.Fprintf(&b, "Allow: /%c%c/%d/star\n", 'a'+i%26, 'a'+i%4, i)
+	}
 	body := []byte(b.String())
 	agents := []string{"mid0", "mid1", "mid2", "mid3", "small0", "small1", "small2", "small3", "other"}
 	var urls []string
 	for i := range 30 {
 		urls = append(urls, fmt.Sprintf("/%c%c/%d", 'a'+i%26, 'a'+i%4, i), fmt.Sprintf("/%c%c/%d/x.html", 'a'+i%26, 'a'+i%4, i))
 	}
-	urls = append(urls, "/", "/a", "/b/ok", "/private")
+	urls = append(urls, "/", "/a", "/b/ok", "/private", "/aa/0/star", "/bb/1/star", "/ca/2/star")
 	ref := Parse(body)
 	want := make(map[string]Match)
 	for _, a := range agents {
@@ -765,9 +770,14 @@ func TestConcurrentPrepare(t *testing.T) {
 			want[a+u] = ref.Match(a, u)
 		}
 	}
+	if !want["other/aa/0/star"].Allowed {
+		t.Fatal("reference: /aa/0/star not allowed to other")
+	}
 	r := Parse(body)
-	if g := r.Group("mid0"); g.hi > r.nScan || g.hi-g.lo <= linearMax {
-		t.Fatalf("group mid0 of %d rules is not scanned", g.hi-g.lo)
+	for _, a := range []string{"mid0", "other"} {
+		if g := r.Group(a); g.hi > r.nScan || g.hi-g.lo <= linearMax {
+			t.Fatalf("the group of %s, of %d rules, is not scanned", a, g.hi-g.lo)
+		}
 	}
 	var wg sync.WaitGroup
 	for w := range 8 {
@@ -787,6 +797,9 @@ func TestConcurrentPrepare(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	if !r.starReady.Load() {
+		t.Error("the \"*\" group, used, is not marked prepared")
+	}
 }
 
 // TestPrintsLayout checks what keeps scans from reading the prints that
@@ -833,5 +846,39 @@ func TestPrintsLayout(t *testing.T) {
 	}
 	if want := 2 * (int(r.nScan) + 8); len(r.prints()) < want {
 		t.Errorf("%d bytes of prints for %d rules; want at least %d", len(r.prints()), r.nScan, want)
+	}
+}
+
+// TestFirstUseOfScannedGroup asks, as the first query of a freshly parsed
+// file, a URL whose deciding rule comes after a worse one in the file, of
+// a "*" group and of a named group of more than linearMax rules that are
+// scanned: the rules must be sorted on that first use, whichever way the
+// query comes.
+func TestFirstUseOfScannedGroup(t *testing.T) {
+	var b strings.Builder
+	for _, ua := range []string{"*", "named"} {
+		fmt.Fprintf(&b, "User-agent: %s\nDisallow: /aa\n", ua)
+		for i := range 20 {
+			fmt.Fprintf(&b, "Allow: /%c%c/%d/x\n", 'a'+i%26, 'a'+i%4, i)
+		}
+	}
+	body := []byte(b.String())
+	for _, agent := range []string{"other", "named"} {
+		for _, ask := range []struct {
+			name string
+			f    func(r *Robots) bool
+		}{
+			{"Allowed", func(r *Robots) bool { return r.Allowed(agent, "/aa/0/x") }},
+			{"Group.Allowed", func(r *Robots) bool { return r.Group(agent).Allowed("/aa/0/x") }},
+			{"Match", func(r *Robots) bool { return r.Match(agent, "/aa/0/x").Allowed }},
+		} {
+			r := Parse(body)
+			if g := r.Group(agent); g.hi > r.nScan || g.hi-g.lo <= linearMax {
+				t.Fatalf("%s: a group of %d rules, not scanned or not large", agent, g.hi-g.lo)
+			}
+			if !ask.f(r) {
+				t.Errorf("%s(%q, /aa/0/x) on first use: disallowed, want allowed (Allow: /aa/0/x is longer)", ask.name, agent)
+			}
+		}
 	}
 }
