@@ -294,22 +294,28 @@ func scan(arena string, rules []rule, p string) int {
 		// pattern of two bytes or more has in its literal unless it is a
 		// '*' (a '$' there ends a pattern that only "/" matches): test it
 		// before finding the literal, which takes a search in a
-		// wildcard's pattern. The next most fail on the literal's last
-		// byte: test it next.
+		// wildcard's pattern.
 		if len(p) >= 2 && r.n() >= 2 {
 			if c := arena[r.pat+1]; c != p[1] && c != '*' && arena[r.pat] != '*' {
 				continue
 			}
 		}
-		lit := r.lit(arena)
-		if len(p) < int(lit) || lit > 0 && p[lit-1] != arena[r.pat+lit-1] || p[:lit] != arena[r.pat:r.pat+lit] {
-			continue
-		}
-		if matchesAfter(arena, r, int(lit), p) {
+		if r.matches(arena, p) {
 			return i
 		}
 	}
 	return -1
+}
+
+// matches reports whether r matches the normalised path p: its literal
+// prefix, tested by its last byte first, where most rules that fail do,
+// then the rest of its pattern.
+func (r *rule) matches(arena, p string) bool {
+	lit := r.lit(arena)
+	if len(p) < int(lit) || lit > 0 && p[lit-1] != arena[r.pat+lit-1] || p[:lit] != arena[r.pat:r.pat+lit] {
+		return false
+	}
+	return matchesAfter(arena, r, int(lit), p)
 }
 
 // scanMax is the largest group that is scanned, when few of its rules
@@ -538,13 +544,7 @@ func (r *Robots) scanPrintsFirst(lo, hi uint32, p string, first uint64) int {
 					continue
 				}
 			}
-			i := k + j>>3
-			rl := &rules[i]
-			lit := rl.lit(arena)
-			if len(p) < int(lit) || lit > 0 && p[lit-1] != arena[rl.pat+lit-1] || p[:lit] != arena[rl.pat:rl.pat+lit] {
-				continue
-			}
-			if matchesAfter(arena, rl, int(lit), p) {
+			if i := k + j>>3; rules[i].matches(arena, p) {
 				return i
 			}
 		}
