@@ -446,11 +446,23 @@ func fewCandidates(arena []byte, rules []rule, blocks []block, ids []int, buf []
 	if n <= maxCandidates {
 		return true, buf
 	}
+	// The rules that need each first byte bound the rules a path is tried
+	// against from above; most groups are decided by that bound alone,
+	// without sorting their prints.
+	var byFirst [256]uint8
+	top := uint8(0) // the most that need one first byte
 	for _, bi := range ids {
 		for _, rl := range rules[blocks[bi].rulesLo:blocks[bi].rulesHi] {
 			b1, b2 := printsOf(unsafe.String(unsafe.SliceData(arena), len(arena)), &rl)
 			buf = append(buf, uint16(b1)<<8|uint16(b2))
+			byFirst[b1]++ // n <= scanMax < 256
+			if b1 != 0 {
+				top = max(top, byFirst[b1])
+			}
 		}
+	}
+	if int(byFirst[0])+int(top) <= maxCandidates {
+		return true, buf
 	}
 	slices.Sort(buf)
 	// A path is tried against the rules that need nothing of it, those
