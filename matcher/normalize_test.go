@@ -1,6 +1,10 @@
 package matcher
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+)
 
 // TestPlainPattern checks that every pattern plainPattern accepts, over
 // all short strings of bytes that matter to normalisation, is its own
@@ -41,6 +45,53 @@ func TestPlainPattern(t *testing.T) {
 	for _, v := range []string{"/a**b", "/a$b", "/%61", "/a b", "/\x80", "/a$$"} {
 		if _, ok := plainPattern([]byte(v)); ok {
 			t.Errorf("plainPattern(%q) accepts a pattern that normalising changes", v)
+		}
+	}
+}
+
+// TestPlainPatternWords checks plainPattern, which reads eight bytes at a
+// time, against a byte loop on patterns of 1 to 24 bytes with one or two
+// bytes that are not as written at every place, so that each falls in a
+// word, across two words, or in the tail that the last word overlaps.
+func TestPlainPatternWords(t *testing.T) {
+	byteLoop := func(v []byte) (uint8, bool) {
+		kind := uint8(kindPlain)
+		if len(v) > 0 && v[len(v)-1] == '$' {
+			v, kind = v[:len(v)-1], kindExact
+		}
+		for i, c := range v {
+			if !asWritten[c] {
+				if c != '*' || i > 0 && v[i-1] == '*' {
+					return 0, false
+				}
+				kind = kindWild
+			}
+		}
+		return kind, true
+	}
+	specials := []byte("*$% \x80\x00")
+	check := func(v []byte) {
+		wantKind, wantOK := byteLoop(v)
+		if kind, ok := plainPattern(v); ok != wantOK || ok && kind != wantKind {
+			t.Errorf("plainPattern(%q) = %d, %v; want %d, %v", v, kind, ok, wantKind, wantOK)
+		}
+	}
+	for n := 1; n <= 24; n++ {
+		base := []byte("/" + strings.Repeat("a", n-1))
+		check(base)
+		for i := range n {
+			for _, c := range specials {
+				v := slices.Clone(base)
+				v[i] = c
+				check(v)
+				for j := i + 1; j < n; j++ {
+					for _, d := range specials {
+						w := slices.Clone(v)
+						w[j] = d
+						check(w)
+					}
+				}
+			}
 		}
 	}
 }
