@@ -73,13 +73,17 @@ import (
 // array, each group's rules side by side, so that a file of many small
 // groups costs few allocations and little memory.
 type Robots struct {
-	// The fields a query reads come first, so that they share as few
-	// cache lines as they can; groups last, which a query decided by a
-	// small "*" group does not read.
-	arena  string       // normalised and as-written patterns, then tokens
-	rules  []rule       // the groups' rules, each group's in a range of its own
-	agents []agentGroup // sorted by token
-	star   int32        // the group of "*", or -1
+	// The fields a query reads come first, in the first 64 bytes, and
+	// Robots is robotsSize bytes, a size class whose objects start on a
+	// cache line: a query that the "*" group decides reads one line of
+	// it. A query of a file that names agents reads the second too.
+	arena string // normalised and as-written patterns, then tokens
+	rules []rule // the groups' rules, each group's in a range of its own
+	// agentBits has the agentBit of the key of each of agents: a query
+	// whose agent's bit is clear, as most are, reads no more of agents.
+	// It is 0 when there are none.
+	agentBits uint32
+	star      int32 // the group of "*", or -1
 	// starLo and starHi are the rules of the "*" group, as in
 	// groups[star], so that a query that the "*" group decides need not
 	// read groups when the group is small enough to be scanned.
@@ -89,7 +93,8 @@ type Robots struct {
 	// that are indexed follow. The prints of the first ones follow the
 	// rules in the file's block: see prints.
 	nScan     uint32
-	starReady atomic.Bool // the "*" group is scanned and prepared (see Group.prepare)
+	starReady atomic.Bool  // the "*" group is scanned and prepared (see Group.prepare)
+	agents    []agentGroup // sorted by token
 	groups    []Group
 
 	lines    []int32         // the first user-agent line of each block of each group
@@ -100,7 +105,28 @@ type Robots struct {
 	usage    *usageData      // the Content-Usage and Content-Signal lines; nil if none (usage.go)
 
 	mu sync.Mutex // serialises the building of the groups' indexes and the counting of size
+	_  [robotsSize - robotsFields]byte
 }
+
+// robotsSize is the size of Robots: a size class of Go's allocator whose
+// objects all start on a 64-byte cache line. robotsFields is the size of
+// its fields.
+const (
+	robotsSize   = 256
+	robotsFields = 224
+)
+
+// Robots is robotsSize bytes, and the fields a query reads lie in its
+// first cache line.
+var (
+	_ [unsafe.Sizeof(Robots{}) - robotsSize]struct{}
+	_ [robotsSize - unsafe.Sizeof(Robots{})]struct{}
+	_ [64 - (unsafe.Offsetof(Robots{}.starReady) + unsafe.Sizeof(Robots{}.starReady))]struct{}
+)
+
+// agentBit returns the bit of agentBits that stands for the agents whose
+// key is key: one of 32, picked by a multiplicative hash.
+func agentBit(key uint64) uint32 { return 1 << (key * 0x9E3779B97F4A7C15 >> 59) }
 
 // agentGroup is the combined group of one product token.
 type agentGroup struct {
@@ -496,6 +522,9 @@ func (r *Robots) setSlab(agents []agentGroup, nRules, nScan int, marks []lineMar
 	if len(agents) > 0 {
 		r.agents = unsafe.Slice((*agentGroup)(base), len(agents))
 		copy(r.agents, agents)
+		for _, a := range agents {
+			r.agentBits |= agentBit(a.key)
+		}
 	}
 	if nRules > 0 {
 		r.rules = unsafe.Slice((*rule)(unsafe.Add(base, aBytes)), nRules)
@@ -772,11 +801,14 @@ func (r *Robots) Group(agent string) *Group {
 // agent returns the index in agents of the token agent, compared without
 // regard to ASCII case, or -1.
 func (r *Robots) agent(agent string) int {
-	agents := r.agents
-	if len(agents) == 0 {
+	if r.agentBits == 0 {
 		return -1 // most files name no agent but "*"
 	}
 	key := keyFold8(agent)
+	if r.agentBits&agentBit(key) == 0 {
+		return -1 // no agent has its key
+	}
+	agents := r.agents
 	// The first agent whose key is not less, written so that the compiler
 	// can use conditional moves.
 	lo := 0

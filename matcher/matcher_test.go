@@ -2,6 +2,8 @@ package matcher
 
 import (
 	"fmt"
+	"math/bits"
+	"math/rand"
 	"slices"
 	"strings"
 	"sync"
@@ -878,6 +880,56 @@ func TestFirstUseOfScannedGroup(t *testing.T) {
 			}
 			if !ask.f(r) {
 				t.Errorf("%s(%q, /aa/0/x) on first use: disallowed, want allowed (Allow: /aa/0/x is longer)", ask.name, agent)
+			}
+		}
+	}
+}
+
+// TestAgentBits checks the agent search of files naming a few agents,
+// whose agentBits lets most queries skip it, against a map: each named
+// token finds its group in any case, and any other token the "*" group,
+// whether its bit is set by another token or not.
+func TestAgentBits(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	letters := []string{"a", "B", "bot", "-", "_", "9", "googlebot"}
+	token := func() string {
+		var b strings.Builder
+		for range 1 + rng.Intn(4) {
+			b.WriteString(letters[rng.Intn(len(letters))])
+		}
+		return b.String()
+	}
+	for range 3000 {
+		var b strings.Builder
+		named := map[string]int{}
+		for i := range 1 + rng.Intn(5) {
+			tok := token()
+			fmt.Fprintf(&b, "User-agent: %s\nDisallow: /%d\n\n", tok, i)
+			if _, ok := named[strings.ToLower(tok)]; !ok {
+				named[strings.ToLower(tok)] = i
+			}
+		}
+		b.WriteString("User-agent: *\nDisallow: /star\n")
+		r := Parse([]byte(b.String()))
+		if bits.OnesCount32(r.agentBits) > len(named) {
+			t.Fatalf("%d bits set for %d tokens", bits.OnesCount32(r.agentBits), len(named))
+		}
+		for range 20 {
+			q := token()
+			if rng.Intn(2) == 0 {
+				for k := range named {
+					q = strings.ToUpper(k)
+					break
+				}
+			}
+			i, ok := named[strings.ToLower(q)]
+			got := r.Match(q, "/star").Allowed
+			if ok {
+				if got != true || r.Allowed(q, fmt.Sprintf("/%d", i)) {
+					t.Fatalf("%q does not get its own group in\n%s", q, b.String())
+				}
+			} else if got != false {
+				t.Fatalf("%q, which no group names, does not get the \"*\" group in\n%s", q, b.String())
 			}
 		}
 	}
