@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -234,4 +235,41 @@ func FuzzPathQuery(f *testing.F) {
 			t.Fatalf("pathQuery(%q) = %q, %v; want %q, %v", url, p, normal, wp, wn)
 		}
 	})
+}
+
+// TestPathQueryWords checks pathQuery, which reads authorities and paths
+// several words at once, against pathQueryRef on authorities of 0 to 40
+// bytes and paths of 0 to 72, with a byte that ends an authority or needs
+// normalising at every place of each.
+func TestPathQueryWords(t *testing.T) {
+	check := func(url string) {
+		p, normal := pathQuery(url)
+		if wp, wn := pathQueryRef(url); p != wp || normal != wn {
+			t.Fatalf("pathQuery(%q) = %q, %v; want %q, %v", url, p, normal, wp, wn)
+		}
+	}
+	odd := []byte("/?#%* \x80A")
+	for h := 0; h <= 40; h++ {
+		host := []byte(strings.Repeat("h", h))
+		for p := 0; p <= 72; p++ {
+			path := []byte("/" + strings.Repeat("p", p))
+			check("https://" + string(host) + string(path))
+			for i := range path {
+				for _, c := range odd {
+					q := slices.Clone(path)
+					q[i] = c
+					check("https://" + string(host) + string(q))
+				}
+			}
+			if p == 0 || p == 40 {
+				for i := range host {
+					for _, c := range odd {
+						g := slices.Clone(host)
+						g[i] = c
+						check("https://" + string(g) + string(path))
+					}
+				}
+			}
+		}
+	}
 }
