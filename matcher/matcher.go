@@ -184,6 +184,7 @@ func Parse(body []byte) *Robots {
 		lines  = lineMarker{marks: sc.marks[:0]}
 	)
 	s.init(body)
+	s.keysOnly = true
 	for s.next() {
 		switch s.field {
 		case fieldUserAgent:

@@ -62,6 +62,10 @@ type scanner struct {
 	bom  int // bytes of a leading byte-order mark skipped
 	pos  int // start of the next line
 	nl   int // index of the next '\n' at or after pos, or len(body); cached so CR-only files scan in linear time
+	// keysOnly is set by Parse, which uses no line whose key is not one
+	// it knows: a long line that cannot start with such a key is then
+	// read as fieldUnknown at once, whatever else it holds (see skipLong).
+	keysOnly bool
 
 	// Results of the last call to next.
 	num   int    // 1-based line number
@@ -105,6 +109,9 @@ func (s *scanner) next() bool {
 	}
 	line := s.body[s.pos:s.nl]
 	end := s.nl + 1
+	if s.keysOnly && len(line) > 64 && s.skipLong(line) {
+		return true
+	}
 	// The content ends at a '#' or NUL, the line at a CR. Short lines, the
 	// usual ones, are searched in one pass; long ones, such as those of an
 	// HTML page, with the vectorised IndexByte.
@@ -147,6 +154,34 @@ func (s *scanner) next() bool {
 	s.split(line)
 	return true
 }
+
+// skipLong reads line, the bytes up to the next LF, as a line of no use
+// to Parse, and reports true, when what starts its content cannot start a
+// key that Parse uses, as in the long lines of an HTML page served as
+// robots.txt: it then only finds where the line ends, without searching
+// for its comment and key.
+func (s *scanner) skipLong(line []byte) bool {
+	if startsKey(line) {
+		return false
+	}
+	end := s.nl + 1
+	if i := bytes.IndexByte(line, '\r'); i >= 0 {
+		line = line[:i]
+		end = s.pos + i + 1
+		if end == s.nl {
+			end++ // CR LF
+		}
+	}
+	s.pos = end
+	s.text = line
+	s.field, s.key, s.value = fieldUnknown, nil, nil
+	return true
+}
+
+// keyStart marks the bytes that start the keys Parse uses: user-agent,
+// allow, disallow, sitemap, crawl-delay, content-usage and content-signal,
+// and their misspellings, in either case.
+var keyStart = [256]bool{'u': true, 'a': true, 'd': true, 's': true, 'c': true, 'U': true, 'A': true, 'D': true, 'S': true, 'C': true}
 
 // short reads a line that ends within the next 64 bytes, eight bytes at a
 // time. It reports false, having changed nothing, when the line is longer:
@@ -218,8 +253,22 @@ func (s *scanner) endShort(line []byte, content int) bool {
 	if content >= 0 {
 		line = line[:content]
 	}
+	if s.keysOnly && !startsKey(line) {
+		s.field, s.key, s.value = fieldUnknown, nil, nil
+		return true
+	}
 	s.split(line)
 	return true
+}
+
+// startsKey reports whether the content of a line, after white space,
+// starts with a byte that starts a key Parse uses (see keyStart).
+func startsKey(line []byte) bool {
+	j := 0
+	for j < len(line) && isSpace(line[j]) {
+		j++
+	}
+	return j < len(line) && keyStart[line[j]]
 }
 
 // lineStop marks the bytes that end a line (CR, LF) or its content ('#',

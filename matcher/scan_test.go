@@ -98,3 +98,58 @@ func TestScannerLongLines(t *testing.T) {
 		}
 	}
 }
+
+// scanKeysOnly checks that scanning body as Parse does (keysOnly) finds
+// the same lines as Lint does, and the same field, key and value for
+// every line but those that Parse ignores either way.
+func scanKeysOnly(t *testing.T, body []byte) {
+	t.Helper()
+	var a, b scanner
+	a.init(body)
+	b.init(body)
+	b.keysOnly = true
+	for {
+		okA, okB := a.next(), b.next()
+		if okA != okB {
+			t.Fatalf("%q: keysOnly scan ends at line %d, the other at %d", body, b.num, a.num)
+		}
+		if !okA {
+			return
+		}
+		if a.num != b.num || a.start != b.start || string(a.text) != string(b.text) || a.pos != b.pos {
+			t.Fatalf("%q: line %d: keysOnly reads %q at %d, the other %q at %d", body, a.num, b.text, b.start, a.text, a.start)
+		}
+		used := func(f field) bool { return f != fieldNone && f != fieldInvalid && f != fieldUnknown }
+		if b.field == fieldUnknown && b.key == nil && !used(a.field) {
+			continue // skipped: a line Parse ignores
+		}
+		if a.field != b.field || string(a.key) != string(b.key) || string(a.value) != string(b.value) {
+			t.Fatalf("%q: line %d: keysOnly reads %v %q %q, the other %v %q %q", body, a.num, b.field, b.key, b.value, a.field, a.key, a.value)
+		}
+	}
+}
+
+// TestScanKeysOnly checks the lines that Parse's scanner skips: long
+// lines whose content may start with a key, after white space, or with
+// anything else, and that CR, LF, '#' and NUL may cut anywhere.
+func TestScanKeysOnly(t *testing.T) {
+	rng := rand.New(rand.NewSource(9))
+	parts := []string{
+		"Disallow: /x", "user-agent: a", "Sitemap: https://e/s", "crawl-delay: 1", "content-usage: train-ai=n",
+		"<div class=\"a\">", "Allow:", "  ", "\t", "\r", "\n", "\r\n", "#", "\x00", "# note", ":", "x y",
+		strings.Repeat("<p>", 30), strings.Repeat("a", 70), strings.Repeat(" ", 65),
+	}
+	for range 3000 {
+		var b strings.Builder
+		for range 1 + rng.Intn(12) {
+			b.WriteString(parts[rng.Intn(len(parts))])
+		}
+		scanKeysOnly(t, []byte(b.String()))
+	}
+}
+
+func FuzzScanKeysOnly(f *testing.F) {
+	f.Add([]byte("<html>" + strings.Repeat("x", 80) + "\rDisallow: /a\n"))
+	f.Add([]byte(strings.Repeat(" ", 70) + "User-agent: *\r\n" + strings.Repeat("#", 70) + "\nAllow: /"))
+	f.Fuzz(func(t *testing.T, body []byte) { scanKeysOnly(t, body) })
+}
