@@ -136,6 +136,8 @@ func TestScanKeysOnly(t *testing.T) {
 	rng := rand.New(rand.NewSource(9))
 	parts := []string{
 		"Disallow: /x", "user-agent: a", "Sitemap: https://e/s", "crawl-delay: 1", "content-usage: train-ai=n",
+		"disallow: /y", "USER-AGENT: b", "sitemap: https://e/t", "Crawl-Delay: 2", "Content-Signal: search=yes",
+		"allow: /z", "useragent c", "dissallow: /w",
 		"<div class=\"a\">", "Allow:", "  ", "\t", "\r", "\n", "\r\n", "#", "\x00", "# note", ":", "x y",
 		strings.Repeat("<p>", 30), strings.Repeat("a", 70), strings.Repeat(" ", 65),
 	}
