@@ -273,3 +273,9 @@ func TestPathQueryWords(t *testing.T) {
 		}
 	}
 }
+
+func TestHTTPSHead(t *testing.T) {
+	if le64("https://") != httpsHead || urlHead("https://e/") != httpsHead || urlHead("https:/") != 0 {
+		t.Errorf("httpsHead %#x is not le64(\"https://\") %#x", uint64(httpsHead), le64("https://"))
+	}
+}

@@ -753,6 +753,7 @@ func parseDelay(v []byte) (time.Duration, bool) {
 // url is an absolute URL or a path with an optional query, raw or
 // percent-encoded. It is short for r.Group(agent).Allowed(url).
 func (r *Robots) Allowed(agent, url string) bool {
+	head := urlHead(url) // first: see urlHead
 	var g *Group
 	if i := r.agent(agent); i >= 0 {
 		g = &r.groups[r.agents[i].group]
@@ -761,7 +762,7 @@ func (r *Robots) Allowed(agent, url string) bool {
 	} else if lo, hi := r.starLo, r.starHi; hi <= r.nScan && (hi-lo <= linearMax || r.starReady.Load()) {
 		// The "*" group, scanned here without reading groups when it is
 		// small or prepared.
-		i := r.scanDecide(lo, hi, url)
+		i := r.scanDecide(lo, hi, url, head)
 		return i < 0 || r.rules[lo+uint32(i)].allow()
 	} else {
 		g = &r.groups[r.star]
@@ -770,7 +771,7 @@ func (r *Robots) Allowed(agent, url string) bool {
 		return g.Allowed(url)
 	}
 	g.prepare()
-	i := r.scanDecide(g.lo, g.hi, url)
+	i := r.scanDecide(g.lo, g.hi, url, head)
 	return i < 0 || r.rules[g.lo+uint32(i)].allow()
 }
 
