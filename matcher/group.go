@@ -517,12 +517,13 @@ func (r *Robots) scanPrints(lo, hi uint32, p string) int {
 	if lo == hi {
 		return -1
 	}
-	return r.scanPrintsFirst(lo, hi, p, le64(r.prints()[lo:]))
+	ps := r.prints()
+	return r.scanPrintsFirst(lo, hi, p, le64(ps[lo:]), le64(ps[r.nScan+8+lo:]))
 }
 
-// scanPrintsFirst is scanPrints given the first word of the group's first
-// prints, first.
-func (r *Robots) scanPrintsFirst(lo, hi uint32, p string, first uint64) int {
+// scanPrintsFirst is scanPrints given the first words of the group's
+// prints, first1 at prints[lo:] and first2 at prints[nScan+8+lo:].
+func (r *Robots) scanPrintsFirst(lo, hi uint32, p string, first1, first2 uint64) int {
 	rules, arena := r.rules[lo:hi], r.arena
 	if len(rules) == 0 {
 		return -1
@@ -535,7 +536,7 @@ func (r *Robots) scanPrintsFirst(lo, hi uint32, p string, first uint64) int {
 		var w1, w2 uint64
 		n := len(rules) - k
 		if k == 0 {
-			w1, w2 = first, le64(p2)
+			w1, w2 = first1, first2
 		} else if n >= 8 {
 			w1, w2 = le64(p1[k:]), le64(p2[k:])
 		} else {
@@ -620,14 +621,21 @@ func (g *Group) decideNormalized(p string) int {
 }
 
 // scanDecide is decide for a group that is scanned, whose rules are
-// rules[lo:hi].
+// rules[lo:hi], given urlHead(url).
 func (r *Robots) scanDecide(lo, hi uint32, url string, head uint64) int {
-	// The group's first prints before the URL, which lies elsewhere in
-	// memory: reading both at once, a query waits for memory once.
-	var w1 uint64
+	// The group's first prints before the URL's path, which lies elsewhere
+	// in memory: reading both at once, a query waits for memory once.
+	var w1, w2 uint64
 	if lo < hi {
-		w1 = le64(r.prints()[lo:])
+		ps := r.prints()
+		w1, w2 = le64(ps[lo:]), le64(ps[r.nScan+8+lo:])
 	}
+	return r.scanDecideFirst(lo, hi, url, head, w1, w2)
+}
+
+// scanDecideFirst is scanDecide given the first words of the group's
+// prints.
+func (r *Robots) scanDecideFirst(lo, hi uint32, url string, head, w1, w2 uint64) int {
 	p, normal := pathQueryHead(url, head)
 	if !normal {
 		return r.scanDecideNormalized(lo, hi, p)
@@ -635,7 +643,7 @@ func (r *Robots) scanDecide(lo, hi uint32, url string, head uint64) int {
 	if p == "/robots.txt" {
 		return -1
 	}
-	return r.scanPrintsFirst(lo, hi, p, w1)
+	return r.scanPrintsFirst(lo, hi, p, w1, w2)
 }
 
 // scanDecideNormalized is scanDecide for a path and query p that need

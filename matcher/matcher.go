@@ -93,9 +93,16 @@ type Robots struct {
 	// that are indexed follow. The prints of the first ones follow the
 	// rules in the file's block: see prints.
 	nScan     uint32
-	starReady atomic.Bool  // the "*" group is scanned and prepared (see Group.prepare)
-	agents    []agentGroup // sorted by token
-	groups    []Group
+	starReady atomic.Bool // the "*" group is scanned and prepared (see Group.prepare)
+	// starPrints are the first words of the "*" group's prints, at
+	// prints[starLo:] and prints[nScan+8+starLo:] (see scanPrintsFirst),
+	// when it has at most linearMax rules, which are scanned from Parse on:
+	// a query that such a group decides reads its block only for the rules
+	// whose prints the path has. They share the 128 bytes that the
+	// processor fetches at once with the fields above.
+	starPrints [2]uint64
+	agents     []agentGroup // sorted by token
+	groups     []Group
 
 	lines    []int32         // the first user-agent line of each block of each group
 	marks    []lineMark      // the line numbers of the rules: see lineOf
@@ -113,7 +120,7 @@ type Robots struct {
 // its fields.
 const (
 	robotsSize   = 256
-	robotsFields = 224
+	robotsFields = 240
 )
 
 // Robots is robotsSize bytes, and the fields a query reads lie in its
@@ -122,6 +129,7 @@ var (
 	_ [unsafe.Sizeof(Robots{}) - robotsSize]struct{}
 	_ [robotsSize - unsafe.Sizeof(Robots{})]struct{}
 	_ [64 - (unsafe.Offsetof(Robots{}.starReady) + unsafe.Sizeof(Robots{}.starReady))]struct{}
+	_ [128 - (unsafe.Offsetof(Robots{}.starPrints) + unsafe.Sizeof(Robots{}.starPrints))]struct{}
 )
 
 // agentBit returns the bit of agentBits that stands for the agents whose
@@ -496,7 +504,12 @@ func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []b
 		r.agents[i].group = uint32(g)
 	}
 	if r.star >= 0 {
-		r.starLo, r.starHi = r.groups[r.star].lo, r.groups[r.star].hi
+		lo, hi := r.groups[r.star].lo, r.groups[r.star].hi
+		r.starLo, r.starHi = lo, hi
+		if lo < hi && hi <= r.nScan && hi-lo <= linearMax {
+			ps := r.prints()
+			r.starPrints = [2]uint64{le64(ps[lo:]), le64(ps[r.nScan+8+lo:])}
+		}
 	}
 	r.buildUsage(uc, blocks, specs, ids)
 	if cap(specs) <= maxScratch/16 && cap(ids) <= maxScratch/8 {
@@ -759,9 +772,13 @@ func (r *Robots) Allowed(agent, url string) bool {
 		g = &r.groups[r.agents[i].group]
 	} else if r.star < 0 {
 		return true
-	} else if lo, hi := r.starLo, r.starHi; hi <= r.nScan && (hi-lo <= linearMax || r.starReady.Load()) {
-		// The "*" group, scanned here without reading groups when it is
-		// small or prepared.
+	} else if lo, hi := r.starLo, r.starHi; hi <= r.nScan && hi-lo <= linearMax {
+		// The "*" group, scanned here without reading groups, nor its
+		// first prints, when it is small.
+		i := r.scanDecideFirst(lo, hi, url, head, r.starPrints[0], r.starPrints[1])
+		return i < 0 || r.rules[lo+uint32(i)].allow()
+	} else if hi <= r.nScan && r.starReady.Load() {
+		// Or larger and prepared.
 		i := r.scanDecide(lo, hi, url, head)
 		return i < 0 || r.rules[lo+uint32(i)].allow()
 	} else {
