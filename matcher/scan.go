@@ -63,8 +63,9 @@ type scanner struct {
 	pos  int // start of the next line
 	nl   int // index of the next '\n' at or after pos, or len(body); cached so CR-only files scan in linear time
 	// keysOnly is set by Parse, which uses no line whose key is not one
-	// it knows: a long line that cannot start with such a key is then
-	// read as fieldUnknown at once, whatever else it holds (see skipLong).
+	// it knows: a line whose content cannot start with such a key is then
+	// read as fieldUnknown, without splitting it or, when it is long,
+	// searching it for a comment (see startsKey).
 	keysOnly bool
 
 	// Results of the last call to next.
@@ -109,9 +110,6 @@ func (s *scanner) next() bool {
 	}
 	line := s.body[s.pos:s.nl]
 	end := s.nl + 1
-	if s.keysOnly && len(line) > 64 && s.skipLong(line) {
-		return true
-	}
 	// The content ends at a '#' or NUL, the line at a CR. Short lines, the
 	// usual ones, are searched in one pass; long ones, such as those of an
 	// HTML page, with the vectorised IndexByte.
@@ -140,6 +138,12 @@ func (s *scanner) next() bool {
 	s.pos = end
 	s.text = line
 	if long {
+		if s.keysOnly && !startsKey(line) {
+			// Of no use to Parse, as the long lines of an HTML page
+			// served as robots.txt are: not searched for a comment.
+			s.field, s.key, s.value = fieldUnknown, nil, nil
+			return true
+		}
 		content = len(line)
 		if i := bytes.IndexByte(line, '#'); i >= 0 {
 			content = i
@@ -152,29 +156,6 @@ func (s *scanner) next() bool {
 		line = line[:content]
 	}
 	s.split(line)
-	return true
-}
-
-// skipLong reads line, the bytes up to the next LF, as a line of no use
-// to Parse, and reports true, when what starts its content cannot start a
-// key that Parse uses, as in the long lines of an HTML page served as
-// robots.txt: it then only finds where the line ends, without searching
-// for its comment and key.
-func (s *scanner) skipLong(line []byte) bool {
-	if startsKey(line) {
-		return false
-	}
-	end := s.nl + 1
-	if i := bytes.IndexByte(line, '\r'); i >= 0 {
-		line = line[:i]
-		end = s.pos + i + 1
-		if end == s.nl {
-			end++ // CR LF
-		}
-	}
-	s.pos = end
-	s.text = line
-	s.field, s.key, s.value = fieldUnknown, nil, nil
 	return true
 }
 
