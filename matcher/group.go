@@ -209,7 +209,7 @@ func (r *rule) lit(arena string) uint32 {
 func (r *rule) literal(arena string) string { return arena[r.pat : r.pat+r.lit(arena)] }
 
 // emptyGroup allows everything.
-var emptyGroup = &Group{r: &Robots{star: -1}}
+var emptyGroup = &Group{r: &Robots{robotsFields: robotsFields{star: -1}}}
 
 // better reports whether rule a wins over rule b when both match: the longer
 // pattern wins, allow wins a tie, and the earlier line breaks what is left.

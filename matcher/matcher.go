@@ -73,6 +73,17 @@ import (
 // array, each group's rules side by side, so that a file of many small
 // groups costs few allocations and little memory.
 type Robots struct {
+	robotsFields
+	_ [robotsSize - unsafe.Sizeof(robotsFields{})]byte
+}
+
+// robotsSize is the size of Robots: 256 bytes where a pointer is 8, 192
+// where it is 4, size classes of Go's allocator whose objects all start
+// on a 64-byte cache line.
+const robotsSize = 64 * (2 + unsafe.Sizeof(uintptr(0))/4)
+
+// robotsFields are the fields of Robots.
+type robotsFields struct {
 	// The fields a query reads come first, in the first 64 bytes, and
 	// Robots is robotsSize bytes, a size class whose objects start on a
 	// cache line: a query that the "*" group decides reads one line of
@@ -112,19 +123,10 @@ type Robots struct {
 	usage    *usageData      // the Content-Usage and Content-Signal lines; nil if none (usage.go)
 
 	mu sync.Mutex // serialises the building of the groups' indexes and the counting of size
-	_  [robotsSize - robotsFields]byte
 }
 
-// robotsSize is the size of Robots: a size class of Go's allocator whose
-// objects all start on a 64-byte cache line. robotsFields is the size of
-// its fields.
-const (
-	robotsSize   = 256
-	robotsFields = 240
-)
-
-// Robots is robotsSize bytes, and the fields a query reads lie in its
-// first cache line.
+// Robots is robotsSize bytes, the fields a query reads lie in its first
+// cache line, and the first prints of its "*" group in the line after.
 var (
 	_ [unsafe.Sizeof(Robots{}) - robotsSize]struct{}
 	_ [robotsSize - unsafe.Sizeof(Robots{})]struct{}
@@ -353,7 +355,7 @@ const (
 // that the strings a query reads lie together in memory. smaps holds the
 // sitemaps' values, each but the last followed by a line feed.
 func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []block, tokens []tokenBlock, smaps []byte, uc *usageCollector) *Robots {
-	r := &Robots{star: -1}
+	r := &Robots{robotsFields: robotsFields{star: -1}}
 	// By token, as the agents are (see Robots.agent): the keys, their
 	// first 8 bytes, order tokens as the tokens do, and most pairs
 	// without comparing the strings.
