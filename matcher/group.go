@@ -517,8 +517,16 @@ func (r *Robots) scanPrints(lo, hi uint32, p string) int {
 	if lo == hi {
 		return -1
 	}
+	w1, w2 := r.firstPrints(lo)
+	return r.scanPrintsFirst(lo, hi, p, w1, w2)
+}
+
+// firstPrints returns the first words of the prints of the scanned rules
+// from rules[lo] on: those at offset 1, then those at offset 2 (see
+// setPrints).
+func (r *Robots) firstPrints(lo uint32) (w1, w2 uint64) {
 	ps := r.prints()
-	return r.scanPrintsFirst(lo, hi, p, le64(ps[lo:]), le64(ps[r.nScan+8+lo:]))
+	return le64(ps[lo:]), le64(ps[r.nScan+8+lo:])
 }
 
 // scanPrintsFirst is scanPrints given the first words of the group's
@@ -627,8 +635,7 @@ func (r *Robots) scanDecide(lo, hi uint32, url string, head uint64) int {
 	// in memory: reading both at once, a query waits for memory once.
 	var w1, w2 uint64
 	if lo < hi {
-		ps := r.prints()
-		w1, w2 = le64(ps[lo:]), le64(ps[r.nScan+8+lo:])
+		w1, w2 = r.firstPrints(lo)
 	}
 	return r.scanDecideFirst(lo, hi, url, head, w1, w2)
 }

@@ -84,10 +84,11 @@ const robotsSize = 64 * (2 + unsafe.Sizeof(uintptr(0))/4)
 
 // robotsFields are the fields of Robots.
 type robotsFields struct {
-	// The fields a query reads come first, in the first 64 bytes, and
-	// Robots is robotsSize bytes, a size class whose objects start on a
-	// cache line: a query that the "*" group decides reads one line of
-	// it. A query of a file that names agents reads the second too.
+	// The fields a query reads come first, in the first 64 bytes, then
+	// starPrints, and Robots is robotsSize bytes, a size class whose
+	// objects start on a cache line: a query that a small "*" group
+	// decides reads the first 128 bytes of it, which the processor
+	// fetches together, and no more.
 	arena string // normalised and as-written patterns, then tokens
 	rules []rule // the groups' rules, each group's in a range of its own
 	// agentBits has the agentBit of the key of each of agents: a query
@@ -509,8 +510,7 @@ func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []b
 		lo, hi := r.groups[r.star].lo, r.groups[r.star].hi
 		r.starLo, r.starHi = lo, hi
 		if lo < hi && hi <= r.nScan && hi-lo <= linearMax {
-			ps := r.prints()
-			r.starPrints = [2]uint64{le64(ps[lo:]), le64(ps[r.nScan+8+lo:])}
+			r.starPrints[0], r.starPrints[1] = r.firstPrints(lo)
 		}
 	}
 	r.buildUsage(uc, blocks, specs, ids)

@@ -138,11 +138,8 @@ func (s *scanner) next() bool {
 	s.pos = end
 	s.text = line
 	if long {
-		if s.keysOnly && !startsKey(line) {
-			// Of no use to Parse, as the long lines of an HTML page
-			// served as robots.txt are: not searched for a comment.
-			s.field, s.key, s.value = fieldUnknown, nil, nil
-			return true
+		if s.skipped(line) {
+			return true // not searched for a comment either
 		}
 		content = len(line)
 		if i := bytes.IndexByte(line, '#'); i >= 0 {
@@ -234,11 +231,22 @@ func (s *scanner) endShort(line []byte, content int) bool {
 	if content >= 0 {
 		line = line[:content]
 	}
-	if s.keysOnly && !startsKey(line) {
-		s.field, s.key, s.value = fieldUnknown, nil, nil
+	if s.skipped(line) {
 		return true
 	}
 	s.split(line)
+	return true
+}
+
+// skipped reports whether the line, whose content starts line, is of no
+// use to Parse, as the lines of an HTML page served as robots.txt are,
+// when keysOnly is set: it is then read as fieldUnknown, without being
+// split.
+func (s *scanner) skipped(line []byte) bool {
+	if !s.keysOnly || startsKey(line) {
+		return false
+	}
+	s.field, s.key, s.value = fieldUnknown, nil, nil
 	return true
 }
 
