@@ -96,6 +96,12 @@ func keyOf(u *url.URL) (originKey, error) {
 		if err != nil || !addr.Is6() {
 			return originKey{}, fmt.Errorf("robots: invalid host %q", host)
 		}
+		if !unreservedZone(addr.Zone()) {
+			// A zone of other bytes has no spelling that url.Parse
+			// reads back (it refuses "%96" in a zone, and a space
+			// in a host), so it cannot name an origin in a Store.
+			return originKey{}, fmt.Errorf("robots: invalid host %q: an IPv6 zone must be letters, digits, '-', '.', '_' or '~' (RFC 6874)", host)
+		}
 		if c := "[" + addr.String() + "]"; c != name {
 			name = c
 		}
@@ -165,6 +171,18 @@ func defaultPort(scheme string) string {
 		return "21"
 	}
 	return ""
+}
+
+// unreservedZone reports whether zone, an IPv6 zone, holds only the
+// unreserved characters of RFC 3986 §2.3, which RFC 6874 §2 allows unescaped.
+func unreservedZone(zone string) bool {
+	for i := 0; i < len(zone); i++ {
+		c := zone[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return false
+		}
+	}
+	return true
 }
 
 func isASCII(s string) bool {
