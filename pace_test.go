@@ -706,8 +706,10 @@ type downWatcher struct{ until time.Time }
 func (p *downWatcher) Reserve(context.Context, string, time.Duration, time.Duration) (time.Duration, bool, error) {
 	return 0, false, errors.New("pacer down")
 }
-func (p *downWatcher) Pause(context.Context, string, time.Time) error { return errors.New("pacer down") }
-func (p *downWatcher) WatchedPause(string) (time.Time, bool)            { return p.until, true }
+func (p *downWatcher) Pause(context.Context, string, time.Time) error {
+	return errors.New("pacer down")
+}
+func (p *downWatcher) WatchedPause(string) (time.Time, bool) { return p.until, true }
 
 // TestWatchedPauseHoldsWhenPacerFails: a pause in the Pacer's copy of the
 // fleet's pauses holds a request back even when Reserve fails and the
