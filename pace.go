@@ -511,7 +511,9 @@ func (t *Transport) reserve(ctx context.Context, s *site, every time.Duration, l
 	}
 	switch {
 	case err == nil && ok:
-		t.paceOf(s).record(now+max(wait, 0), every)
+		// Counted from the answer, not the question: the turn the
+		// process remembers is never earlier than the Pacer's.
+		t.paceOf(s).record(t.now()+max(wait, 0), every)
 		return max(wait, 0), turn{}, nil
 	case err == nil:
 		if wait <= 0 {
