@@ -193,6 +193,9 @@ func (s *Store) Reserve(ctx context.Context, origin string, every, maxWait time.
 // the pauses (two commands; pauses are rare). It never shortens a pause that
 // ends later. The pause is kept on the clock of the Redis server: it ends as
 // long after the call as until is after the call on the caller's clock.
+// A pause of any length is kept and reaches the copies of the Stores that
+// watch (see WatchedPause): one past the longest time.Duration from now
+// lasts that long.
 func (s *Store) Pause(ctx context.Context, origin string, until time.Time) error {
 	s.once.Do(s.init)
 	d := time.Until(until)

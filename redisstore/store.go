@@ -41,8 +41,11 @@
 // Timeout, and after a failure the Store does not try Redis again for
 // Cooldown. The Transports log the errors and go on as if they had no Store
 // and no Pacer: each fetches robots.txt and paces origins for itself, and
-// every verdict is still right. A value in Redis that the Store cannot read
-// is logged, ignored and overwritten.
+// every verdict is still right. A value under one of the Store's keys that
+// the Store cannot read, or that no Store wrote (of another type, in another
+// format, or with no expiry where a Store always sets one), is logged,
+// ignored and overwritten by the next command that uses the key, so that it
+// holds back no fetch, no turn and no pause; see TryLock for the locks.
 package redisstore
 
 import (
@@ -95,6 +98,8 @@ var ErrUnavailable = errors.New("redisstore: redis unavailable")
 // turns under Prefix+"pace:{"+origin+"}": the origin is the hash tag of
 // each, which puts the keys of one origin in one slot of a Redis Cluster, so
 // that a script can use several of them. Prefix must hold no "{" or "}".
+// The pauses of every origin are also kept in the sorted set
+// Prefix+"pauses", and sent on the channel of that name (see WatchedPause).
 //
 // A Store's fields must not be modified after its first use. Store is safe
 // for concurrent use by multiple goroutines.

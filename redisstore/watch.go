@@ -164,6 +164,9 @@ func (s *Store) Close() error {
 // time, and ok false when the copy may be stale. It does no I/O; the first
 // call starts the watch (one subscription and one goroutine per Store, until
 // Close). See WatchInterval for how soon a pause set elsewhere is seen.
+// The copy keeps a pause of any length; a message on the Store's channel
+// whose length is not a positive, finite number of microseconds is logged and
+// ignored, and one past the longest time.Duration is kept for that long.
 func (s *Store) WatchedPause(origin string) (until time.Time, ok bool) {
 	w := s.watcher()
 	if !w.live.Load() {
