@@ -378,3 +378,45 @@ func TestReserveRefusedLeavesKeys(t *testing.T) {
 	}
 	checkWait(t, "turn after the refused ones", wait, time.Hour)
 }
+
+// TestForeignPauseMessages publishes messages on a Store's channel of
+// pauses as something other than a Store might: those whose length is not a
+// positive, finite number are logged and ignored, and a length past the
+// longest time.Duration is a pause of that long. The copy stays live.
+func TestForeignPauseMessages(t *testing.T) {
+	addr := redisAddr(t)
+	log := &logRecorder{}
+	s := newStore(t, newClient(t, addr))
+	s.Prefix, s.Logger = testPrefix(t, addr), slog.New(log)
+	waitLive(t, s)
+	admin := newClient(t, addr)
+	ctx := context.Background()
+	bad := []string{"NaN", "nan", "Inf", "+Inf", "-Inf", "1e400", "-5", "0", "abc", ""}
+	for i, v := range bad {
+		if err := admin.Publish(ctx, s.pausesChannel(), fmt.Sprintf("https://bad%d.example %s", i, v)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := admin.Publish(ctx, s.pausesChannel(), "https://huge.example 1e30").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitWatched(t, s, "https://huge.example", DefaultWatchInterval+DefaultTimeout); got.Before(time.Now().Add(200 * 365 * 24 * time.Hour)) {
+		t.Errorf("a pause of 1e30µs ends at %v in the copy, want the longest Duration from now", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for log.count(slog.LevelWarn, "redisstore: ignoring unreadable pause message") < len(bad) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := log.count(slog.LevelWarn, "redisstore: ignoring unreadable pause message"); n != len(bad) {
+		t.Errorf("%d messages logged as unreadable, want %d", n, len(bad))
+	}
+	for i, v := range bad {
+		until, ok := s.WatchedPause(fmt.Sprintf("https://bad%d.example", i))
+		if !ok {
+			t.Fatalf("the copy stopped being live")
+		}
+		if !until.IsZero() {
+			t.Errorf("message of length %q: paused until %v, want not paused", v, until)
+		}
+	}
+}
