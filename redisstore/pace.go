@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,8 +22,11 @@ func (s *Store) pauseKey(origin string) string { return s.cfg.prefix + "pause:{"
 
 // Both keys hold a time in microseconds since the Unix epoch on the clock of
 // the Redis server, never on a Store's own: the processes of a fleet agree on
-// the time of a turn however far apart their clocks are. A key expires
-// keyMargin after the time it holds, once it can no longer delay a turn.
+// the time of a turn however far apart their clocks are. A time has at most
+// 17 digits, enough for a pause of the longest time.Duration. A key expires
+// keyMargin after the time it holds, once it can no longer delay a turn: a
+// key with no expiry, like one that holds anything but a time, was not
+// written by a Store, and is deleted when read.
 // The key of the latest turn holds the interval that the turn keeps (see
 // robots.Pacer) beside its time, as "time:interval" in microseconds, or the
 // time alone when the interval is zero: the format of earlier versions,
@@ -39,13 +43,13 @@ local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 
 -- read returns the time under key, or nil and 1 if key holds anything
--- else, which it deletes.
+-- else, which it deletes. A value with no expiry is not one a Store wrote.
 local function read(key)
 	local v = redis.pcall("GET", key)
 	if v == false then
 		return nil, 0
 	end
-	if type(v) == "string" and #v <= 16 and string.match(v, "^%d+$") then
+	if type(v) == "string" and #v <= 17 and string.match(v, "^%d+$") and redis.call("PTTL", key) >= 0 then
 		return tonumber(v), 0
 	end
 	redis.call("DEL", key)
@@ -64,7 +68,7 @@ local function readTurn(key)
 		if not at then
 			at, every = string.match(v, "^%d+$"), "0"
 		end
-		if at and #at <= 16 and #every <= 16 then
+		if at and #at <= 17 and #every <= 17 and redis.call("PTTL", key) >= 0 then
 			return tonumber(at), tonumber(every), 0
 		end
 	end
@@ -121,27 +125,29 @@ redis.call("SET", KEYS[1], v, "PX", math.floor((turn + math.max(lastKeep, keep) 
 return {wait, 1, unreadable}
 `)
 
-// pausedScript returns how many microseconds are left of the pause in
-// KEYS[1], or 0.
+// pausedScript returns {left, unreadable}: how many microseconds are left of
+// the pause in KEYS[1], or 0, and 1 if KEYS[1] held a value it could not
+// read, or 0.
 var pausedScript = redis.NewScript(scriptHead + `
-local pause = read(KEYS[1])
-if pause and pause > now then return pause - now end
-return 0
+local pause, bad = read(KEYS[1])
+if pause and pause > now then return {pause - now, bad} end
+return {0, bad}
 `)
 
 // pauseScript holds back the turns of an origin until ARGV[1] microseconds
 // from now, unless KEYS[1] holds a pause that ends later, and then publishes
 // the origin ARGV[3] and the pause's length on the channel ARGV[2]. It
-// returns 1 if it set the pause, and 0 if not.
+// returns {set, unreadable}: 1 if it set the pause, and 0 if not; 1 if
+// KEYS[1] held a value it could not read, and 0 if not.
 var pauseScript = redis.NewScript(scriptHead + `
 local till = now + tonumber(ARGV[1])
-local pause = read(KEYS[1])
+local pause, bad = read(KEYS[1])
 if pause and pause >= till then
-	return 0
+	return {0, bad}
 end
 write(KEYS[1], till)
 redis.call("PUBLISH", ARGV[2], ARGV[3] .. " " .. ARGV[1])
-return 1
+return {1, bad}
 `)
 
 // Reserve implements [robots.Pacer], kept in Redis and shared by every user
@@ -179,7 +185,7 @@ func (s *Store) Reserve(ctx context.Context, origin string, every, maxWait time.
 		return 0, false, fmt.Errorf("redisstore: pace: script returned %v", res)
 	}
 	s.unreadable(ctx, res[2], keys...)
-	return time.Duration(res[0]) * time.Microsecond, res[1] == 1, nil
+	return micros(res[0]), res[1] == 1, nil
 }
 
 // Pause implements [robots.Pacer]: it holds back origin's turns, for every
@@ -187,6 +193,9 @@ func (s *Store) Reserve(ctx context.Context, origin string, every, maxWait time.
 // the pauses (two commands; pauses are rare). It never shortens a pause that
 // ends later. The pause is kept on the clock of the Redis server: it ends as
 // long after the call as until is after the call on the caller's clock.
+// A pause of any length is kept and reaches the copies of the Stores that
+// watch (see WatchedPause): one past the longest time.Duration from now
+// lasts that long.
 func (s *Store) Pause(ctx context.Context, origin string, until time.Time) error {
 	s.once.Do(s.init)
 	d := time.Until(until)
@@ -196,16 +205,33 @@ func (s *Store) Pause(ctx context.Context, origin string, until time.Time) error
 	// The sorted set of pauses first, then the pause and its message:
 	// a Store that starts watching after the message was sent finds the
 	// pause in the set (see watch.go).
+	var bad int64
 	err := s.do(ctx, "pause", func(ctx context.Context) error {
-		return notePauseScript.Run(ctx, s.client, []string{s.pausesKey()}, origin, ceilMicros(d)).Err()
+		var err error
+		bad, err = notePauseScript.Run(ctx, s.client, []string{s.pausesKey()}, origin, ceilMicros(d)).Int64()
+		return err
 	})
 	if err != nil {
 		return err
 	}
+	if bad != 0 {
+		s.log(ctx, slog.LevelWarn, "redisstore: ignoring unreadable pauses", "key", s.pausesKey())
+	}
 	key := s.pauseKey(origin)
-	return s.do(ctx, "pause", func(ctx context.Context) error {
-		return pauseScript.Run(ctx, s.client, []string{key}, ceilMicros(d), s.pausesChannel(), origin).Err()
+	var res []int64
+	err = s.do(ctx, "pause", func(ctx context.Context) error {
+		var err error
+		res, err = pauseScript.Run(ctx, s.client, []string{key}, ceilMicros(d), s.pausesChannel(), origin).Int64Slice()
+		return err
 	})
+	if err != nil {
+		return err
+	}
+	if len(res) != 2 {
+		return fmt.Errorf("redisstore: pause: script returned %v", res)
+	}
+	s.unreadable(ctx, res[1], key)
+	return nil
 }
 
 // PausedUntil implements [robots.PauseChecker]: when origin's pause ends, on
@@ -217,16 +243,24 @@ func (s *Store) PausedUntil(ctx context.Context, origin string) (time.Time, erro
 	if until, ok := s.WatchedPause(origin); ok {
 		return until, nil
 	}
-	var left int64
+	key := s.pauseKey(origin)
+	var res []int64
 	err := s.do(ctx, "pace", func(ctx context.Context) error {
 		var err error
-		left, err = pausedScript.Run(ctx, s.client, []string{s.pauseKey(origin)}).Int64()
+		res, err = pausedScript.Run(ctx, s.client, []string{key}).Int64Slice()
 		return err
 	})
-	if err != nil || left <= 0 {
+	if err != nil {
 		return time.Time{}, err
 	}
-	return time.Now().Add(time.Duration(left) * time.Microsecond), nil
+	if len(res) != 2 {
+		return time.Time{}, fmt.Errorf("redisstore: pace: script returned %v", res)
+	}
+	s.unreadable(ctx, res[1], key)
+	if res[0] <= 0 {
+		return time.Time{}, nil
+	}
+	return time.Now().Add(micros(res[0])), nil
 }
 
 var _ robots.PauseChecker = (*Store)(nil)
@@ -239,6 +273,15 @@ func (s *Store) unreadable(ctx context.Context, bits int64, keys ...string) {
 			s.log(ctx, slog.LevelWarn, "redisstore: ignoring unreadable pace", "key", key)
 		}
 	}
+}
+
+// micros returns us microseconds as a Duration, or the longest Duration if
+// us is longer.
+func micros(us int64) time.Duration {
+	if us > math.MaxInt64/int64(time.Microsecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(us) * time.Microsecond
 }
 
 // ceilMicros returns d in microseconds, rounded up; zero if d is negative.

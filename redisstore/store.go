@@ -41,8 +41,11 @@
 // Timeout, and after a failure the Store does not try Redis again for
 // Cooldown. The Transports log the errors and go on as if they had no Store
 // and no Pacer: each fetches robots.txt and paces origins for itself, and
-// every verdict is still right. A value in Redis that the Store cannot read
-// is logged, ignored and overwritten.
+// every verdict is still right. A value under one of the Store's keys that
+// the Store cannot read, or that no Store wrote (of another type, in another
+// format, or with no expiry where a Store always sets one), is logged,
+// ignored and overwritten by the next command that uses the key, so that it
+// holds back no fetch, no turn and no pause; see TryLock for the locks.
 package redisstore
 
 import (
@@ -95,6 +98,8 @@ var ErrUnavailable = errors.New("redisstore: redis unavailable")
 // turns under Prefix+"pace:{"+origin+"}": the origin is the hash tag of
 // each, which puts the keys of one origin in one slot of a Redis Cluster, so
 // that a script can use several of them. Prefix must hold no "{" or "}".
+// The pauses of every origin are also kept in the sorted set
+// Prefix+"pauses", and sent on the channel of that name (see WatchedPause).
 //
 // A Store's fields must not be modified after its first use. Store is safe
 // for concurrent use by multiple goroutines.
@@ -331,10 +336,29 @@ func (s *Store) Put(ctx context.Context, origin string, e *robots.Entry) error {
 	})
 }
 
+// lockScript takes the lock KEYS[1] for the token ARGV[1], to expire
+// ARGV[2] ms from now, if it is free or holds a value that no Store wrote:
+// anything but a token (26 characters of the base32 alphabet that
+// crypto/rand.Text uses), or a token with no expiry. It returns 1 if it
+// took a free lock, 2 if it took it over such a value, and 0 if another
+// holder has it.
+var lockScript = redis.NewScript(`
+if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
+	return 1
+end
+local v = redis.pcall("GET", KEYS[1])
+if type(v) == "string" and #v == 26 and not string.find(v, "[^A-Z2-7]") and redis.call("PTTL", KEYS[1]) >= 0 then
+	return 0
+end
+redis.call("DEL", KEYS[1])
+redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+return 2
+`)
+
 // unlockScript deletes a lock only if it still holds the token of the
 // holder that releases it, and not a later holder's.
 var unlockScript = redis.NewScript(`
-if redis.call("GET", KEYS[1]) == ARGV[1] then
+if redis.pcall("GET", KEYS[1]) == ARGV[1] then
 	return redis.call("DEL", KEYS[1])
 end
 return 0
@@ -343,7 +367,7 @@ return 0
 // extendScript sets the lock KEYS[1] to expire ARGV[2] ms from now if it
 // still holds the token ARGV[1], and returns 1; else it returns 0.
 var extendScript = redis.NewScript(`
-if redis.call("GET", KEYS[1]) == ARGV[1] then
+if redis.pcall("GET", KEYS[1]) == ARGV[1] then
 	return redis.call("PEXPIRE", KEYS[1], ARGV[2])
 end
 return 0
@@ -354,7 +378,8 @@ return 0
 // Put take.
 const MaxLockHold = time.Hour
 
-// TryLock implements [robots.Locker] with SET NX PX and a random token.
+// TryLock implements [robots.Locker] with a random token, set with an
+// expiry of ttl if the lock is free (one script, like SET NX PX).
 // While the caller holds the lock, the Store extends it to ttl from now every
 // ttl/3 (one command each time), so that a fetch that waits long for its turn
 // or is slow keeps the lock until it has put its entry; a holder that dies
@@ -362,19 +387,29 @@ const MaxLockHold = time.Hour
 // extensions fail for ttl, the lock is taken for lost. The returned
 // unlock stops the extensions and deletes the lock if it is still the
 // caller's. A lock that is not released is extended for MaxLockHold at most.
+//
+// A value under the lock's key that no Store wrote (anything but a token,
+// or a token with no expiry, since a Store never writes a lock without one)
+// is no lock: TryLock logs it and takes the lock over it at once, so that
+// such a value never holds back the fetches of an origin. A lock that a
+// Store took is never taken before it expires.
 func (s *Store) TryLock(ctx context.Context, origin string, ttl time.Duration) (unlock func(), ok bool, err error) {
 	s.once.Do(s.init)
 	token := rand.Text()
 	key := s.lockKey(origin)
 	ttl = max(ttl, 3*time.Millisecond)
 	extended := time.Now() // no later than the lock was set
+	var took int64
 	err = s.do(ctx, "lock", func(ctx context.Context) error {
 		var err error
-		ok, err = s.client.SetNX(ctx, key, token, ttl).Result()
+		took, err = lockScript.Run(ctx, s.client, []string{key}, token, ttl.Milliseconds()).Int64()
 		return err
 	})
-	if err != nil || !ok {
+	if err != nil || took == 0 {
 		return nil, false, err
+	}
+	if took == 2 {
+		s.log(ctx, slog.LevelWarn, "redisstore: taking over a fetch lock that no Store wrote", "key", key)
 	}
 	lctx := context.WithoutCancel(ctx)
 	stop, done := make(chan struct{}), make(chan struct{})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -57,13 +58,27 @@ const (
 func (s *Store) pausesKey() string     { return s.cfg.prefix + "pauses" }
 func (s *Store) pausesChannel() string { return s.cfg.prefix + "pauses" }
 
+// A value under pausesKey that is not a sorted set was not written by a
+// Store: the scripts that use the key delete it, and say so.
+const pausesHead = `
+if redis.replicate_commands then redis.replicate_commands() end
+local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local unreadable = 0
+local kind = redis.call("TYPE", KEYS[1])
+if type(kind) == "table" then kind = kind.ok end
+if kind ~= "zset" and kind ~= "none" then
+	redis.call("DEL", KEYS[1])
+	unreadable = 1
+end
+`
+
 // notePauseScript records in the sorted set KEYS[1] that the origin ARGV[1]
 // is paused for ARGV[2] microseconds from now, unless it holds a later end,
 // and drops the pauses that have ended. The set expires once its last pause
-// has ended.
-var notePauseScript = redis.NewScript(`
-local t = redis.call("TIME")
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+// has ended. It returns 1 if KEYS[1] held a value that is not a sorted set,
+// and 0 if not.
+var notePauseScript = redis.NewScript(pausesHead + `
 local till = now + tonumber(ARGV[2])
 local cur = redis.call("ZSCORE", KEYS[1], ARGV[1])
 if not cur or tonumber(cur) < till then
@@ -73,20 +88,21 @@ redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", string.format("(%.0f", now))
 local ttl = redis.call("PTTL", KEYS[1])
 local want = math.floor(tonumber(ARGV[2]) / 1000) + 1000
 if ttl < want then redis.call("PEXPIRE", KEYS[1], want) end
-return 1
+return unreadable
 `)
 
-// pausesScript returns the pauses in the sorted set KEYS[1] that have not
+// pausesScript returns "1" if KEYS[1] held a value that is not a sorted set,
+// and "0" if not, then the pauses in the sorted set KEYS[1] that have not
 // ended, as origin and remaining microseconds in turn, at most ARGV[1] of
 // them and one more if there are more.
-var pausesScript = redis.NewScript(`
-local t = redis.call("TIME")
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+var pausesScript = redis.NewScript(pausesHead + `
 local r = redis.call("ZRANGEBYSCORE", KEYS[1], string.format("%.0f", now), "+inf", "WITHSCORES", "LIMIT", 0, tonumber(ARGV[1]) + 1)
-for i = 2, #r, 2 do
-	r[i] = string.format("%.0f", tonumber(r[i]) - now)
+local out = {tostring(unreadable)}
+for i = 1, #r, 2 do
+	out[#out + 1] = r[i]
+	out[#out + 1] = string.format("%.0f", tonumber(r[i + 1]) - now)
 end
-return r
+return out
 `)
 
 // watch is a Store's copy of the pauses of every origin.
@@ -148,6 +164,9 @@ func (s *Store) Close() error {
 // time, and ok false when the copy may be stale. It does no I/O; the first
 // call starts the watch (one subscription and one goroutine per Store, until
 // Close). See WatchInterval for how soon a pause set elsewhere is seen.
+// The copy keeps a pause of any length; a message on the Store's channel
+// whose length is not a positive, finite number of microseconds is logged and
+// ignored, and one past the longest time.Duration is kept for that long.
 func (s *Store) WatchedPause(origin string) (until time.Time, ok bool) {
 	w := s.watcher()
 	if !w.live.Load() {
@@ -277,6 +296,13 @@ func (s *Store) loadPauses(ctx context.Context, w *watch) error {
 		return fmt.Errorf("reading the pauses: %w", err)
 	}
 	now := time.Now()
+	if len(res) == 0 {
+		return fmt.Errorf("reading the pauses: script returned nothing")
+	}
+	if res[0] != "0" {
+		s.log(ctx, slog.LevelWarn, "redisstore: ignoring unreadable pauses", "key", s.pausesKey())
+	}
+	res = res[1:]
 	if len(res)/2 > MaxWatchedPauses {
 		return fmt.Errorf("more than %d origins paused", MaxWatchedPauses)
 	}
@@ -298,12 +324,18 @@ func (s *Store) apply(ctx context.Context, w *watch, msg string, now time.Time) 
 		return nil
 	}
 	origin := msg[:i]
+	// Any length that is a time is a pause, however long: one longer
+	// than the longest Duration lasts that long.
 	us, err := strconv.ParseFloat(msg[i+1:], 64)
-	if err != nil || us <= 0 || us > float64(24*time.Hour/time.Microsecond) {
+	if err != nil || !(us > 0) || math.IsInf(us, 1) {
 		s.log(ctx, slog.LevelWarn, "redisstore: ignoring unreadable pause message", "msg", msg)
 		return nil
 	}
-	until := now.Add(time.Duration(us) * time.Microsecond)
+	d := time.Duration(math.MaxInt64)
+	if ns := us * float64(time.Microsecond); ns < float64(math.MaxInt64) {
+		d = time.Duration(ns)
+	}
+	until := now.Add(d)
 	if v, ok := w.m.Load(origin); ok {
 		if !v.(time.Time).Before(until) {
 			return nil
