@@ -120,6 +120,14 @@ func parseStatement(kind uint8, stmt string) ([]labelValue, error) {
 		if !ok {
 			continue // a boolean, string, number, …: unknown
 		}
+		if kind == kindSignal && k == "use" {
+			// How much of a page may be used, not whether: kept as
+			// the label "use=<token>", the least of which wins.
+			if useRank("use="+string(tok)) > 0 {
+				lv = append(lv, labelValue{label: "use=" + string(tok)})
+			}
+			continue
+		}
 		var no bool
 		switch {
 		case kind == kindUsage && tok == "y", kind == kindSignal && tok == "yes":
@@ -137,7 +145,8 @@ func parseStatement(kind uint8, stmt string) ([]labelValue, error) {
 }
 
 // mergeLabels sorts lv by label and combines each label's values, most
-// restrictive first (SPEC 10.3).
+// restrictive first (SPEC 10.3): "n" over "y", and the least use of
+// Content-Signal's use key.
 func mergeLabels(lv []labelValue) []labelValue {
 	slices.SortFunc(lv, func(a, b labelValue) int { return strings.Compare(a.label, b.label) })
 	out := lv[:0]
@@ -148,25 +157,84 @@ func mergeLabels(lv []labelValue) []labelValue {
 		}
 		out = append(out, x)
 	}
+	return leastUse(out)
+}
+
+// useRank returns the rank of a label that Content-Signal's use key states,
+// "use=immediate" < "use=reference" < "use=full", from 1; 0 for any other
+// label.
+func useRank(label string) int {
+	switch label {
+	case "use=immediate":
+		return 1
+	case "use=reference":
+		return 2
+	case "use=full":
+		return 3
+	}
+	return 0
+}
+
+// leastUse returns lv, sorted labels, with only the least of the labels of
+// Content-Signal's use key, if it holds several. It reuses lv.
+func leastUse(lv []labelValue) []labelValue {
+	least, n := 0, 0
+	for _, x := range lv {
+		if r := useRank(x.label); r > 0 {
+			n++
+			if least == 0 || r < least {
+				least = r
+			}
+		}
+	}
+	if n < 2 {
+		return lv
+	}
+	out := lv[:0]
+	for _, x := range lv {
+		if r := useRank(x.label); r == 0 || r == least {
+			out = append(out, x)
+			if r != 0 {
+				least = -1 // once
+			}
+		}
+	}
 	return out
 }
 
 // canonicalText returns the canonical text of sorted labels:
-// "label=y" or "label=n", joined by ", ".
+// "label=y" or "label=n", joined by ", ", and the least of the labels of
+// Content-Signal's use key as it is, "use=reference".
 func canonicalText(lv []labelValue) string {
+	if useLabels(lv) > 1 {
+		lv = leastUse(slices.Clone(lv))
+	}
 	var b strings.Builder
 	for i, x := range lv {
 		if i > 0 {
 			b.WriteString(", ")
 		}
 		b.WriteString(x.label)
-		if x.no {
+		switch {
+		case useRank(x.label) > 0:
+		case x.no:
 			b.WriteString("=n")
-		} else {
+		default:
 			b.WriteString("=y")
 		}
 	}
 	return b.String()
+}
+
+// useLabels returns how many labels of lv Content-Signal's use key states.
+func useLabels(lv []labelValue) int {
+	n := 0
+	for _, x := range lv {
+		if useRank(x.label) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // usageData is what a file's usage lines become.
@@ -339,9 +407,11 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 	for p := range prefLabels {
 		t, off := d.textOf(uint32(p)), d.prefs[p].txt
 		for _, e := range d.entsOf(uint32(p)) {
-			l, _, _ := strings.Cut(t, "=")
 			d.labelAt[e>>1] = off
-			k := min(len(t), len(l)+len("=y, "))
+			k := len(t)
+			if j := strings.Index(t, ", "); j >= 0 {
+				k = j + len(", ")
+			}
 			t, off = t[k:], off+uint32(k)
 		}
 	}
@@ -509,6 +579,9 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 // known (see labelID), and its canonical text, which follows d.text in
 // text.
 func (d *usageData) addPref(lv []labelValue, text *strings.Builder) uint32 {
+	if useLabels(lv) > 1 {
+		lv = leastUse(slices.Clone(lv)) // as the text has it
+	}
 	for _, x := range lv {
 		id, _ := d.labelID(x.label)
 		e := uint32(id) << 1
@@ -538,7 +611,17 @@ func (d *usageData) label(id uint32) string { return d.labelOf(d.labelAt[id]) }
 // labelOf returns the label at offset off in d.text.
 func (d *usageData) labelOf(off uint32) string {
 	t := d.text[off:]
-	return t[:strings.IndexByte(t, '=')]
+	i := strings.IndexByte(t, '=')
+	if t[:i] == "use" {
+		// Content-Signal's use key is the label "use=<token>" (a
+		// Content-Usage label "use" has "y" or "n").
+		for _, l := range [...]string{"use=immediate", "use=reference", "use=full"} {
+			if strings.HasPrefix(t, l) {
+				return l
+			}
+		}
+	}
+	return t[:i]
 }
 
 // mayTie reports whether two of rules have patterns of one length and
@@ -826,17 +909,42 @@ const (
 	UsageAllowed
 	// UsageDisallowed: the use is not allowed ("n", or "no").
 	UsageDisallowed
+	// UsageImmediate, UsageReference and UsageFull are the values of
+	// Content-Signal's use key, the label "use": how much of a page may
+	// be used (to answer the request at hand, nothing stored; indexed
+	// and quoted with a link back; summarised or reproduced). Where
+	// several apply, the least wins.
+	UsageImmediate
+	UsageReference
+	UsageFull
 )
 
-// String returns "unknown", "y" or "n".
+// String returns "unknown", "y", "n", "immediate", "reference" or "full".
 func (v UsageValue) String() string {
 	switch v {
 	case UsageAllowed:
 		return "y"
 	case UsageDisallowed:
 		return "n"
+	case UsageImmediate:
+		return "immediate"
+	case UsageReference:
+		return "reference"
+	case UsageFull:
+		return "full"
 	}
 	return "unknown"
+}
+
+// labelUsage returns the label and value of x as Usage reports them.
+func labelUsage(x labelValue) (string, UsageValue) {
+	if r := useRank(x.label); r > 0 {
+		return "use", UsageImmediate + UsageValue(r-1)
+	}
+	if x.no {
+		return x.label, UsageDisallowed
+	}
+	return x.label, UsageAllowed
 }
 
 // Usage is the usage preference that applies to one URL for one crawler
@@ -1084,6 +1192,18 @@ func (u *Usage) merged() []labelValue {
 	return mergeLabels(lv)
 }
 
+// Use returns how much of the page Content-Signal's use key allows:
+// "immediate", "reference" or "full", the least of those that apply; "" if
+// none does. (Labels and String report it as the label "use=<token>".)
+func (u Usage) Use() string {
+	for _, x := range u.merged() {
+		if useRank(x.label) > 0 {
+			return x.label[len("use="):]
+		}
+	}
+	return ""
+}
+
 // IsZero reports whether u states nothing: String would return "".
 func (u Usage) IsZero() bool { return u.String() == "" }
 
@@ -1137,16 +1257,15 @@ func (u Usage) Labels() []LabelUsage {
 	merged := u.merged()
 	out := make([]LabelUsage, len(merged))
 	for i, x := range merged {
-		out[i] = LabelUsage{Label: x.label, Value: UsageAllowed}
-		if x.no {
-			out[i].Value = UsageDisallowed
-		}
+		out[i].Label, out[i].Value = labelUsage(x)
 	}
 	for _, src := range u.sources() {
 		for _, x := range src.lv {
-			i, ok := slices.BinarySearchFunc(out, x.label, func(l LabelUsage, s string) int { return strings.Compare(l.Label, s) })
-			if ok && x.no == (out[i].Value == UsageDisallowed) {
-				out[i].Rules = append(out[i].Rules, src.rule)
+			l, v := labelUsage(x)
+			for i := range out {
+				if out[i].Label == l && out[i].Value == v {
+					out[i].Rules = append(out[i].Rules, src.rule)
+				}
 			}
 		}
 	}

@@ -380,3 +380,36 @@ func TestUsageManyFileLines(t *testing.T) {
 		}
 	}
 }
+
+// TestContentSignalUse: Content-Signal's use key says how much of a page may
+// be used; the least of those that apply wins, and unknown values state
+// nothing.
+func TestContentSignalUse(t *testing.T) {
+	for _, c := range []struct{ robots, url, want, use string }{
+		{"User-agent: *\nContent-Signal: search=yes, ai-train=no, use=reference\n", "/a", "search=y, train-ai=n, use=reference", "reference"},
+		{"User-agent: *\nContent-Signal: use=immediate\n", "/a", "use=immediate", "immediate"},
+		{"User-agent: *\nContent-Signal: use=all, ai-input=no\n", "/a", "ai-input=n", ""},
+		{"User-agent: *\nContent-Signal: use=\"full\"\n", "/a", "", ""},
+		{"User-agent: *\nContent-Signal: use=reference\nContent-Signal: use=full\n", "/a", "use=reference", "reference"},
+		{"User-agent: *\nContent-Signal: use=full\nContent-Signal: /x/ use=immediate\nContent-Signal: /x/ use=reference\n", "/x/1", "use=immediate", "immediate"},
+		{"User-agent: *\nContent-Signal: use=full\nContent-Signal: /x/ use=immediate\n", "/y", "use=full", "full"},
+		// In Content-Usage, use is an ordinary label.
+		{"User-agent: *\nContent-Usage: use=n\nContent-Signal: use=full\n", "/a", "use=n, use=full", "full"},
+	} {
+		r := Parse([]byte(c.robots))
+		u := r.Usage("AnyBot", c.url)
+		if got := u.String(); got != c.want || labelsText(u) != c.want {
+			t.Errorf("%q %s: Usage %q, Labels %q; want %q", c.robots, c.url, got, labelsText(u), c.want)
+		}
+		if got := u.Use(); got != c.use {
+			t.Errorf("%q %s: Use() = %q, want %q", c.robots, c.url, got, c.use)
+		}
+		if c.use != "" {
+			for _, l := range u.Labels() {
+				if l.Label == "use" && l.Value.String() == c.use && len(l.Rules) == 0 {
+					t.Errorf("%q %s: the use label names no rule", c.robots, c.url)
+				}
+			}
+		}
+	}
+}
