@@ -479,6 +479,13 @@ type agentValue struct {
 // request without a User-Agent leaves with agent as its User-Agent (the
 // fetch of robots.txt does not: see Transport.UserAgent). A request whose
 // agent names no token fails with an error that says so.
+//
+// Under WithAgent(ctx, "*"), a request is decided by the "*" group, and no
+// User-Agent names that group: a request with no User-Agent header is not
+// sent, and fails with an error that says so (it would otherwise leave as
+// the Transport's UserAgent, or as Base's default, whose groups may disallow
+// it). Set its User-Agent header to the identity it should leave as.
+// [Transport.Check] sends nothing, and answers for the "*" group.
 func WithAgent(ctx context.Context, agent string) context.Context {
 	tok, err := tokenOf(agent)
 	if err == nil && tok == "" {
@@ -496,8 +503,8 @@ func WithAgent(ctx context.Context, agent string) context.Context {
 // it has none.
 func (t *Transport) identity(ctx context.Context, hdr http.Header) (token, ua string, err error) {
 	if v, _ := ctx.Value(agentKey{}).(*agentValue); v != nil {
-		if v.ua == "" { // WithAgent(ctx, "*")
-			return v.token, t.cfg.userAgent, v.err
+		if v.ua == "" { // WithAgent(ctx, "*"): see errStarAnonymous
+			return v.token, "", v.err
 		}
 		return v.token, v.ua, v.err
 	}
@@ -511,6 +518,26 @@ func (t *Transport) identity(ctx context.Context, hdr http.Header) (token, ua st
 		return t.agentOf(vs[0]), t.cfg.userAgent, nil
 	}
 	return t.cfg.anonAgent, t.cfg.userAgent, nil
+}
+
+// errStarAnonymous is the error of a request under WithAgent(ctx, "*") that
+// has no User-Agent header: it has no identity to leave with that the "*"
+// group it is decided by governs.
+var errStarAnonymous = errors.New(`robots: request under WithAgent(ctx, "*") has no User-Agent header: ` +
+	`it would be decided by the "*" group but leave as another agent; set its User-Agent header`)
+
+// starAnonymous reports whether a request decided as agent with context ctx,
+// header hdr and ua as the User-Agent of ours it would leave with, is under
+// WithAgent(ctx, "*") with no User-Agent header (see errStarAnonymous).
+func starAnonymous(ctx context.Context, hdr http.Header, agent, ua string) bool {
+	if agent != "*" || ua != "" {
+		return false
+	}
+	if _, ok := hdr["User-Agent"]; ok {
+		return false
+	}
+	v, _ := ctx.Value(agentKey{}).(*agentValue)
+	return v != nil && v.token == "*"
 }
 
 // errScheme is the error of a request whose scheme is not http or https.
@@ -551,6 +578,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ctx := req.Context()
 	agent, ua, err := t.identity(ctx, req.Header)
+	if err == nil && starAnonymous(ctx, req.Header, agent, ua) {
+		err = errStarAnonymous
+	}
 	if err != nil {
 		closeBody(req)
 		return nil, err
@@ -630,8 +660,10 @@ func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL) (*site, error
 // needed, but does not wait for a turn. It decides as RoundTrip decides a
 // request with context ctx and no User-Agent header: as the token of
 // [WithAgent] if ctx has one, else as Agent, else as such a request leaves
-// (see Agent: UserAgent's token, Go-http-client or the "*" group). Use
-// [Transport.CheckRequest] to decide for a request that has a User-Agent.
+// (see Agent: UserAgent's token, Go-http-client or the "*" group); under
+// WithAgent(ctx, "*"), as the "*" group, though such a request is not sent
+// (see [WithAgent]). Use [Transport.CheckRequest] to decide for a request
+// that has a User-Agent.
 func (t *Transport) Check(ctx context.Context, u *url.URL) error {
 	t.once.Do(t.init)
 	if u == nil {
@@ -648,6 +680,9 @@ func (t *Transport) CheckRequest(req *http.Request) error {
 	t.once.Do(t.init)
 	if req.URL == nil {
 		return errors.New("robots: nil Request.URL")
+	}
+	if agent, ua, err := t.identity(req.Context(), req.Header); err == nil && starAnonymous(req.Context(), req.Header, agent, ua) {
+		return errStarAnonymous
 	}
 	_, _, err := t.checkRequest(req.Context(), req.URL, req.Header)
 	return err
