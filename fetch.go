@@ -85,13 +85,11 @@ func (t *Transport) fetch(parent context.Context, origin, userAgent string) *fet
 		if userAgent != "" {
 			req.Header.Set("User-Agent", userAgent)
 		}
-		var resp *http.Response
-		if perr := t.guard(ctx, target, func() {
-			resp, err = t.cfg.base.RoundTrip(req)
-			if err != nil && resp != nil && resp.Body != nil {
-				resp.Body.Close()
-			}
-		}); perr != nil {
+		resp, err, perr, done := t.roundTrip(ctx, req, target)
+		if !done {
+			return &fetchResult{err: fmt.Errorf("robots: fetching %s: %w", redact(target), ctx.Err())}
+		}
+		if perr != nil {
 			return &fetchResult{err: perr}
 		}
 		if err == nil && resp == nil {
@@ -118,7 +116,7 @@ func (t *Transport) fetch(parent context.Context, origin, userAgent string) *fet
 			return r
 		}
 		loc := resp.Header.Get("Location")
-		perr, done := bounded(ctx, resp.Body, func() error {
+		perr, done = bounded(ctx, resp.Body, func() error {
 			return t.guard(ctx, target, func() { drain(resp.Body) })
 		})
 		if !done {
@@ -168,6 +166,51 @@ func originOf(u *url.URL) string {
 func (t *Transport) hopTurn(ctx context.Context, k originKey) error {
 	s := t.cache.siteOf(k, t.now())
 	return t.waitTurn(ctx, s, t.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true)
+}
+
+// roundTrip sends req through Base, guarded (see guard), and returns Base's
+// answer and true, or false once ctx is done first. Then Base goes on, on
+// its own goroutine, until it returns, and the body of a response it returns
+// then is closed there. A Base that ignores its request's context (breaking
+// its contract) cannot hold a fetch past FetchTimeout.
+func (t *Transport) roundTrip(ctx context.Context, req *http.Request, target *url.URL) (resp *http.Response, err, perr error, done bool) {
+	type answer struct {
+		resp      *http.Response
+		err, perr error
+	}
+	answered := make(chan answer)
+	abandoned := make(chan struct{})
+	go func() {
+		var a answer
+		defer func() {
+			// guard recovers a panic of Base; one that still escapes
+			// it (from the Logger, say) must not end the process
+			// from a goroutine no caller can recover on.
+			if v := recover(); v != nil {
+				a = answer{perr: fmt.Errorf("robots: panic fetching robots.txt: %v", v)}
+			}
+			select {
+			case answered <- a:
+			case <-abandoned:
+				if a.resp != nil && a.resp.Body != nil {
+					closeAfterPanic(a.resp.Body)
+				}
+			}
+		}()
+		a.perr = t.guard(ctx, target, func() {
+			a.resp, a.err = t.cfg.base.RoundTrip(req)
+			if a.err != nil && a.resp != nil && a.resp.Body != nil {
+				a.resp.Body.Close()
+			}
+		})
+	}()
+	select {
+	case a := <-answered:
+		return a.resp, a.err, a.perr, true
+	case <-ctx.Done():
+		close(abandoned)
+		return nil, nil, nil, false
+	}
 }
 
 // bounded calls f, which reads body, and returns its result and true, or
