@@ -196,7 +196,10 @@ type Transport struct {
 	TTL time.Duration
 
 	// FetchTimeout, if non-zero, bounds each fetch of robots.txt,
-	// redirects and body included. If zero, DefaultFetchTimeout is used.
+	// redirects and body included, even when Base ignores the request's
+	// context: the fetch then ends as unreachable, and a response that
+	// Base returns later is closed unread. If zero, DefaultFetchTimeout is
+	// used.
 	// A fetch is not canceled with the request that caused it, since
 	// other requests may be waiting for it, and carries none of its
 	// context's values (its httptrace hooks, for one).
