@@ -259,7 +259,7 @@ func (c *cache) add(sh *shard, k originKey, now time.Duration) (s *site, evicted
 	s.used.Store(usedNew)
 	var victim *site
 	if len(sh.ring) >= c.per {
-		if victim = c.evict(sh, now, nil, s); victim != nil {
+		if victim = c.evict(sh, now, nil, s, allRounds(sh)); victim != nil {
 			evicted++
 		}
 	}
@@ -298,18 +298,16 @@ const (
 )
 
 // evict removes one site of sh other than keep from its ring, and returns
-// it: the first that the hand finds unused since its last pass. It returns
-// nil if there is none. When add is not nil, it takes the evicted site's
-// place, and the hand moves past it, so that it comes last in the hand's
-// round; else the ring's last site does. The caller holds sh.mu, and
-// removes the evicted site from sh's map.
-func (c *cache) evict(sh *shard, now time.Duration, keep, add *site) *site {
+// it: the first that the hand finds unused since its last pass, within steps
+// steps of the hand. It returns nil if there is none. When add is not nil, it
+// takes the evicted site's place, and the hand moves past it, so that it
+// comes last in the hand's round; else the ring's last site does. The caller
+// holds sh.mu, and removes the evicted site from sh's map.
+func (c *cache) evict(sh *shard, now time.Duration, keep, add *site, steps int) *site {
 	if len(sh.ring) == 0 || len(sh.ring) == 1 && sh.ring[0] == keep {
 		return nil
 	}
-	// Three passes bring every site to 0; a site that is loading or kept
-	// stays, and if all do, none is evicted.
-	for range (usedAgain+1)*len(sh.ring) + 1 {
+	for range steps {
 		sh.hand %= len(sh.ring)
 		v := sh.ring[sh.hand]
 		if v == keep || v.loading() {
@@ -341,6 +339,10 @@ func (c *cache) evict(sh *shard, now time.Duration, keep, add *site) *site {
 	return nil
 }
 
+// allRounds is the steps of the hand that bring every site of sh to 0, so
+// that evict finds one to evict unless every site is loading or kept.
+func allRounds(sh *shard) int { return (usedAgain+1)*len(sh.ring) + 1 }
+
 // account sets the bytes that s holds to n, and evicts sites other than s
 // while the cache holds more than MaxBytes, or s's shard more than its share
 // of MaxOrigins. It returns how many it evicted.
@@ -357,18 +359,22 @@ func (c *cache) account(s *site, n int64, now time.Duration) (evicted int) {
 	// A shard may hold more than its share of origins when every other
 	// site was loading as one was added: the excess goes here.
 	for len(sh.ring) > c.per {
-		if !c.evictFrom(sh, now, s) {
+		if !c.evictFrom(sh, now, s, allRounds(sh)) {
 			break
 		}
 		evicted++
 	}
 	sh.mu.Unlock()
-	// Over MaxBytes: evict from the shards in turn, one site each, until
-	// under it or a whole round finds nothing to evict.
-	for idle := 0; c.bytes.Load() > c.maxBytes && idle < len(c.shards); {
+	// Over MaxBytes: the shards' hands take turns, as one hand over the
+	// whole cache, each passing its shard's sites once at most, until one
+	// finds a site unused since its last pass. A hot site in a shard
+	// whose other sites are hot too is kept, as under MaxOrigins. It
+	// ends under MaxBytes, or once the passes have brought every site to
+	// 0 and still found nothing to evict (all loading).
+	for idle := 0; c.bytes.Load() > c.maxBytes && idle < (usedAgain+1)*len(c.shards); {
 		v := &c.shards[int(c.sweep.Add(1))%len(c.shards)]
 		v.mu.Lock()
-		if c.evictFrom(v, now, s) {
+		if c.evictFrom(v, now, s, len(v.ring)) {
 			evicted++
 			idle = 0
 		} else {
@@ -379,10 +385,11 @@ func (c *cache) account(s *site, n int64, now time.Duration) (evicted int) {
 	return evicted
 }
 
-// evictFrom evicts one site of sh other than keep, and reports whether it
-// found one. The caller holds sh.mu.
-func (c *cache) evictFrom(sh *shard, now time.Duration, keep *site) bool {
-	v := c.evict(sh, now, keep, nil)
+// evictFrom evicts one site of sh other than keep, within steps steps of
+// the hand (see evict), and reports whether it found one. The caller holds
+// sh.mu.
+func (c *cache) evictFrom(sh *shard, now time.Duration, keep *site, steps int) bool {
+	v := c.evict(sh, now, keep, nil, steps)
 	if v == nil {
 		return false
 	}
