@@ -129,6 +129,35 @@ func keyOf(u *url.URL) (originKey, error) {
 	return originKey{scheme, name + ":" + port}, nil
 }
 
+// authorityOf returns the origin of a request for u with host as its Host
+// (http.Request.Host): its authority, which is host when set, with u's
+// scheme, and u's port when host has none. When that is not u's own origin,
+// it also returns the route by which the origin's robots.txt is fetched: to
+// u's host and port, with host as the Host. It allocates only then.
+func authorityOf(u *url.URL, host string) (originKey, *route, error) {
+	k, err := keyOf(u)
+	if host == "" || host == u.Host || err != nil {
+		return k, nil, err
+	}
+	a := url.URL{Scheme: u.Scheme, Host: host}
+	if a.Port() == "" && u.Port() != "" && !strings.HasSuffix(host, ":") {
+		a.Host = host + ":" + u.Port()
+	}
+	ak, err := keyOf(&a)
+	if err != nil {
+		return originKey{}, nil, fmt.Errorf("robots: invalid Host %q: %w", host, err)
+	}
+	if ak == k {
+		return k, nil, nil
+	}
+	return ak, &route{addr: u.Host, host: host}, nil
+}
+
+// route is where a request to an origin was sent when that is not the
+// origin's own host and port: to addr (a URL's host and port), with host as
+// its Host, as a crawler that resolves names itself sends.
+type route struct{ addr, host string }
+
 // normPort returns port as a decimal number without leading zeros, or "" if
 // it is empty or scheme's default port: ":080" and ":80" are the same port
 // of an http origin, and no port at all.
@@ -412,6 +441,16 @@ func (c *cache) park(k originKey, p *pace, now time.Duration) {
 	}
 }
 
+// routed returns the site of k, adding one if there is none, and notes rt
+// as the route of its robots.txt (see route).
+func (c *cache) routed(k originKey, rt *route, now time.Duration) *site {
+	s := c.siteOf(k, now)
+	if old := s.route.Load(); old == nil || *old != *rt {
+		s.route.Store(rt)
+	}
+	return s
+}
+
 // siteOf returns the current site of k, adding one if there is none.
 func (c *cache) siteOf(k originKey, now time.Duration) *site {
 	sh := c.shard(k)
@@ -441,6 +480,11 @@ type site struct {
 	cur    atomic.Pointer[state]
 	pace   *pace        // the origin's pace, when Transport.Pacer is nil or fails
 	forget atomic.Int64 // set by Transport.Forget, in Unix ns: the next load takes no older entry from the Store
+
+	// route is where the latest request to the origin with a Host other
+	// than its URL's was sent (see authorityOf), and so where its
+	// robots.txt is fetched; nil if none was.
+	route atomic.Pointer[route]
 
 	mu     sync.Mutex
 	flight *flight // guarded by mu: the load in progress, or nil
@@ -815,7 +859,7 @@ func (t *Transport) obtain(logCtx context.Context, s *site, f *flight, prevSt *s
 	}
 	t.waitTurn(ctx, s, every, f, true)
 
-	r := t.fetch(ctx, s.origin, userAgent)
+	r := t.fetch(ctx, s.origin, s.route.Load(), userAgent)
 	if r.retryAfter > 0 && !t.cfg.ignoreRetryAfter {
 		// A robots.txt that asks to wait pauses its origin like a
 		// page does: the last good copy is obeyed, but no request

@@ -50,7 +50,10 @@ var errNoResponse = errors.New("robots: Base returned no response and no error")
 
 // fetch sends GET origin/robots.txt through t's base transport as userAgent
 // (none if ""), follows redirects and reads the body, all within ctx. The
-// result is for origin, whatever hosts the redirects lead to.
+// result is for origin, whatever hosts the redirects lead to. With a route
+// (rt not nil), the request goes to rt.addr with rt.host as its Host, and
+// so do those of redirects to a path on the same host (a Location with no
+// host of its own), as net/http's Client keeps a request's Host.
 //
 // A panic in Base, or in a body it returned, ends the fetch as unreachable
 // instead of ending the process or leaving the origin's waiters stuck.
@@ -58,10 +61,14 @@ var errNoResponse = errors.New("robots: Base returned no response and no error")
 // ctx bounds nothing itself: the fetch is bounded by FetchTimeout, not
 // counting the waits for the turns of the origins that redirects lead to
 // (each hop to another origin is a request to it, and waits its turn there).
-func (t *Transport) fetch(parent context.Context, origin, userAgent string) *fetchResult {
+func (t *Transport) fetch(parent context.Context, origin string, rt *route, userAgent string) *fetchResult {
 	target, err := url.Parse(origin + "/robots.txt")
 	if err != nil {
 		return &fetchResult{err: fmt.Errorf("robots: %w", err)}
+	}
+	host, at := "", origin // the Host of the request to target, if not target's own; the origin of target
+	if rt != nil {
+		target.Host, host = rt.addr, rt.host
 	}
 	now := time.Now()
 	deadline := now.Add(t.cfg.fetchTimeout)
@@ -84,6 +91,9 @@ func (t *Transport) fetch(parent context.Context, origin, userAgent string) *fet
 		}
 		if userAgent != "" {
 			req.Header.Set("User-Agent", userAgent)
+		}
+		if host != "" {
+			req.Host = host
 		}
 		resp, err, perr, done := t.roundTrip(ctx, req, target)
 		if !done {
@@ -137,7 +147,14 @@ func (t *Transport) fetch(parent context.Context, origin, userAgent string) *fet
 			t.log(ctx, "robots.txt redirects too often", "origin", origin, "err", errTooManyRedirects)
 			return &fetchResult{access: AccessUnavailable, status: resp.StatusCode, lifetime: t.cfg.ttl}
 		}
-		if k, err := keyOf(next); err == nil && k.String() != originOf(target) {
+		if l, err := url.Parse(loc); host != "" && (err != nil || l.Host != "" || l.Scheme != "") {
+			host = "" // to a host of its own: addressed by it
+		}
+		if k, err := keyOf(next); host != "" {
+			// The same origin, by the same route.
+		} else if err != nil {
+			at = ""
+		} else if k.String() != at {
 			// A hop to another origin is a request to it: it waits
 			// for that origin's turn, and the wait does not count
 			// against FetchTimeout.
@@ -147,18 +164,10 @@ func (t *Transport) fetch(parent context.Context, origin, userAgent string) *fet
 			}
 			deadline = deadline.Add(time.Since(start))
 			ctx = bound()
+			at = k.String()
 		}
 		target = next
 	}
-}
-
-// originOf returns the origin of u as a Store names it, or "" if it has none.
-func originOf(u *url.URL) string {
-	k, err := keyOf(u)
-	if err != nil {
-		return ""
-	}
-	return k.String()
 }
 
 // hopTurn waits for the turn of origin k, for a redirect of a robots.txt

@@ -25,9 +25,15 @@
 // An origin is a scheme, host and port: https://example.com and
 // https://example.com:443 are one origin; http://example.com and
 // https://shop.example.com are others. Internationalised host names are the
-// same origin as their IDNA ASCII form. A fetched robots.txt is used for 24
-// hours ([DefaultTTL]), or for less if its Cache-Control max-age says so.
-// The URL /robots.txt itself is always allowed.
+// same origin as their IDNA ASCII form. A request's origin is the authority
+// it is sent to: its URL's scheme with its Host ([http.Request.Host]) when
+// that is set, and the URL's port when the Host names none; else its URL's
+// host and port. So a request to http://192.0.2.1:8080/page with Host
+// shop.example is decided by the robots.txt of http://shop.example:8080,
+// fetched from 192.0.2.1:8080 with the same Host, as a crawler that resolves
+// names itself addresses a site. A fetched robots.txt is used for 24 hours
+// ([DefaultTTL]), or for less if its Cache-Control max-age says so. The URL
+// /robots.txt itself is always allowed.
 //
 // Every request is checked, whatever its method, and so is every redirect
 // the [http.Client] follows, since the client calls RoundTrip once per hop.
@@ -591,10 +597,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var s *site
 	var st *state
 	if isRobotsTxt(req.URL) {
-		s, err = t.robotsTxtSite(ctx, req.URL)
+		s, err = t.robotsTxtSite(ctx, req.URL, req.Host)
 	} else {
 		var every time.Duration
-		s, st, every, err = t.check(ctx, req.URL, agent, t.fetchAgent(req.Header, ua))
+		s, st, every, err = t.check(ctx, req.URL, req.Host, agent, t.fetchAgent(req.Header, ua))
 		if err == nil {
 			err = t.waitTurn(ctx, s, every, nil, false)
 		}
@@ -638,10 +644,10 @@ func (t *Transport) fetchAgent(hdr http.Header, ua string) func() string {
 	}
 }
 
-// robotsTxtSite returns the site of u, a request for /robots.txt, after
-// waiting for its turn. It does not fetch robots.txt.
-func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL) (*site, error) {
-	k, err := keyOf(u)
+// robotsTxtSite returns the site of u with Host host, a request for
+// /robots.txt, after waiting for its turn. It does not fetch robots.txt.
+func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL, host string) (*site, error) {
+	k, _, err := authorityOf(u, host)
 	if err != nil {
 		return nil, err
 	}
@@ -672,7 +678,7 @@ func (t *Transport) Check(ctx context.Context, u *url.URL) error {
 	if u == nil {
 		return errors.New("robots: nil URL")
 	}
-	_, _, err := t.checkRequest(ctx, u, nil)
+	_, _, err := t.checkRequest(ctx, u, "", nil)
 	return err
 }
 
@@ -687,14 +693,15 @@ func (t *Transport) CheckRequest(req *http.Request) error {
 	if agent, ua, err := t.identity(req.Context(), req.Header); err == nil && starAnonymous(req.Context(), req.Header, agent, ua) {
 		return errStarAnonymous
 	}
-	_, _, err := t.checkRequest(req.Context(), req.URL, req.Header)
+	_, _, err := t.checkRequest(req.Context(), req.URL, req.Host, req.Header)
 	return err
 }
 
-// checkRequest decides for u as a request with header hdr, as RoundTrip
-// would. If u is allowed and is not /robots.txt, it also returns the state
-// that decided and the agent it decided for, as state.group takes it.
-func (t *Transport) checkRequest(ctx context.Context, u *url.URL, hdr http.Header) (*state, string, error) {
+// checkRequest decides for u as a request with Host host ("" for u's own)
+// and header hdr, as RoundTrip would. If u is allowed and is not
+// /robots.txt, it also returns the state that decided and the agent it
+// decided for, as state.group takes it.
+func (t *Transport) checkRequest(ctx context.Context, u *url.URL, host string, hdr http.Header) (*state, string, error) {
 	if !httpScheme(u) {
 		return nil, "", errScheme(u)
 	}
@@ -703,10 +710,10 @@ func (t *Transport) checkRequest(ctx context.Context, u *url.URL, hdr http.Heade
 		return nil, "", err
 	}
 	if isRobotsTxt(u) {
-		_, err := keyOf(u)
+		_, _, err := authorityOf(u, host)
 		return nil, "", err
 	}
-	_, st, _, err := t.check(ctx, u, agent, t.fetchAgent(hdr, ua))
+	_, st, _, err := t.check(ctx, u, host, agent, t.fetchAgent(hdr, ua))
 	return st, t.groupAgent(agent), err
 }
 
@@ -719,15 +726,19 @@ func (t *Transport) groupAgent(agent string) string {
 	return agent
 }
 
-// check decides for u as agent; userAgent gives the User-Agent that a fetch
-// of robots.txt sends. If u is allowed, it returns its origin's site and the
+// check decides for u, requested with Host host ("" for u's own; see
+// authorityOf), as agent; userAgent gives the User-Agent that a fetch of
+// robots.txt sends. If u is allowed, it returns its origin's site and the
 // interval between requests to it, and the state that decided.
-func (t *Transport) check(ctx context.Context, u *url.URL, agent string, userAgent func() string) (*site, *state, time.Duration, error) {
-	k, err := keyOf(u)
+func (t *Transport) check(ctx context.Context, u *url.URL, host, agent string, userAgent func() string) (*site, *state, time.Duration, error) {
+	k, rt, err := authorityOf(u, host)
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	now := t.now()
+	if rt != nil {
+		t.cache.routed(k, rt, now) // so that a load fetches by the same route
+	}
 	s, st, err := t.lookup(ctx, k, now, userAgent)
 	if err != nil {
 		return nil, nil, 0, err
