@@ -147,8 +147,10 @@ func (t *Transport) fetch(parent context.Context, origin string, rt *route, user
 			t.log(ctx, "robots.txt redirects too often", "origin", origin, "err", errTooManyRedirects)
 			return &fetchResult{access: AccessUnavailable, status: resp.StatusCode, lifetime: t.cfg.ttl}
 		}
-		if l, err := url.Parse(loc); host != "" && (err != nil || l.Host != "" || l.Scheme != "") {
-			host = "" // to a host of its own: addressed by it
+		if host != "" {
+			if l, err := url.Parse(loc); err != nil || l.Host != "" || l.Scheme != "" {
+				host = "" // to a host of its own: addressed by it
+			}
 		}
 		if k, err := keyOf(next); host != "" {
 			// The same origin, by the same route.

@@ -187,7 +187,7 @@ type Transport struct {
 	// fails with an error that says so. If empty, it is Agent as given;
 	// with neither, such requests leave without a User-Agent of ours. A request under [WithAgent] with no User-Agent
 	// leaves with the agent given there instead, so that it names the
-	// token it is decided as; the fetch of robots.txt it causes is sent
+	// token it is decided as (under WithAgent(ctx, "*"), it is not sent); the fetch of robots.txt it causes is sent
 	// with UserAgent or Agent, when the Transport has one, since that
 	// fetch serves every token. A request's header is never modified: a
 	// copy of the request is sent.

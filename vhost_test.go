@@ -7,9 +7,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 // vhostServer is a server on 127.0.0.1 that answers as the site its
@@ -180,4 +183,86 @@ func TestVirtualHostDoesNotAllocate(t *testing.T) {
 			t.Errorf("Host %q: %v allocations per allowed request, want 0", host, n)
 		}
 	}
+}
+
+// TestVirtualHostPace: the pace belongs to the authority: requests with Host
+// shop.test are spaced by shop.test's crawl-delay, whichever address they
+// are sent to, and the address's own origin is paced apart. The Pacer names
+// the authority.
+func TestVirtualHostPace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		sent := map[string][]time.Time{}
+		base := rtFunc(func(req *http.Request) (*http.Response, error) {
+			host := req.Host
+			if host == "" {
+				host = req.URL.Host
+			}
+			mu.Lock()
+			sent[host] = append(sent[host], time.Now())
+			mu.Unlock()
+			body := "User-agent: *\nAllow: /\n"
+			if host == "shop.test" {
+				body = "User-agent: *\nCrawl-delay: 5\n"
+			}
+			return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: req}, nil
+		})
+		pacer := &namingPacer{}
+		tr := &Transport{Base: base, Agent: "ExampleBot", Pacer: pacer}
+		for i, addr := range []string{"10.0.0.1:8080", "10.0.0.2:8080", "10.0.0.1:8080"} {
+			req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/page", nil)
+			req.Host = "shop.test"
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatalf("request %d: %v", i, err)
+			}
+			resp.Body.Close()
+			req, _ = http.NewRequest(http.MethodGet, "http://"+addr+"/page", nil)
+			if resp, err = tr.RoundTrip(req); err != nil {
+				t.Fatalf("request %d to %s itself: %v", i, addr, err)
+			}
+			resp.Body.Close()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		shop := sent["shop.test"]
+		if len(shop) != 4 { // robots.txt and three pages
+			t.Fatalf("shop.test got %d requests, want 4", len(shop))
+		}
+		for i := 1; i < len(shop); i++ {
+			if gap := shop[i].Sub(shop[i-1]); gap < 5*time.Second {
+				t.Errorf("shop.test requests %d and %d %v apart, want its crawl-delay, 5s", i-1, i, gap)
+			}
+		}
+		for _, name := range pacer.names() {
+			if name != "http://shop.test:8080" && name != "http://10.0.0.1:8080" && name != "http://10.0.0.2:8080" {
+				t.Errorf("the Pacer was asked about %q", name)
+			}
+		}
+		if !slices.Contains(pacer.names(), "http://shop.test:8080") {
+			t.Errorf("the Pacer was asked about %q, want http://shop.test:8080 among them", pacer.names())
+		}
+	})
+}
+
+// namingPacer is a Pacer that paces nothing and records the origins it is
+// asked about.
+type namingPacer struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (p *namingPacer) Reserve(_ context.Context, origin string, _, _ time.Duration) (time.Duration, bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.got = append(p.got, origin)
+	return 0, true, errors.New("namingPacer: pace in memory")
+}
+
+func (p *namingPacer) Pause(context.Context, string, time.Time) error { return nil }
+
+func (p *namingPacer) names() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.got)
 }
