@@ -135,6 +135,35 @@ func keyOf(u *url.URL) (originKey, error) {
 	return originKey{scheme, name + ":" + port}, nil
 }
 
+// authorityOf returns the origin of a request for u with host as its Host
+// (http.Request.Host): its authority, which is host when set, with u's
+// scheme, and u's port when host has none. When that is not u's own origin,
+// it also returns the route by which the origin's robots.txt is fetched: to
+// u's host and port, with host as the Host. It allocates only then.
+func authorityOf(u *url.URL, host string) (originKey, *route, error) {
+	k, err := keyOf(u)
+	if host == "" || host == u.Host || err != nil {
+		return k, nil, err
+	}
+	a := url.URL{Scheme: u.Scheme, Host: host}
+	if a.Port() == "" && u.Port() != "" && !strings.HasSuffix(host, ":") {
+		a.Host = host + ":" + u.Port()
+	}
+	ak, err := keyOf(&a)
+	if err != nil {
+		return originKey{}, nil, fmt.Errorf("robots: invalid Host %q: %w", host, err)
+	}
+	if ak == k {
+		return k, nil, nil
+	}
+	return ak, &route{addr: u.Host, host: host}, nil
+}
+
+// route is where a request to an origin was sent when that is not the
+// origin's own host and port: to addr (a URL's host and port), with host as
+// its Host, as a crawler that resolves names itself sends.
+type route struct{ addr, host string }
+
 // normPort returns port as a decimal number without leading zeros, or "" if
 // it is empty or scheme's default port: ":080" and ":80" are the same port
 // of an http origin, and no port at all.
@@ -277,7 +306,7 @@ func (c *cache) add(sh *shard, k originKey, now time.Duration) (s *site, evicted
 	s.used.Store(usedNew)
 	var victim *site
 	if len(sh.ring) >= c.per {
-		if victim = c.evict(sh, now, nil, s); victim != nil {
+		if victim = c.evict(sh, now, nil, s, allRounds(sh)); victim != nil {
 			evicted++
 		}
 	}
@@ -316,18 +345,16 @@ const (
 )
 
 // evict removes one site of sh other than keep from its ring, and returns
-// it: the first that the hand finds unused since its last pass. It returns
-// nil if there is none. When add is not nil, it takes the evicted site's
-// place, and the hand moves past it, so that it comes last in the hand's
-// round; else the ring's last site does. The caller holds sh.mu, and
-// removes the evicted site from sh's map.
-func (c *cache) evict(sh *shard, now time.Duration, keep, add *site) *site {
+// it: the first that the hand finds unused since its last pass, within steps
+// steps of the hand. It returns nil if there is none. When add is not nil, it
+// takes the evicted site's place, and the hand moves past it, so that it
+// comes last in the hand's round; else the ring's last site does. The caller
+// holds sh.mu, and removes the evicted site from sh's map.
+func (c *cache) evict(sh *shard, now time.Duration, keep, add *site, steps int) *site {
 	if len(sh.ring) == 0 || len(sh.ring) == 1 && sh.ring[0] == keep {
 		return nil
 	}
-	// Three passes bring every site to 0; a site that is loading or kept
-	// stays, and if all do, none is evicted.
-	for range (usedAgain+1)*len(sh.ring) + 1 {
+	for range steps {
 		sh.hand %= len(sh.ring)
 		v := sh.ring[sh.hand]
 		if v == keep || v.loading() {
@@ -359,6 +386,10 @@ func (c *cache) evict(sh *shard, now time.Duration, keep, add *site) *site {
 	return nil
 }
 
+// allRounds is the steps of the hand that bring every site of sh to 0, so
+// that evict finds one to evict unless every site is loading or kept.
+func allRounds(sh *shard) int { return (usedAgain+1)*len(sh.ring) + 1 }
+
 // account sets the bytes that s holds to n, and evicts sites other than s
 // while the cache holds more than MaxBytes, or s's shard more than its share
 // of MaxOrigins. It returns how many it evicted.
@@ -375,18 +406,22 @@ func (c *cache) account(s *site, n int64, now time.Duration) (evicted int) {
 	// A shard may hold more than its share of origins when every other
 	// site was loading as one was added: the excess goes here.
 	for len(sh.ring) > c.per {
-		if !c.evictFrom(sh, now, s) {
+		if !c.evictFrom(sh, now, s, allRounds(sh)) {
 			break
 		}
 		evicted++
 	}
 	sh.mu.Unlock()
-	// Over MaxBytes: evict from the shards in turn, one site each, until
-	// under it or a whole round finds nothing to evict.
-	for idle := 0; c.bytes.Load() > c.maxBytes && idle < len(c.shards); {
+	// Over MaxBytes: the shards' hands take turns, as one hand over the
+	// whole cache, each passing its shard's sites once at most, until one
+	// finds a site unused since its last pass. A hot site in a shard
+	// whose other sites are hot too is kept, as under MaxOrigins. It
+	// ends under MaxBytes, or once the passes have brought every site to
+	// 0 and still found nothing to evict (all loading).
+	for idle := 0; c.bytes.Load() > c.maxBytes && idle < (usedAgain+1)*len(c.shards); {
 		v := &c.shards[int(c.sweep.Add(1))%len(c.shards)]
 		v.mu.Lock()
-		if c.evictFrom(v, now, s) {
+		if c.evictFrom(v, now, s, len(v.ring)) {
 			evicted++
 			idle = 0
 		} else {
@@ -397,10 +432,11 @@ func (c *cache) account(s *site, n int64, now time.Duration) (evicted int) {
 	return evicted
 }
 
-// evictFrom evicts one site of sh other than keep, and reports whether it
-// found one. The caller holds sh.mu.
-func (c *cache) evictFrom(sh *shard, now time.Duration, keep *site) bool {
-	v := c.evict(sh, now, keep, nil)
+// evictFrom evicts one site of sh other than keep, within steps steps of
+// the hand (see evict), and reports whether it found one. The caller holds
+// sh.mu.
+func (c *cache) evictFrom(sh *shard, now time.Duration, keep *site, steps int) bool {
+	v := c.evict(sh, now, keep, nil, steps)
 	if v == nil {
 		return false
 	}
@@ -421,6 +457,16 @@ func (c *cache) park(k originKey, p *pace, now time.Duration) {
 		}
 		c.parkSwept = len(c.parked)
 	}
+}
+
+// routed returns the site of k, adding one if there is none, and notes rt
+// as the route of its robots.txt (see route).
+func (c *cache) routed(k originKey, rt *route, now time.Duration) *site {
+	s := c.siteOf(k, now)
+	if old := s.route.Load(); old == nil || *old != *rt {
+		s.route.Store(rt)
+	}
+	return s
 }
 
 // siteOf returns the current site of k, adding one if there is none.
@@ -452,6 +498,11 @@ type site struct {
 	cur    atomic.Pointer[state]
 	pace   *pace        // the origin's pace, when Transport.Pacer is nil or fails
 	forget atomic.Int64 // set by Transport.Forget, in Unix ns: the next load takes no older entry from the Store
+
+	// route is where the latest request to the origin with a Host other
+	// than its URL's was sent (see authorityOf), and so where its
+	// robots.txt is fetched; nil if none was.
+	route atomic.Pointer[route]
 
 	mu     sync.Mutex
 	flight *flight // guarded by mu: the load in progress, or nil
@@ -854,7 +905,7 @@ func (t *Transport) obtain(logCtx context.Context, s *site, f *flight, prevSt *s
 	}
 	t.waitTurn(ctx, s, every, f, true, t.now())
 
-	r := t.fetch(ctx, s.origin, userAgent)
+	r := t.fetch(ctx, s.origin, s.route.Load(), userAgent)
 	if r.retryAfter > 0 && !t.cfg.ignoreRetryAfter {
 		// A robots.txt that asks to wait pauses its origin like a
 		// page does: the last good copy is obeyed, but no request

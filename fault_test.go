@@ -581,9 +581,11 @@ func TestFaultRetryAfter(t *testing.T) {
 		{429, "7200", 2 * time.Hour},
 		{503, "7200", 2 * time.Hour},
 		{503, httpDate, 3 * time.Hour},
-		{503, "10", RetryMin},            // shorter than the back-off: the back-off
-		{429, "99999999999", DefaultTTL}, // capped
-		{503, "soon", RetryMin},          // malformed: ignored
+		{503, "10", RetryMin},                     // shorter than the back-off: the back-off
+		{429, "99999999999", DefaultTTL},          // capped
+		{503, "9223372036854775808", DefaultTTL},  // past int64 seconds: capped too
+		{429, "99999999999999999999", DefaultTTL}, // 20 digits
+		{503, "soon", RetryMin},                   // malformed: ignored
 		{503, "-5", RetryMin},
 	} {
 		name := fmt.Sprintf("%d %q", c.status, c.retryAfter)

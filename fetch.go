@@ -50,7 +50,10 @@ var errNoResponse = errors.New("robots: Base returned no response and no error")
 
 // fetch sends GET origin/robots.txt through t's base transport as userAgent
 // (none if ""), follows redirects and reads the body, all within ctx. The
-// result is for origin, whatever hosts the redirects lead to.
+// result is for origin, whatever hosts the redirects lead to. With a route
+// (rt not nil), the request goes to rt.addr with rt.host as its Host, and
+// so do those of redirects to a path on the same host (a Location with no
+// host of its own), as net/http's Client keeps a request's Host.
 //
 // A panic in Base, or in a body it returned, ends the fetch as unreachable
 // instead of ending the process or leaving the origin's waiters stuck.
@@ -58,10 +61,14 @@ var errNoResponse = errors.New("robots: Base returned no response and no error")
 // ctx bounds nothing itself: the fetch is bounded by FetchTimeout, not
 // counting the waits for the turns of the origins that redirects lead to
 // (each hop to another origin is a request to it, and waits its turn there).
-func (t *Transport) fetch(parent context.Context, origin, userAgent string) *fetchResult {
+func (t *Transport) fetch(parent context.Context, origin string, rt *route, userAgent string) *fetchResult {
 	target, err := url.Parse(origin + "/robots.txt")
 	if err != nil {
 		return &fetchResult{err: fmt.Errorf("robots: %w", err)}
+	}
+	host, at := "", origin // the Host of the request to target, if not target's own; the origin of target
+	if rt != nil {
+		target.Host, host = rt.addr, rt.host
 	}
 	now := time.Now()
 	deadline := now.Add(t.cfg.fetchTimeout)
@@ -85,13 +92,14 @@ func (t *Transport) fetch(parent context.Context, origin, userAgent string) *fet
 		if userAgent != "" {
 			req.Header.Set("User-Agent", userAgent)
 		}
-		var resp *http.Response
-		if perr := t.guard(ctx, target, func() {
-			resp, err = t.cfg.base.RoundTrip(req)
-			if err != nil && resp != nil && resp.Body != nil {
-				resp.Body.Close()
-			}
-		}); perr != nil {
+		if host != "" {
+			req.Host = host
+		}
+		resp, err, perr, done := t.roundTrip(ctx, req, target)
+		if !done {
+			return &fetchResult{err: fmt.Errorf("robots: fetching %s: %w", redact(target), ctx.Err())}
+		}
+		if perr != nil {
 			return &fetchResult{err: perr}
 		}
 		if err == nil && resp == nil {
@@ -118,7 +126,7 @@ func (t *Transport) fetch(parent context.Context, origin, userAgent string) *fet
 			return r
 		}
 		loc := resp.Header.Get("Location")
-		perr, done := bounded(ctx, resp.Body, func() error {
+		perr, done = bounded(ctx, resp.Body, func() error {
 			return t.guard(ctx, target, func() { drain(resp.Body) })
 		})
 		if !done {
@@ -139,7 +147,16 @@ func (t *Transport) fetch(parent context.Context, origin, userAgent string) *fet
 			t.log(ctx, "robots.txt redirects too often", "origin", origin, "err", errTooManyRedirects)
 			return &fetchResult{access: AccessUnavailable, status: resp.StatusCode, lifetime: t.cfg.ttl}
 		}
-		if k, err := keyOf(next); err == nil && k.String() != originOf(target) {
+		if host != "" {
+			if l, err := url.Parse(loc); err != nil || l.Host != "" || l.Scheme != "" {
+				host = "" // to a host of its own: addressed by it
+			}
+		}
+		if k, err := keyOf(next); host != "" {
+			// The same origin, by the same route.
+		} else if err != nil {
+			at = ""
+		} else if k.String() != at {
 			// A hop to another origin is a request to it: it waits
 			// for that origin's turn, and the wait does not count
 			// against FetchTimeout.
@@ -149,18 +166,10 @@ func (t *Transport) fetch(parent context.Context, origin, userAgent string) *fet
 			}
 			deadline = deadline.Add(time.Since(start))
 			ctx = bound()
+			at = k.String()
 		}
 		target = next
 	}
-}
-
-// originOf returns the origin of u as a Store names it, or "" if it has none.
-func originOf(u *url.URL) string {
-	k, err := keyOf(u)
-	if err != nil {
-		return ""
-	}
-	return k.String()
 }
 
 // hopTurn waits for the turn of origin k, for a redirect of a robots.txt
@@ -169,6 +178,51 @@ func (t *Transport) hopTurn(ctx context.Context, k originKey) error {
 	now := t.now()
 	s := t.cache.siteOf(k, now)
 	return t.waitTurn(ctx, s, t.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true, now)
+}
+
+// roundTrip sends req through Base, guarded (see guard), and returns Base's
+// answer and true, or false once ctx is done first. Then Base goes on, on
+// its own goroutine, until it returns, and the body of a response it returns
+// then is closed there. A Base that ignores its request's context (breaking
+// its contract) cannot hold a fetch past FetchTimeout.
+func (t *Transport) roundTrip(ctx context.Context, req *http.Request, target *url.URL) (resp *http.Response, err, perr error, done bool) {
+	type answer struct {
+		resp      *http.Response
+		err, perr error
+	}
+	answered := make(chan answer)
+	abandoned := make(chan struct{})
+	go func() {
+		var a answer
+		defer func() {
+			// guard recovers a panic of Base; one that still escapes
+			// it (from the Logger, say) must not end the process
+			// from a goroutine no caller can recover on.
+			if v := recover(); v != nil {
+				a = answer{perr: fmt.Errorf("robots: panic fetching robots.txt: %v", v)}
+			}
+			select {
+			case answered <- a:
+			case <-abandoned:
+				if a.resp != nil && a.resp.Body != nil {
+					closeAfterPanic(a.resp.Body)
+				}
+			}
+		}()
+		a.perr = t.guard(ctx, target, func() {
+			a.resp, a.err = t.cfg.base.RoundTrip(req)
+			if a.err != nil && a.resp != nil && a.resp.Body != nil {
+				a.resp.Body.Close()
+			}
+		})
+	}()
+	select {
+	case a := <-answered:
+		return a.resp, a.err, a.perr, true
+	case <-ctx.Done():
+		close(abandoned)
+		return nil, nil, nil, false
+	}
 }
 
 // bounded calls f, which reads body, and returns its result and true, or

@@ -790,3 +790,70 @@ func checkRefusedForPanic(t *testing.T, tr *Transport, u string, deadline bool, 
 		t.Fatalf("%s: no answer within %v", what, noHang)
 	}
 }
+
+// closeTracker is a body that records whether it was closed.
+type closeTracker struct {
+	io.Reader
+	closed atomic.Bool
+}
+
+func (c *closeTracker) Close() error {
+	c.closed.Store(true)
+	return nil
+}
+
+// TestFetchTimeoutBoundsBase: a Base that ignores its request's context,
+// with a RoundTrip that does not return or a body whose Read blocks, cannot
+// hold the fetch past FetchTimeout: the fetch ends as unreachable, a request
+// without a deadline is refused then, the origin is fetched again after the
+// back-off, and a response that Base returns late has its body closed. No
+// goroutine is left once Base returns (synctest.Test fails on one that is
+// blocked at its end).
+func TestFetchTimeoutBoundsBase(t *testing.T) {
+	for _, hang := range []string{"RoundTrip", "Read"} {
+		t.Run(hang, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				release := make(chan struct{})
+				var calls atomic.Int32
+				late := &closeTracker{Reader: strings.NewReader("User-agent: *\nAllow: /\n")}
+				base := rtFunc(func(req *http.Request) (*http.Response, error) {
+					if req.URL.Path != "/robots.txt" {
+						return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
+					}
+					if calls.Add(1) > 1 {
+						return &http.Response{StatusCode: 200, ContentLength: -1, Request: req,
+							Body: io.NopCloser(strings.NewReader("User-agent: *\nAllow: /\n"))}, nil
+					}
+					if hang == "RoundTrip" {
+						<-release // ignoring req.Context()
+						return &http.Response{StatusCode: 200, ContentLength: -1, Request: req, Body: late}, nil
+					}
+					return &http.Response{StatusCode: 200, ContentLength: -1, Request: req,
+						Body: io.NopCloser(chanReader(release))}, nil
+				})
+				tr := &Transport{Base: base, Agent: "ExampleBot", FetchTimeout: 10 * time.Second}
+				start := time.Now()
+				req, _ := http.NewRequest(http.MethodGet, "https://example.com/page", nil) // no deadline
+				_, err := tr.RoundTrip(req)
+				if !errors.Is(err, ErrUnreachable) || !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("err = %v, want ErrUnreachable from the fetch's deadline", err)
+				}
+				if d := time.Since(start); d != 10*time.Second {
+					t.Errorf("refused after %v, want FetchTimeout, 10s", d)
+				}
+				time.Sleep(RetryMin)
+				req, _ = http.NewRequest(http.MethodGet, "https://example.com/page", nil)
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					t.Fatalf("after the back-off: %v, want a new fetch and the page", err)
+				}
+				resp.Body.Close()
+				close(release)
+				synctest.Wait()
+				if hang == "RoundTrip" && !late.closed.Load() {
+					t.Error("the body of the response Base returned after FetchTimeout was not closed")
+				}
+			})
+		})
+	}
+}

@@ -361,3 +361,44 @@ func (b *countingBase) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return cannedBase{}.RoundTrip(req)
 }
+
+// TestCacheKeepsHotOriginUnderMaxBytes: eviction by bytes keeps the origins
+// used recently, as eviction by count does. With room for a few dozen
+// origins, one origin used every other request among 2,000 used once is
+// fetched once, whichever bound evicts.
+func TestCacheKeepsHotOriginUnderMaxBytes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		tr   *Transport
+	}{
+		{"MaxBytes", &Transport{Agent: "LoadBot", MaxBytes: 64 << 10}},
+		{"MaxOrigins", &Transport{Agent: "LoadBot", MaxOrigins: 64}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base := &countingBase{fetches: map[string]int{}}
+			tr := c.tr
+			tr.Base = base
+			get := func(host string) {
+				t.Helper()
+				req, _ := http.NewRequest(http.MethodGet, "http://"+host+"/private/ok", nil)
+				if _, err := tr.RoundTrip(req); err != nil {
+					t.Fatal(err)
+				}
+			}
+			const origins = 2000
+			for i := range origins {
+				get("hot.example")
+				get(fmt.Sprintf("o%d.example", i))
+			}
+			if n := base.fetches["hot.example"]; n != 1 {
+				t.Errorf("the origin used every other request fetched robots.txt %d times, want 1", n)
+			}
+			if ev := tr.Stats().Evictions; ev < origins-100 {
+				t.Errorf("%d evictions, want the cache bounded", ev)
+			}
+			if held := tr.cache.bytes.Load(); tr.MaxBytes != 0 && held > tr.MaxBytes {
+				t.Errorf("the cache holds %d bytes, over MaxBytes", held)
+			}
+		})
+	}
+}

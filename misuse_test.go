@@ -309,6 +309,65 @@ func TestWithAgentPerRequest(t *testing.T) {
 	}
 }
 
+// TestWithAgentStarLeavesAsDecided: a request under WithAgent(ctx, "*") is
+// decided by the "*" group; with no User-Agent header it has no identity
+// that group governs, so it is not sent (it would leave as ExampleBot/1.0,
+// to a path disallowed for ExampleBot). With one, it leaves with it.
+func TestWithAgentStarLeavesAsDecided(t *testing.T) {
+	var mu sync.Mutex
+	var sent []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		sent = append(sent, r.URL.Path+" "+r.Header.Get("User-Agent"))
+		mu.Unlock()
+		if r.URL.Path == "/robots.txt" {
+			io.WriteString(w, "User-agent: ExampleBot\nDisallow: /private\n\nUser-agent: *\nAllow: /\n")
+		}
+	}))
+	defer srv.Close()
+	for _, tr := range []*Transport{
+		{Base: srv.Client().Transport, Agent: "ExampleBot", UserAgent: "ExampleBot/1.0"},
+		{Base: srv.Client().Transport},
+		{Base: srv.Client().Transport, UserAgent: "ExampleBot/1.0"},
+	} {
+		mu.Lock()
+		sent = nil
+		mu.Unlock()
+		ctx := WithAgent(context.Background(), "*")
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/private", nil)
+		if err := tr.CheckRequest(req); err == nil || errors.Is(err, ErrDisallowed) || !strings.Contains(err.Error(), "User-Agent") {
+			t.Errorf("CheckRequest: err = %v, want an error about the missing User-Agent", err)
+		}
+		resp, err := tr.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+			t.Errorf("sent %s with no User-Agent under WithAgent(\"*\")", req.URL)
+		} else if errors.Is(err, ErrDisallowed) || !strings.Contains(err.Error(), `WithAgent(ctx, "*")`) {
+			t.Errorf("RoundTrip: err = %v, want an error about the missing User-Agent", err)
+		}
+		// Check sends nothing: it answers for the "*" group.
+		if err := tr.Check(ctx, req.URL); err != nil {
+			t.Errorf("Check: %v, want allowed by the * group", err)
+		}
+		req.Header.Set("User-Agent", "Mozilla/5.0 (compatible; Anonymous/1.0)")
+		resp, err = tr.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("with a User-Agent: %v", err)
+		}
+		resp.Body.Close()
+		mu.Lock()
+		for _, s := range sent {
+			if strings.HasPrefix(s, "/private ") && s != "/private Mozilla/5.0 (compatible; Anonymous/1.0)" {
+				t.Errorf("sent %q under WithAgent(\"*\")", s)
+			}
+		}
+		if n := len(sent); n != 2 {
+			t.Errorf("sent %q, want robots.txt and one /private", sent)
+		}
+		mu.Unlock()
+	}
+}
+
 // TestZeroEntryRefuses: an Entry from a Store that says nothing but when it
 // expires refuses until then; so do entries whose fields are left at zero or
 // out of range.

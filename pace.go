@@ -693,7 +693,7 @@ func (t *Transport) NextTurn(ctx context.Context, u *url.URL) (time.Time, error)
 		s = t.cache.siteOf(k, now)
 		every = t.paceOf(s).fetchEvery(t.cfg.minDelay)
 	} else {
-		s, _, every, err = t.check(ctx, u, agent, t.fetchAgent(nil, ua), now)
+		s, _, every, err = t.check(ctx, u, "", agent, t.fetchAgent(nil, ua), now)
 		if te, ok := err.(*TurnError); ok && te.Err == nil {
 			return te.At, nil
 		}

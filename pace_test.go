@@ -253,6 +253,9 @@ func TestRetryAfterPauses(t *testing.T) {
 		{"500 is not a request to wait", 500, "60", &Transport{}, 0},
 		{"no header", 503, "", &Transport{}, 0},
 		{"malformed", 503, "soon", &Transport{}, 0},
+		{"past int64 seconds", 503, "9223372036854775808", &Transport{}, DefaultMaxRetryAfter},
+		{"20 digits", 429, "99999999999999999999", &Transport{MaxRetryAfter: time.Minute}, time.Minute},
+		{"negative past int64", 503, "-9223372036854775809", &Transport{}, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -271,6 +274,36 @@ func TestRetryAfterPauses(t *testing.T) {
 				}
 				if want := uint64(btoi(c.want > 0)); tr.Stats().Pauses != want {
 					t.Errorf("Pauses = %d, want %d", tr.Stats().Pauses, want)
+				}
+			})
+		})
+	}
+}
+
+// TestRobotsTxtHugeRetryAfterPauses: a Retry-After on robots.txt's own 503
+// that is past int64 seconds pauses the origin for MaxRetryAfter, as a
+// shorter one does.
+func TestRobotsTxtHugeRetryAfterPauses(t *testing.T) {
+	for _, ra := range []string{"9223372036854775808", "99999999999999999999"} {
+		t.Run(ra, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mock := newMock()
+				mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(503, "").
+					HeaderSet(http.Header{"Retry-After": {ra}}))
+				tr := &Transport{Base: mock, Agent: "ExampleBot", MaxRetryAfter: time.Minute}
+				client := &http.Client{Transport: tr}
+				wantRefused(t, client, "https://example.com/page")
+				if n := tr.Stats().Pauses; n != 1 {
+					t.Errorf("Pauses = %d, want 1", n)
+				}
+				start := time.Now()
+				resp, err := client.Get(exampleRobots) // not checked, but paced
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if d := time.Since(start); d != time.Minute {
+					t.Errorf("robots.txt requested again after %v, want the pause of 1m", d)
 				}
 			})
 		})

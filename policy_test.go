@@ -67,6 +67,9 @@ func TestRetryAfter(t *testing.T) {
 		{"120", 2 * time.Minute, true},
 		{" 0 ", 0, true},
 		{"-1", 0, false},
+		{"9223372036854775808", (1<<63 - 1) / time.Second * time.Second, true}, // past int64 seconds
+		{"99999999999999999999", (1<<63 - 1) / time.Second * time.Second, true},
+		{"-9223372036854775809", 0, false},
 		{"soon", 0, false},
 		{"Thu, 02 Jan 2025 04:04:05 GMT", time.Hour, true},
 		{"Thu, 02 Jan 2025 02:04:05 GMT", 0, true}, // in the past

@@ -25,9 +25,15 @@
 // An origin is a scheme, host and port: https://example.com and
 // https://example.com:443 are one origin; http://example.com and
 // https://shop.example.com are others. Internationalised host names are the
-// same origin as their IDNA ASCII form. A fetched robots.txt is used for 24
-// hours ([DefaultTTL]), or for less if its Cache-Control max-age says so.
-// The URL /robots.txt itself is always allowed.
+// same origin as their IDNA ASCII form. A request's origin is the authority
+// it is sent to: its URL's scheme with its Host ([http.Request.Host]) when
+// that is set, and the URL's port when the Host names none; else its URL's
+// host and port. So a request to http://192.0.2.1:8080/page with Host
+// shop.example is decided by the robots.txt of http://shop.example:8080,
+// fetched from 192.0.2.1:8080 with the same Host, as a crawler that resolves
+// names itself addresses a site. A fetched robots.txt is used for 24 hours
+// ([DefaultTTL]), or for less if its Cache-Control max-age says so. The URL
+// /robots.txt itself is always allowed.
 //
 // Every request is checked, whatever its method, and so is every redirect
 // the [http.Client] follows, since the client calls RoundTrip once per hop.
@@ -230,7 +236,7 @@ type Transport struct {
 	// fails with an error that says so. If empty, it is Agent as given;
 	// with neither, such requests leave without a User-Agent of ours. A request under [WithAgent] with no User-Agent
 	// leaves with the agent given there instead, so that it names the
-	// token it is decided as; the fetch of robots.txt it causes is sent
+	// token it is decided as (under WithAgent(ctx, "*"), it is not sent); the fetch of robots.txt it causes is sent
 	// with UserAgent or Agent, when the Transport has one, since that
 	// fetch serves every token. A request's header is never modified: a
 	// copy of the request is sent.
@@ -245,7 +251,10 @@ type Transport struct {
 	TTL time.Duration
 
 	// FetchTimeout, if non-zero, bounds each fetch of robots.txt,
-	// redirects and body included. If zero, DefaultFetchTimeout is used.
+	// redirects and body included, even when Base ignores the request's
+	// context: the fetch then ends as unreachable, and a response that
+	// Base returns later is closed unread. If zero, DefaultFetchTimeout is
+	// used.
 	// A fetch is not canceled with the request that caused it, since
 	// other requests may be waiting for it, and carries none of its
 	// context's values (its httptrace hooks, for one).
@@ -543,6 +552,13 @@ type agentValue struct {
 // request without a User-Agent leaves with agent as its User-Agent (the
 // fetch of robots.txt does not: see Transport.UserAgent). A request whose
 // agent names no token fails with an error that says so.
+//
+// Under WithAgent(ctx, "*"), a request is decided by the "*" group, and no
+// User-Agent names that group: a request with no User-Agent header is not
+// sent, and fails with an error that says so (it would otherwise leave as
+// the Transport's UserAgent, or as Base's default, whose groups may disallow
+// it). Set its User-Agent header to the identity it should leave as.
+// [Transport.Check] sends nothing, and answers for the "*" group.
 func WithAgent(ctx context.Context, agent string) context.Context {
 	tok, err := tokenOf(agent)
 	if err == nil && tok == "" {
@@ -580,8 +596,8 @@ func (t *Transport) maxWaitOf(ctx context.Context) time.Duration {
 // it has none.
 func (t *Transport) identity(ctx context.Context, hdr http.Header) (token, ua string, err error) {
 	if v, _ := ctx.Value(agentKey{}).(*agentValue); v != nil {
-		if v.ua == "" { // WithAgent(ctx, "*")
-			return v.token, t.cfg.userAgent, v.err
+		if v.ua == "" { // WithAgent(ctx, "*"): see errStarAnonymous
+			return v.token, "", v.err
 		}
 		return v.token, v.ua, v.err
 	}
@@ -595,6 +611,26 @@ func (t *Transport) identity(ctx context.Context, hdr http.Header) (token, ua st
 		return t.agentOf(vs[0]), t.cfg.userAgent, nil
 	}
 	return t.cfg.anonAgent, t.cfg.userAgent, nil
+}
+
+// errStarAnonymous is the error of a request under WithAgent(ctx, "*") that
+// has no User-Agent header: it has no identity to leave with that the "*"
+// group it is decided by governs.
+var errStarAnonymous = errors.New(`robots: request under WithAgent(ctx, "*") has no User-Agent header: ` +
+	`it would be decided by the "*" group but leave as another agent; set its User-Agent header`)
+
+// starAnonymous reports whether a request decided as agent with context ctx,
+// header hdr and ua as the User-Agent of ours it would leave with, is under
+// WithAgent(ctx, "*") with no User-Agent header (see errStarAnonymous).
+func starAnonymous(ctx context.Context, hdr http.Header, agent, ua string) bool {
+	if agent != "*" || ua != "" {
+		return false
+	}
+	if _, ok := hdr["User-Agent"]; ok {
+		return false
+	}
+	v, _ := ctx.Value(agentKey{}).(*agentValue)
+	return v != nil && v.token == "*"
 }
 
 // errScheme is the error of a request whose scheme is not http or https.
@@ -636,6 +672,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ctx := req.Context()
 	agent, ua, err := t.identity(ctx, req.Header)
+	if err == nil && starAnonymous(ctx, req.Header, agent, ua) {
+		err = errStarAnonymous
+	}
 	if err != nil {
 		closeBody(req)
 		return nil, err
@@ -644,10 +683,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var st *state
 	now := t.now()
 	if isRobotsTxt(req.URL) {
-		s, err = t.robotsTxtSite(ctx, req.URL, now)
+		s, err = t.robotsTxtSite(ctx, req.URL, req.Host, now)
 	} else {
 		var every time.Duration
-		s, st, every, err = t.check(ctx, req.URL, agent, t.fetchAgent(req.Header, ua), now)
+		s, st, every, err = t.check(ctx, req.URL, req.Host, agent, t.fetchAgent(req.Header, ua), now)
 		if err == nil {
 			err = t.waitTurn(ctx, s, every, nil, false, now)
 		}
@@ -691,10 +730,11 @@ func (t *Transport) fetchAgent(hdr http.Header, ua string) func() string {
 	}
 }
 
-// robotsTxtSite returns the site of u, a request for /robots.txt, after
-// waiting for its turn. It does not fetch robots.txt.
-func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL, now time.Duration) (*site, error) {
-	k, err := keyOf(u)
+// robotsTxtSite returns the site of u with Host host, a request for
+// /robots.txt that began at now, after waiting for its turn. It does not
+// fetch robots.txt.
+func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL, host string, now time.Duration) (*site, error) {
+	k, _, err := authorityOf(u, host)
 	if err != nil {
 		return nil, err
 	}
@@ -716,14 +756,16 @@ func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL, now time.Dura
 // needed, but does not wait for a turn. It decides as RoundTrip decides a
 // request with context ctx and no User-Agent header: as the token of
 // [WithAgent] if ctx has one, else as Agent, else as such a request leaves
-// (see Agent: UserAgent's token, Go-http-client or the "*" group). Use
-// [Transport.CheckRequest] to decide for a request that has a User-Agent.
+// (see Agent: UserAgent's token, Go-http-client or the "*" group); under
+// WithAgent(ctx, "*"), as the "*" group, though such a request is not sent
+// (see [WithAgent]). Use [Transport.CheckRequest] to decide for a request
+// that has a User-Agent.
 func (t *Transport) Check(ctx context.Context, u *url.URL) error {
 	t.once.Do(t.init)
 	if u == nil {
 		return errors.New("robots: nil URL")
 	}
-	_, _, err := t.checkRequest(ctx, u, nil)
+	_, _, err := t.checkRequest(ctx, u, "", nil)
 	return err
 }
 
@@ -735,14 +777,18 @@ func (t *Transport) CheckRequest(req *http.Request) error {
 	if req.URL == nil {
 		return errors.New("robots: nil Request.URL")
 	}
-	_, _, err := t.checkRequest(req.Context(), req.URL, req.Header)
+	if agent, ua, err := t.identity(req.Context(), req.Header); err == nil && starAnonymous(req.Context(), req.Header, agent, ua) {
+		return errStarAnonymous
+	}
+	_, _, err := t.checkRequest(req.Context(), req.URL, req.Host, req.Header)
 	return err
 }
 
-// checkRequest decides for u as a request with header hdr, as RoundTrip
-// would. If u is allowed and is not /robots.txt, it also returns the state
-// that decided and the agent it decided for, as state.group takes it.
-func (t *Transport) checkRequest(ctx context.Context, u *url.URL, hdr http.Header) (*state, string, error) {
+// checkRequest decides for u as a request with Host host ("" for u's own)
+// and header hdr, as RoundTrip would. If u is allowed and is not
+// /robots.txt, it also returns the state that decided and the agent it
+// decided for, as state.group takes it.
+func (t *Transport) checkRequest(ctx context.Context, u *url.URL, host string, hdr http.Header) (*state, string, error) {
 	if !httpScheme(u) {
 		return nil, "", errScheme(u)
 	}
@@ -751,10 +797,10 @@ func (t *Transport) checkRequest(ctx context.Context, u *url.URL, hdr http.Heade
 		return nil, "", err
 	}
 	if isRobotsTxt(u) {
-		_, err := keyOf(u)
+		_, _, err := authorityOf(u, host)
 		return nil, "", err
 	}
-	_, st, _, err := t.check(ctx, u, agent, t.fetchAgent(hdr, ua), t.now())
+	_, st, _, err := t.check(ctx, u, host, agent, t.fetchAgent(hdr, ua), t.now())
 	return st, t.groupAgent(agent), err
 }
 
@@ -767,13 +813,17 @@ func (t *Transport) groupAgent(agent string) string {
 	return agent
 }
 
-// check decides for u as agent; userAgent gives the User-Agent that a fetch
-// of robots.txt sends. If u is allowed, it returns its origin's site and the
+// check decides for u, requested with Host host ("" for u's own; see
+// authorityOf), as agent; userAgent gives the User-Agent that a fetch of
+// robots.txt sends. If u is allowed, it returns its origin's site and the
 // interval between requests to it, and the state that decided.
-func (t *Transport) check(ctx context.Context, u *url.URL, agent string, userAgent func() string, now time.Duration) (*site, *state, time.Duration, error) {
-	k, err := keyOf(u)
+func (t *Transport) check(ctx context.Context, u *url.URL, host, agent string, userAgent func() string, now time.Duration) (*site, *state, time.Duration, error) {
+	k, rt, err := authorityOf(u, host)
 	if err != nil {
 		return nil, nil, 0, err
+	}
+	if rt != nil {
+		t.cache.routed(k, rt, now) // so that a load fetches by the same route
 	}
 	s, st, err := t.lookup(ctx, k, now, userAgent)
 	if err != nil {

@@ -93,7 +93,7 @@ func (t *Transport) CheckUsage(ctx context.Context, u *url.URL) (matcher.Usage, 
 	if u == nil {
 		return matcher.Usage{}, errors.New("robots: nil URL")
 	}
-	st, group, err := t.checkRequest(ctx, u, nil)
+	st, group, err := t.checkRequest(ctx, u, "", nil)
 	if err != nil || st == nil || st.robots == nil || !st.robots.HasUsage() {
 		return matcher.Usage{}, err
 	}

@@ -1,0 +1,268 @@
+package robots
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// vhostServer is a server on 127.0.0.1 that answers as the site its
+// requests' Host names: shop.test disallows /private, moved.test redirects
+// its robots.txt to a path of its own that does, and the server's own
+// address (127.0.0.1:port) allows everything. It logs each request as
+// "host path".
+type vhostServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	hits []string
+}
+
+func newVhostServer(t *testing.T) *vhostServer {
+	v := &vhostServer{}
+	v.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := strings.Cut(r.Host, ":")
+		v.mu.Lock()
+		v.hits = append(v.hits, host+" "+r.URL.Path)
+		v.mu.Unlock()
+		switch {
+		case host == "moved.test" && r.URL.Path == "/robots.txt":
+			http.Redirect(w, r, "/real-robots.txt", http.StatusMovedPermanently)
+		case host == "moved.test" && r.URL.Path == "/real-robots.txt",
+			host == "shop.test" && r.URL.Path == "/robots.txt":
+			io.WriteString(w, "User-agent: *\nDisallow: /private\n")
+		case r.URL.Path == "/go-private":
+			http.Redirect(w, r, "/private", http.StatusFound)
+		case r.URL.Path == "/robots.txt":
+			io.WriteString(w, "User-agent: *\nAllow: /\n")
+		default:
+			io.WriteString(w, "page")
+		}
+	}))
+	t.Cleanup(v.Close)
+	return v
+}
+
+func (v *vhostServer) sent() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]string(nil), v.hits...)
+}
+
+func (v *vhostServer) reset() {
+	v.mu.Lock()
+	v.hits = nil
+	v.mu.Unlock()
+}
+
+// TestVirtualHost: a request to http://127.0.0.1:port/private with Host
+// shop.test is decided by shop.test's robots.txt, fetched from the same
+// address with the same Host, and cached, stored and paced under the origin
+// http://shop.test:port; the address's own robots.txt decides only the
+// requests without a Host of their own.
+func TestVirtualHost(t *testing.T) {
+	srv := newVhostServer(t)
+	u, _ := url.Parse(srv.URL)
+	port := u.Port()
+	store := &MemoryStore{}
+	tr := &Transport{Base: srv.Client().Transport, Agent: "ExampleBot", Store: store}
+	get := func(path, host string) (*http.Response, error) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		req.Host = host
+		return tr.RoundTrip(req)
+	}
+
+	for _, host := range []string{"shop.test", "shop.test:" + port, "SHOP.test"} {
+		srv.reset()
+		resp, err := get("/private", host)
+		if err == nil {
+			resp.Body.Close()
+			t.Errorf("Host %s: /private sent, want refused by shop.test's robots.txt", host)
+		} else if !errors.Is(err, ErrDisallowed) {
+			t.Errorf("Host %s: %v, want ErrDisallowed", host, err)
+		}
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/private", nil)
+		req.Host = host
+		if err := tr.CheckRequest(req); !errors.Is(err, ErrDisallowed) {
+			t.Errorf("Host %s: CheckRequest = %v, want ErrDisallowed", host, err)
+		}
+		resp, err = get("/public", host)
+		if err != nil {
+			t.Fatalf("Host %s: /public: %v", host, err)
+		}
+		resp.Body.Close()
+		for _, h := range srv.sent() {
+			if !strings.HasPrefix(h, "shop.test ") && !strings.HasPrefix(h, "SHOP.test ") {
+				t.Errorf("Host %s: sent %q, want every request as shop.test", host, h)
+			}
+		}
+	}
+	if n := tr.Stats().FetchSuccess; n != 1 {
+		t.Errorf("%d fetches of robots.txt, want 1: shop.test, shop.test:%s and SHOP.test are one origin", n, port)
+	}
+	if e, _ := store.Get(context.Background(), "http://shop.test:"+port); e == nil || !strings.Contains(string(e.Body), "Disallow: /private") {
+		t.Errorf("the Store's entry of http://shop.test:%s = %+v, want shop.test's robots.txt", port, e)
+	}
+
+	// The address itself, with no Host of its own, is another origin.
+	resp, err := get("/private", "")
+	if err != nil {
+		t.Fatalf("no Host: %v, want allowed by 127.0.0.1's robots.txt", err)
+	}
+	resp.Body.Close()
+	if e, _ := store.Get(context.Background(), "http://127.0.0.1:"+port); e == nil {
+		t.Error("no Store entry for the address's own origin")
+	}
+
+	// A request for /robots.txt itself is sent as it is, with its Host.
+	srv.reset()
+	resp, err = get("/robots.txt", "shop.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := srv.sent(); len(got) != 1 || got[0] != "shop.test /robots.txt" {
+		t.Errorf("sent %q, want shop.test's robots.txt", got)
+	}
+
+	// A robots.txt redirected to a path of the same site is fetched with
+	// the same Host.
+	srv.reset()
+	if resp, err := get("/private", "moved.test"); err == nil {
+		resp.Body.Close()
+		t.Error("Host moved.test: /private sent, want refused by its redirected robots.txt")
+	}
+	want := []string{"moved.test /robots.txt", "moved.test /real-robots.txt"}
+	if got := srv.sent(); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("sent %q, want %q", got, want)
+	}
+
+	// A redirect that http.Client follows keeps the Host, and is decided
+	// by it.
+	srv.reset()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/go-private", nil)
+	req.Host = "shop.test"
+	if resp, err := (&http.Client{Transport: tr}).Do(req); !errors.Is(err, ErrDisallowed) {
+		if err == nil {
+			resp.Body.Close()
+		}
+		t.Errorf("redirected to /private: %v, want ErrDisallowed", err)
+	}
+	if got := srv.sent(); len(got) != 1 || got[0] != "shop.test /go-private" {
+		t.Errorf("sent %q, want /go-private only", got)
+	}
+
+	// An invalid Host fails, as net/http would refuse to send it.
+	if _, err := get("/page", "shop.test:x"); err == nil || errors.Is(err, ErrDisallowed) {
+		t.Errorf("Host shop.test:x: %v, want an error", err)
+	}
+}
+
+// TestVirtualHostDoesNotAllocate: a request whose Host is its URL's host,
+// or empty, stays on the hot path without allocations.
+func TestVirtualHostDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocations are counted without the race detector")
+	}
+	base := benchBase{page: &http.Response{StatusCode: 200, Body: http.NoBody}}
+	tr := NewTransport(base, "ExampleBot")
+	for _, host := range []string{"", "example.com"} {
+		req, _ := http.NewRequest("GET", "https://example.com/page", nil)
+		req.Header.Set("User-Agent", "ExampleBot/1.0")
+		req.Host = host
+		tr.RoundTrip(req)
+		if n := testing.AllocsPerRun(100, func() { tr.RoundTrip(req) }); n != 0 {
+			t.Errorf("Host %q: %v allocations per allowed request, want 0", host, n)
+		}
+	}
+}
+
+// TestVirtualHostPace: the pace belongs to the authority: requests with Host
+// shop.test are spaced by shop.test's crawl-delay, whichever address they
+// are sent to, and the address's own origin is paced apart. The Pacer names
+// the authority.
+func TestVirtualHostPace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		sent := map[string][]time.Time{}
+		base := rtFunc(func(req *http.Request) (*http.Response, error) {
+			host := req.Host
+			if host == "" {
+				host = req.URL.Host
+			}
+			mu.Lock()
+			sent[host] = append(sent[host], time.Now())
+			mu.Unlock()
+			body := "User-agent: *\nAllow: /\n"
+			if host == "shop.test" {
+				body = "User-agent: *\nCrawl-delay: 5\n"
+			}
+			return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: req}, nil
+		})
+		pacer := &namingPacer{}
+		tr := &Transport{Base: base, Agent: "ExampleBot", Pacer: pacer}
+		for i, addr := range []string{"10.0.0.1:8080", "10.0.0.2:8080", "10.0.0.1:8080"} {
+			req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/page", nil)
+			req.Host = "shop.test"
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatalf("request %d: %v", i, err)
+			}
+			resp.Body.Close()
+			req, _ = http.NewRequest(http.MethodGet, "http://"+addr+"/page", nil)
+			if resp, err = tr.RoundTrip(req); err != nil {
+				t.Fatalf("request %d to %s itself: %v", i, addr, err)
+			}
+			resp.Body.Close()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		shop := sent["shop.test"]
+		if len(shop) != 4 { // robots.txt and three pages
+			t.Fatalf("shop.test got %d requests, want 4", len(shop))
+		}
+		for i := 1; i < len(shop); i++ {
+			if gap := shop[i].Sub(shop[i-1]); gap < 5*time.Second {
+				t.Errorf("shop.test requests %d and %d %v apart, want its crawl-delay, 5s", i-1, i, gap)
+			}
+		}
+		for _, name := range pacer.names() {
+			if name != "http://shop.test:8080" && name != "http://10.0.0.1:8080" && name != "http://10.0.0.2:8080" {
+				t.Errorf("the Pacer was asked about %q", name)
+			}
+		}
+		if !slices.Contains(pacer.names(), "http://shop.test:8080") {
+			t.Errorf("the Pacer was asked about %q, want http://shop.test:8080 among them", pacer.names())
+		}
+	})
+}
+
+// namingPacer is a Pacer that paces nothing and records the origins it is
+// asked about.
+type namingPacer struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (p *namingPacer) Reserve(_ context.Context, origin string, _, _ time.Duration) (time.Duration, bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.got = append(p.got, origin)
+	return 0, true, errors.New("namingPacer: pace in memory")
+}
+
+func (p *namingPacer) Pause(context.Context, string, time.Time) error { return nil }
+
+func (p *namingPacer) names() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.got)
+}
