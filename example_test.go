@@ -110,7 +110,7 @@ func ExampleTransport_httpmock() {
 	fmt.Println("robots.txt fetches:", mock.GetCallCountInfo()["GET https://example.com/robots.txt"])
 	// Output:
 	// 200 https://example.com/
-	// true Get "https://example.com/admin": robots: disallowed by robots.txt: "Disallow: /admin" (line 2)
+	// true Get "https://example.com/admin": robots: robots.txt disallows https://example.com/admin for ExampleBot: "Disallow: /admin" (line 2)
 	// robots.txt fetches: 1
 }
 

@@ -136,19 +136,29 @@ type DisallowedError struct {
 	RetryAt time.Time
 }
 
-// Error returns a message that names the deciding rule or the reason the
-// whole origin is refused. It does not include the URL, which the
-// [*url.Error] of an [http.Client] already shows.
+// Error returns a sentence that names the URL (without its password), and
+// the deciding rule or why the whole origin is refused.
 func (e *DisallowedError) Error() string {
-	switch {
-	case e.Rule != "" && e.Use != "":
-		return "robots: disallowed by robots.txt: usage preference " + e.Use + "=n: " + strconv.Quote(e.Rule) + " (line " + strconv.Itoa(e.Line) + ")"
-	case e.Rule != "":
-		return "robots: disallowed by robots.txt: " + strconv.Quote(e.Rule) + " (line " + strconv.Itoa(e.Line) + ")"
-	case e.Err != nil:
-		return "robots: disallowed by robots.txt: unreachable: " + e.Err.Error()
+	u := "the URL"
+	if e.URL != nil {
+		u = e.URL.Redacted()
 	}
-	return "robots: disallowed by robots.txt"
+	switch {
+	case e.Use != "":
+		msg := "robots: robots.txt says " + e.Use + "=n for " + u
+		if strings.HasPrefix(e.Use, "use=") {
+			msg = "robots: robots.txt allows less than " + e.Use + " of " + u
+		}
+		if e.Rule != "" {
+			msg += ": " + strconv.Quote(e.Rule) + " (line " + strconv.Itoa(e.Line) + ")"
+		}
+		return msg
+	case e.Rule != "":
+		return "robots: robots.txt disallows " + u + " for " + e.Agent + ": " + strconv.Quote(e.Rule) + " (line " + strconv.Itoa(e.Line) + ")"
+	case e.Err != nil:
+		return "robots: " + u + " refused: robots.txt unreachable (" + strings.TrimPrefix(e.Err.Error(), "robots: ") + ")"
+	}
+	return "robots: robots.txt disallows " + u
 }
 
 // Is reports whether target is ErrDisallowed, or ErrUnreachable when the
@@ -349,8 +359,12 @@ type Transport struct {
 	// or Content-Signal line, is refused before it is sent, with a
 	// [*DisallowedError] that names the use and the deciding line. A
 	// response's own Content-Usage header cannot be known before the
-	// request is sent; read it with [UsageOf]. If empty, usage
-	// preferences refuse nothing.
+	// request is sent; read it with [UsageOf]. "use=immediate",
+	// "use=reference" or "use=full" says how much of a page the crawler
+	// uses, against Content-Signal's use key (immediate < reference <
+	// full): with "use=full", a page whose robots.txt says
+	// "use=reference" is refused. If empty, usage preferences refuse
+	// nothing.
 	Uses []string
 
 	// MaxWait, if positive, is the longest a request waits for its
@@ -699,6 +713,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(ctx)
 		req.Header.Set("User-Agent", ua)
 	}
+	t.stats.sent.add()
 	resp, err := t.cfg.base.RoundTrip(req)
 	if err == nil && resp != nil {
 		if !t.cfg.ignoreRetryAfter {
@@ -835,9 +850,19 @@ func (t *Transport) check(ctx context.Context, u *url.URL, host, agent string, u
 		d = t.decideUses(st, group, target(u)) // see Transport.Uses
 	}
 	if d.allowed {
+		if st.entry.Access != AccessSuccess {
+			t.stats.noRules.add()
+		}
 		return s, st, t.interval(st, group), nil
 	}
-	t.stats.refused.Add(1)
+	switch {
+	case d.err != nil:
+		t.stats.refusedUnreachable.Add(1)
+	case d.use != "":
+		t.stats.refusedUsage.Add(1)
+	default:
+		t.stats.refusedRule.Add(1)
+	}
 	uc := *u
 	de := &DisallowedError{URL: &uc, Agent: agent, Rule: d.rule, Line: d.line, Use: d.use, Err: d.err}
 	if d.err != nil {
@@ -895,8 +920,14 @@ func closeBody(req *http.Request) {
 type Stats struct {
 	Hits      uint64 // requests decided by a fresh robots.txt in memory
 	Misses    uint64 // requests that waited for robots.txt to be fetched or loaded from Store
-	Refused   uint64 // requests refused (ErrDisallowed)
-	Evictions uint64 // origins dropped from memory to stay within MaxOrigins
+	Evictions uint64 // origins dropped from memory to stay within MaxOrigins or MaxBytes
+
+	Sent               uint64 // requests sent through Base, requests for /robots.txt included (not the Transport's own fetches)
+	Refused            uint64 // requests refused (ErrDisallowed): the sum of the three below
+	RefusedRule        uint64 // requests refused by a rule of robots.txt
+	RefusedUnreachable uint64 // requests refused because robots.txt is unreachable (ErrUnreachable)
+	RefusedUsage       uint64 // requests refused by a usage preference (see Transport.Uses)
+	AllowedNoRules     uint64 // requests allowed with no rules: robots.txt unavailable (4xx), or unreachable for 30 days
 
 	FetchSuccess     uint64 // robots.txt fetches with a 2xx result
 	FetchUnavailable uint64 // robots.txt fetches with a 4xx result, or too many redirects
@@ -914,46 +945,55 @@ type Stats struct {
 func (t *Transport) Stats() Stats {
 	s := &t.stats
 	return Stats{
-		Hits:             s.hits(),
-		Misses:           s.misses.Load(),
-		Refused:          s.refused.Load(),
-		Evictions:        s.evictions.Load(),
-		FetchSuccess:     s.fetches[AccessSuccess].Load(),
-		FetchUnavailable: s.fetches[AccessUnavailable].Load(),
-		FetchUnreachable: s.fetches[AccessUnreachable].Load(),
-		StoreHits:        s.storeHits.Load(),
-		NotYet:           s.notYet.Load(),
-		PaceWaits:        s.paceWaits.Load(),
-		PaceWait:         time.Duration(s.paceWait.Load()),
-		Pauses:           s.pauses.Load(),
+		Hits:               s.hitCount.load(),
+		Misses:             s.misses.Load(),
+		Evictions:          s.evictions.Load(),
+		Sent:               s.sent.load(),
+		Refused:            s.refusedRule.Load() + s.refusedUnreachable.Load() + s.refusedUsage.Load(),
+		RefusedRule:        s.refusedRule.Load(),
+		RefusedUnreachable: s.refusedUnreachable.Load(),
+		RefusedUsage:       s.refusedUsage.Load(),
+		AllowedNoRules:     s.noRules.load(),
+		FetchSuccess:       s.fetches[AccessSuccess].Load(),
+		FetchUnavailable:   s.fetches[AccessUnavailable].Load(),
+		FetchUnreachable:   s.fetches[AccessUnreachable].Load(),
+		StoreHits:          s.storeHits.Load(),
+		NotYet:             s.notYet.Load(),
+		PaceWaits:          s.paceWaits.Load(),
+		PaceWait:           time.Duration(s.paceWait.Load()),
+		Pauses:             s.pauses.Load(),
 	}
 }
 
-// stats holds the counters. Hits are counted on the hot path from many
-// goroutines at once, so they are striped over cache lines, and each hit
-// adds to a stripe chosen at random.
+// stats holds the counters. Those counted on the hot path, from many
+// goroutines at once, are striped over cache lines.
 type stats struct {
-	hitStripes [16]struct {
-		n atomic.Uint64
-		_ [56]byte
-	}
-	misses, refused, evictions, storeHits atomic.Uint64
-	fetches                               [3]atomic.Uint64 // by Access
-	paceWaits, pauses, notYet             atomic.Uint64
-	paceWait                              atomic.Int64 // nanoseconds
+	hitCount, sent, noRules                       striped
+	misses, evictions, storeHits                  atomic.Uint64
+	refusedRule, refusedUnreachable, refusedUsage atomic.Uint64
+	fetches                                       [3]atomic.Uint64 // by Access
+	paceWaits, pauses, notYet                     atomic.Uint64
+	paceWait                                      atomic.Int64 // nanoseconds
 }
 
-func (s *stats) hit() {
-	s.hitStripes[rand.Uint32()%uint32(len(s.hitStripes))].n.Add(1)
+// striped is a counter over cache lines: each add goes to a stripe chosen at
+// random, so that goroutines that count at once seldom share a line.
+type striped [16]struct {
+	n atomic.Uint64
+	_ [56]byte
 }
 
-func (s *stats) hits() uint64 {
+func (c *striped) add() { c[rand.Uint32()%uint32(len(c))].n.Add(1) }
+
+func (c *striped) load() uint64 {
 	var n uint64
-	for i := range s.hitStripes {
-		n += s.hitStripes[i].n.Load()
+	for i := range c {
+		n += c[i].n.Load()
 	}
 	return n
 }
+
+func (s *stats) hit() { s.hitCount.add() }
 
 func (s *stats) fetched(a Access) {
 	if int(a) < len(s.fetches) {

@@ -300,7 +300,7 @@ func TestErrorsThroughClient(t *testing.T) {
 	if de.Agent != "ExampleBot" || de.Rule != "Disallow: /private" || de.Line != 3 || de.Err != nil {
 		t.Errorf("got %+v", de)
 	}
-	if want := `robots: disallowed by robots.txt: "Disallow: /private" (line 3)`; de.Error() != want {
+	if want := `robots: robots.txt disallows https://example.com/private/page?q=1 for ExampleBot: "Disallow: /private" (line 3)`; de.Error() != want {
 		t.Errorf("Error() = %q, want %q", de.Error(), want)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -974,7 +974,8 @@ func TestStats(t *testing.T) {
 	wantAllowed(t, client, "https://gone.example/a")
 	wantRefused(t, client, "https://down.example/a")
 	wantRefused(t, client, "https://down.example/b")
-	want := Stats{Hits: 3, Misses: 3, Refused: 3, FetchSuccess: 1, FetchUnavailable: 1, FetchUnreachable: 1}
+	want := Stats{Hits: 3, Misses: 3, Sent: 3, Refused: 3, RefusedRule: 1, RefusedUnreachable: 2, AllowedNoRules: 1,
+		FetchSuccess: 1, FetchUnavailable: 1, FetchUnreachable: 1}
 	if got := tr.Stats(); got != want {
 		t.Errorf("Stats() = %+v, want %+v", got, want)
 	}

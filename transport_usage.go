@@ -42,18 +42,40 @@ func (t *Transport) attachUsage(resp *http.Response, req *http.Request, st *stat
 func (t *Transport) decideUses(st *state, agent, target string) decision {
 	u := st.groupOf(agent).Usage(target)
 	for _, use := range t.cfg.uses {
-		if u.Get(use) != matcher.UsageDisallowed {
+		label, want := use, matcher.UsageUnknown
+		if r := useRank(use); r > 0 {
+			// "use=full": refused where the site allows less.
+			label, want = "use", matcher.UsageImmediate+matcher.UsageValue(r-1)
+			if site := useRank("use=" + u.Use()); site == 0 || site >= r {
+				continue
+			}
+		} else if u.Get(use) != matcher.UsageDisallowed {
 			continue
 		}
 		d := decision{use: use}
 		for _, l := range u.Labels() {
-			if l.Label == use && len(l.Rules) > 0 {
+			if l.Label == label && (want == matcher.UsageUnknown || l.Value < want) && len(l.Rules) > 0 {
 				d.rule, d.line = l.Rules[0].Rule, l.Rules[0].Line
 			}
 		}
 		return d
 	}
 	return decision{allowed: true}
+}
+
+// useRank returns the rank of use, a value of Transport.Uses, if it names
+// an extent of Content-Signal's use key: 1 for "use=immediate", 2 for
+// "use=reference", 3 for "use=full"; 0 otherwise.
+func useRank(use string) int {
+	switch use {
+	case "use=immediate":
+		return 1
+	case "use=reference":
+		return 2
+	case "use=full":
+		return 3
+	}
+	return 0
 }
 
 // UsageOf returns the usage preference of a response (SPEC.md section

@@ -221,3 +221,37 @@ func BenchmarkRoundTripUsage(b *testing.B) {
 		})
 	}
 }
+
+// TestUsesUseKey: a crawler that says how much of a page it uses is refused
+// where Content-Signal's use key allows less, and counted.
+func TestUsesUseKey(t *testing.T) {
+	mock := newMock()
+	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200,
+		"User-agent: *\nContent-Signal: search=yes, ai-train=no, use=reference\nContent-Signal: /open/ use=full\n"))
+	for _, c := range []struct {
+		use     string
+		url     string
+		refused bool
+	}{
+		{"use=full", "https://example.com/a", true},
+		{"use=full", "https://example.com/open/a", false},
+		{"use=reference", "https://example.com/a", false},
+		{"use=immediate", "https://example.com/a", false},
+	} {
+		tr := &Transport{Base: mock, Agent: "ExampleBot", Uses: []string{c.use}}
+		err := get(&http.Client{Transport: tr}, c.url)
+		if !c.refused {
+			if err != nil {
+				t.Errorf("Uses %s, %s: %v, want sent", c.use, c.url, err)
+			}
+			continue
+		}
+		de, ok := errors.AsType[*DisallowedError](err)
+		if !ok || de.Use != c.use || de.Line != 2 || !strings.Contains(de.Error(), "allows less than use=full of https://example.com/a") {
+			t.Errorf("Uses %s, %s: %v, want refused by line 2", c.use, c.url, err)
+		}
+		if st := tr.Stats(); st.RefusedUsage != 1 || st.Refused != 1 || st.Sent != 0 {
+			t.Errorf("Stats %+v, want one refusal for a usage preference, nothing sent", st)
+		}
+	}
+}
