@@ -529,8 +529,11 @@ func TestFaultTLS(t *testing.T) {
 	})
 
 	t.Run("silent server", func(t *testing.T) {
-		addr := silentServer(t)
+		// The server's cleanup runs first, and closes the connection
+		// that net/http's dial may still hold in its handshake, before
+		// the check for goroutines left over.
 		tr := faultTransport(t, loopbackBase(nil, nil))
+		addr := silentServer(t)
 		v, de, _ := decideWithin(t, tr, "https://"+addr+"/private")
 		if v != refusedWhole || !errors.Is(de, context.DeadlineExceeded) {
 			t.Errorf("GET = %v (%v), want refused whole by the fetch timeout", v, de)
