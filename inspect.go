@@ -20,8 +20,10 @@ type RobotsTxt struct {
 	Access Access
 
 	// Robots is the parsed file when Access is AccessSuccess (for its
-	// sitemaps and groups), and nil otherwise: an unavailable robots.txt
-	// allows everything, an unreachable one refuses everything.
+	// sitemaps and groups). Otherwise it is an empty file, which names no
+	// sitemap and no group, and is never nil: then Access, not Robots,
+	// says what the Transport does (an unavailable robots.txt allows
+	// everything, an unreachable one refuses everything).
 	Robots *matcher.Robots
 
 	// FetchedAt is when the file in use was fetched (the zero time if
@@ -45,15 +47,23 @@ func (t *Transport) RobotsTxt(ctx context.Context, u *url.URL) (*RobotsTxt, erro
 		return nil, err
 	}
 	e := st.entry
+	r := st.robots
+	if r == nil {
+		r = emptyRobots
+	}
 	return &RobotsTxt{
 		Origin:    s.origin,
 		Access:    e.Access,
-		Robots:    st.robots,
+		Robots:    r,
 		FetchedAt: e.FetchedAt,
 		Expires:   e.Expires,
 		Err:       st.err,
 	}, nil
 }
+
+// emptyRobots is the parsed form of an empty robots.txt; it is never
+// modified.
+var emptyRobots = matcher.Parse(nil)
 
 // CrawlDelay returns the time the Transport keeps between two requests to
 // u's origin, as the crawler that ctx names (see [WithAgent]) or else as its

@@ -44,7 +44,7 @@ func TestAgentWithoutToken(t *testing.T) {
 		}()
 		NewTransport(nil, "") // as from an unset environment variable
 	}()
-	for _, agent := range []string{"/1.0", "(bot)", "  ", "***"} {
+	for _, agent := range []string{"/1.0", "(bot)", "  ", "***", "My Crawler", "My Crawler/1.0", "Example Bot (+https://example.com)"} {
 		func() {
 			defer func() {
 				if recover() == nil {
@@ -56,11 +56,22 @@ func TestAgentWithoutToken(t *testing.T) {
 		mock := newMock()
 		client := &http.Client{Transport: &Transport{Base: mock, Agent: agent}}
 		err := get(client, "https://example.com/page")
-		if err == nil || errors.Is(err, ErrDisallowed) || !strings.Contains(err.Error(), "names no product token") {
+		if err == nil || errors.Is(err, ErrDisallowed) || !strings.Contains(err.Error(), "names no product token") && !strings.Contains(err.Error(), "is words, not a product token") {
 			t.Errorf("Agent %q: err = %v, want an error that says the agent names no token", agent, err)
 		}
 		if n := mock.GetTotalCallCount(); n != 0 {
 			t.Errorf("Agent %q: %d requests sent, want none", agent, n)
+		}
+	}
+
+	// User-Agent headers with words in them still name their token.
+	for agent, tok := range map[string]string{
+		"ExampleBot/1.0 (+https://example.com/bot)":                      "ExampleBot",
+		"Mozilla/5.0 (compatible; ExampleBot/1.0; +https://example.com)": "ExampleBot",
+		"Mozilla/5.0 (compatible; ExampleBot; +https://example.com)":     "ExampleBot",
+	} {
+		if got, err := tokenOf(agent); got != tok || err != nil {
+			t.Errorf("tokenOf(%q) = %q, %v; want %q", agent, got, err, tok)
 		}
 	}
 

@@ -466,6 +466,12 @@ func tokenOf(agent string) (string, error) {
 		return agent, nil
 	}
 	if tok := productToken(agent); tok != "" {
+		// Words ("My Crawler") are not a User-Agent header: a header
+		// names the crawler as Name/version, or in a compatible
+		// comment, and the first word alone is not its token.
+		if strings.ContainsAny(agent, " \t") && !strings.Contains(agent, tok+"/") && compatibleToken(agent) != tok {
+			return "", fmt.Errorf("robots: agent %q is words, not a product token (want one word of letters, digits, '-' and '_', as in \"ExampleBot\", or a User-Agent header such as \"ExampleBot/1.0 (+https://example.com/bot)\")", agent)
+		}
 		return tok, nil
 	}
 	return "", fmt.Errorf("robots: agent %q names no product token (want a name of letters, digits, '-' and '_', as in \"ExampleBot\" or \"ExampleBot/1.0\")", agent)
@@ -1052,7 +1058,15 @@ func (t *Transport) agentOf(ua string) string {
 // productToken finds the crawler's product token in a User-Agent header, or
 // returns "".
 func productToken(ua string) string {
-	// A "compatible" comment names the crawler: "(compatible; Bot/1.0; …)".
+	if tok := compatibleToken(ua); tok != "" {
+		return tok
+	}
+	return firstProduct(ua)
+}
+
+// compatibleToken returns the crawler's product token that a "compatible"
+// comment names, "(compatible; Bot/1.0; …)", or "".
+func compatibleToken(ua string) string {
 	for rest := ua; ; {
 		open := strings.IndexByte(rest, '(')
 		if open < 0 {
@@ -1078,8 +1092,13 @@ func productToken(ua string) string {
 			}
 		}
 	}
-	// Else the first product outside comments that is not a browser's,
-	// with or without a version (RFC 9110 §10.1.5).
+	return ""
+}
+
+// firstProduct returns the first product outside comments of the User-Agent
+// header ua that is not a browser's, with or without a version (RFC 9110
+// §10.1.5), or "".
+func firstProduct(ua string) string {
 	depth := 0
 	for f := range strings.FieldsSeq(ua) {
 		if depth > 0 || strings.HasPrefix(f, "(") {
