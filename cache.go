@@ -780,7 +780,7 @@ func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string, 
 			waiting = nil
 			sendAt := time.Unix(0, f.sendAt.Load())
 			if now := t.now(); t.clock(sendAt) >= lim.until {
-				return nil, t.notYet(s, now, max(t.clock(sendAt)-now, time.Nanosecond), lim)
+				return nil, t.notYet(ctx, s, now, max(t.clock(sendAt)-now, time.Nanosecond), lim)
 			}
 		case <-timeout:
 			select {
@@ -788,7 +788,7 @@ func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string, 
 				return f.st, nil
 			default:
 			}
-			return nil, t.notYet(s, t.now(), fetchPoll, lim)
+			return nil, t.notYet(ctx, s, t.now(), fetchPoll, lim)
 		case <-ctx.Done():
 			return nil, fmt.Errorf("robots: waiting for %s/robots.txt: %w", s.origin, ctx.Err())
 		}

@@ -116,6 +116,12 @@ func (t *Transport) fetch(parent context.Context, origin string, rt *route, user
 			perr, done := bounded(ctx, resp.Body, func() error {
 				return t.guard(ctx, target, func() { r = t.read(resp, target, now) })
 			})
+			if done && perr == nil && r != nil && at != origin {
+				r.from = at
+				if at == "" {
+					r.from = redact(target)
+				}
+			}
 			if !done {
 				return &fetchResult{status: resp.StatusCode, err: fmt.Errorf("robots: reading %s: %w", redact(target), ctx.Err())}
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/url"
@@ -380,11 +381,15 @@ func (l turnLimit) left(now time.Duration) time.Duration {
 
 // notYet returns the error of a request to s refused at now because its turn
 // is wait away, past l.
-func (t *Transport) notYet(s *site, now, wait time.Duration, l turnLimit) *TurnError {
+func (t *Transport) notYet(ctx context.Context, s *site, now, wait time.Duration, l turnLimit) *TurnError {
 	t.stats.notYet.Add(1)
 	e := &TurnError{Origin: s.origin, At: t.epoch.Add(now + wait)}
 	if l.deadline {
 		e.Err = context.DeadlineExceeded
+	}
+	if t.debugging(ctx) {
+		t.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "robots: not sent yet", slog.String("origin", s.origin),
+			slog.Duration("in", wait), slog.Time("at", e.At), slog.Bool("deadline", l.deadline))
 	}
 	return e
 }
@@ -430,6 +435,7 @@ func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, 
 				f.sendAt.Store(time.Now().Add(wait).UnixNano())
 				f.wait()
 			}
+			t.debugWait(ctx, s, wait, f)
 			if err := t.sleep(ctx, s, wait, &waited); err != nil {
 				tk.giveBack()
 				return err
@@ -441,6 +447,15 @@ func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, 
 			return nil
 		}
 		tk.giveBack()
+	}
+}
+
+// debugWait writes a debug record of a request held for wait before its
+// turn; f is the flight of a fetch of robots.txt, or nil.
+func (t *Transport) debugWait(ctx context.Context, s *site, wait time.Duration, f *flight) {
+	if t.debugging(ctx) {
+		t.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "robots: waiting for the turn", slog.String("origin", s.origin),
+			slog.Duration("wait", wait), slog.Bool("robots_txt", f != nil))
 	}
 }
 
@@ -480,7 +495,7 @@ func (t *Transport) reserve(ctx context.Context, s *site, every time.Duration, l
 		now := t.now()
 		wait, ok, tk := t.paceOf(s).reserve(now, every, lim.left(now))
 		if !ok {
-			return 0, turn{}, t.notYet(s, now, wait, lim)
+			return 0, turn{}, t.notYet(ctx, s, now, wait, lim)
 		}
 		return wait, tk, nil
 	}
@@ -492,12 +507,13 @@ func (t *Transport) reserve(ctx context.Context, s *site, every time.Duration, l
 			break
 		}
 		if known >= lim.left(now) {
-			return 0, turn{}, t.notYet(s, now, known, lim)
+			return 0, turn{}, t.notYet(ctx, s, now, known, lim)
 		}
 		if f != nil {
 			f.sendAt.Store(time.Now().Add(known).UnixNano())
 			f.wait()
 		}
+		t.debugWait(ctx, s, known, f)
 		if err := t.sleep(ctx, s, known, waited); err != nil {
 			return 0, turn{}, err
 		}
@@ -519,7 +535,7 @@ func (t *Transport) reserve(ctx context.Context, s *site, every time.Duration, l
 		if wait <= 0 {
 			wait = time.Nanosecond // a Pacer that refuses a turn it says is now
 		}
-		return 0, turn{}, t.notYet(s, now, wait, lim)
+		return 0, turn{}, t.notYet(ctx, s, now, wait, lim)
 	case ctx.Err() != nil:
 		return 0, turn{}, fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
 	}
@@ -527,7 +543,7 @@ func (t *Transport) reserve(ctx context.Context, s *site, every time.Duration, l
 	now = t.now()
 	wait, ok, tk := t.paceOf(s).reserve(now, every, lim.left(now))
 	if !ok {
-		return 0, turn{}, t.notYet(s, now, wait, lim)
+		return 0, turn{}, t.notYet(ctx, s, now, wait, lim)
 	}
 	return wait, tk, nil
 }
@@ -646,6 +662,9 @@ const pacerLogInterval = time.Minute
 // pacerFailed logs that the Pacer failed for origin, unless a failure was
 // logged in the last pacerLogInterval.
 func (t *Transport) pacerFailed(ctx context.Context, origin string, err error) {
+	if t.debugging(ctx) {
+		t.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "robots: pacing in memory", slog.String("origin", origin), slog.Any("err", err))
+	}
 	now := time.Now().UnixNano()
 	last := t.pacerLogged.Load()
 	if last != 0 && now-last < int64(pacerLogInterval) || !t.pacerLogged.CompareAndSwap(last, now) {

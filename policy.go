@@ -162,6 +162,7 @@ type fetchResult struct {
 	lifetime   time.Duration // when access is not AccessUnreachable
 	retryAfter time.Duration // asked by the server on an unreachable status; 0 if not
 	err        error         // why access is AccessUnreachable; nil otherwise
+	from       string        // the origin whose answer this is, when a redirect led away from the one asked; "" otherwise
 }
 
 // next returns the entry that follows prev (nil if there is none) after a

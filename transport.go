@@ -874,6 +874,9 @@ func (t *Transport) check(ctx context.Context, u *url.URL, host, agent string, u
 	if d.err != nil {
 		de.RetryAt = st.entry.Expires
 	}
+	if t.debugging(ctx) {
+		t.debugRefused(ctx, de)
+	}
 	return nil, nil, 0, de
 }
 
@@ -1007,6 +1010,28 @@ func (s *stats) fetched(a Access) {
 	}
 }
 
+// debugging reports whether the Logger takes debug records: a caller builds
+// one only then, so that a Transport whose Logger does not allocates nothing
+// for them.
+func (t *Transport) debugging(ctx context.Context) bool {
+	l := t.cfg.logger
+	return l != nil && l.Enabled(ctx, slog.LevelDebug)
+}
+
+// debugRefused writes a debug record of a refusal.
+func (t *Transport) debugRefused(ctx context.Context, de *DisallowedError) {
+	attrs := []slog.Attr{slog.String("url", de.URL.Redacted()), slog.String("agent", de.Agent)}
+	switch {
+	case de.Err != nil:
+		attrs = append(attrs, slog.String("why", "robots.txt unreachable"), slog.Any("err", de.Err), slog.Time("retry_at", de.RetryAt))
+	case de.Use != "":
+		attrs = append(attrs, slog.String("use", de.Use), slog.String("rule", de.Rule), slog.Int("line", de.Line))
+	default:
+		attrs = append(attrs, slog.String("rule", de.Rule), slog.Int("line", de.Line))
+	}
+	t.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "robots: refused", attrs...)
+}
+
 // log writes a record, if the Transport has a Logger.
 func (t *Transport) log(ctx context.Context, msg string, args ...any) {
 	if l := t.cfg.logger; l != nil {
@@ -1026,6 +1051,9 @@ func (t *Transport) logFetch(ctx context.Context, origin string, r *fetchResult,
 		slog.String("access", r.access.String()),
 		slog.Int("status", r.status),
 		slog.Time("expires", e.Expires),
+	}
+	if r.from != "" {
+		attrs = append(attrs, slog.String("from", r.from)) // answered through a redirect to another origin
 	}
 	if r.err != nil {
 		level = slog.LevelWarn
