@@ -388,7 +388,7 @@ func (t *Transport) notYet(ctx context.Context, s *site, now, wait time.Duration
 		e.Err = context.DeadlineExceeded
 	}
 	if t.debugging(ctx) {
-		t.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "robots: not sent yet", slog.String("origin", s.origin),
+		t.debug(ctx, "robots: not sent yet", slog.String("origin", s.origin),
 			slog.Duration("in", wait), slog.Time("at", e.At), slog.Bool("deadline", l.deadline))
 	}
 	return e
@@ -454,7 +454,7 @@ func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, 
 // turn; f is the flight of a fetch of robots.txt, or nil.
 func (t *Transport) debugWait(ctx context.Context, s *site, wait time.Duration, f *flight) {
 	if t.debugging(ctx) {
-		t.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "robots: waiting for the turn", slog.String("origin", s.origin),
+		t.debug(ctx, "robots: waiting for the turn", slog.String("origin", s.origin),
 			slog.Duration("wait", wait), slog.Bool("robots_txt", f != nil))
 	}
 }
@@ -663,7 +663,7 @@ const pacerLogInterval = time.Minute
 // logged in the last pacerLogInterval.
 func (t *Transport) pacerFailed(ctx context.Context, origin string, err error) {
 	if t.debugging(ctx) {
-		t.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "robots: pacing in memory", slog.String("origin", origin), slog.Any("err", err))
+		t.debug(ctx, "robots: pacing in memory", slog.String("origin", origin), slog.Any("err", err))
 	}
 	now := time.Now().UnixNano()
 	last := t.pacerLogged.Load()

@@ -310,8 +310,14 @@ type Transport struct {
 	// users. If nil, entries live in this Transport only.
 	Store Store
 
-	// Logger, if non-nil, receives a record of each robots.txt fetch and
-	// of each Store or Pacer error. If nil, nothing is logged. Records
+	// Logger, if non-nil, receives a record of each robots.txt fetch
+	// (Info; Warn when unreachable; with the origin a redirect led to,
+	// as "from") and of each Store or Pacer error (Warn), and at the
+	// Debug level, of each refusal (the URL, the token, the deciding
+	// rule and line or why the origin is refused), each request refused
+	// for now or held for its turn, and each fallback from a failing
+	// Pacer. Debug records are built only when the Logger takes them. If
+	// nil, nothing is logged. Records
 	// about a fetch are logged with the context of the request that
 	// caused it, so that a handler can read its values (a trace ID, say);
 	// that is all the fetch takes from the request's context, beside the
@@ -1029,7 +1035,14 @@ func (t *Transport) debugRefused(ctx context.Context, de *DisallowedError) {
 	default:
 		attrs = append(attrs, slog.String("rule", de.Rule), slog.Int("line", de.Line))
 	}
-	t.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "robots: refused", attrs...)
+	t.debug(ctx, "robots: refused", attrs...)
+}
+
+// debug writes a debug record. The caller checked t.debugging first. A
+// Logger that panics here is ignored: a record is not worth a request.
+func (t *Transport) debug(ctx context.Context, msg string, attrs ...slog.Attr) {
+	defer func() { recover() }()
+	t.cfg.logger.LogAttrs(ctx, slog.LevelDebug, msg, attrs...)
 }
 
 // log writes a record, if the Transport has a Logger.
