@@ -898,7 +898,7 @@ func isRobotsTxt(u *url.URL) bool {
 // against them (RFC 9309 §2.2.2).
 func target(u *url.URL) string {
 	p := "/"
-	if u.RawQuery == "" && u.Opaque == "" {
+	if u.RawQuery == "" && !u.ForceQuery && u.Opaque == "" {
 		if ep := u.EscapedPath(); ep != "" {
 			p = ep
 		}

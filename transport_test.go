@@ -1357,3 +1357,25 @@ func BenchmarkRoundTripLogger(b *testing.B) {
 		}
 	})
 }
+
+// TestEmptyQuery: a URL with an empty query ("/mld?") is matched as sent,
+// with its "?", so that a rule written for it applies.
+func TestEmptyQuery(t *testing.T) {
+	mock := newMock()
+	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /mld?\nDisallow: /*?$\n"))
+	client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+	for _, u := range []string{"https://example.com/mld?", "https://example.com/x?"} {
+		if de := wantRefused(t, client, u); de.Line == 0 {
+			t.Errorf("%s: refused by %+v, want a rule", u, de)
+		}
+	}
+	wantAllowed(t, client, "https://example.com/mld")
+	for _, c := range []struct{ in, want string }{
+		{"https://example.com/mld?", "/mld?"}, {"https://example.com/mld", "/mld"}, {"https://example.com/?", "/?"},
+		{"https://example.com/a?b", "/a?b"},
+	} {
+		if got := target(mustURL(c.in)); got != c.want {
+			t.Errorf("target(%s) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
