@@ -903,9 +903,13 @@ func (t *Transport) obtain(logCtx context.Context, s *site, f *flight, prevSt *s
 		// seen: the crawl-delay that the fleet keeps.
 		every = max(every, t.cfg.minDelay, t.compile(prev, nil).every)
 	}
-	t.waitTurn(ctx, s, every, f, true, t.now())
+	at, _ := t.waitTurn(ctx, s, every, f, true, t.now())
 
 	r := t.fetch(ctx, s.origin, s.route.Load(), userAgent)
+	// The request after the fetch is spaced from its answer, not from
+	// when it left: the site sees the two at least an interval apart,
+	// however long the fetch took.
+	t.departed(s, at)
 	if r.retryAfter > 0 && !t.cfg.ignoreRetryAfter {
 		// A robots.txt that asks to wait pauses its origin like a
 		// page does: the last good copy is obeyed, but no request

@@ -183,7 +183,8 @@ func (t *Transport) fetch(parent context.Context, origin string, rt *route, user
 func (t *Transport) hopTurn(ctx context.Context, k originKey) error {
 	now := t.now()
 	s := t.cache.siteOf(k, now)
-	return t.waitTurn(ctx, s, t.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true, now)
+	_, err := t.waitTurn(ctx, s, t.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true, now)
+	return err
 }
 
 // roundTrip sends req through Base, guarded (see guard), and returns Base's

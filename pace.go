@@ -143,7 +143,8 @@ type pace struct {
 
 // turn is one reservation of a pace, for a give-back.
 type turn struct {
-	p         *pace
+	p         *pace // nil for a turn taken in a Pacer, which cannot be given back
+	at        time.Duration
 	seq       uint64
 	prevLast  time.Duration
 	prevEvery time.Duration
@@ -164,9 +165,21 @@ func (p *pace) reserve(now, every, maxWait time.Duration) (wait time.Duration, o
 		return wait, false, turn{}
 	}
 	p.next++
-	tk = turn{p: p, seq: p.next, prevLast: p.last, prevEvery: p.lastEvery, prevSeq: p.seq}
+	tk = turn{p: p, at: at, seq: p.next, prevLast: p.last, prevEvery: p.lastEvery, prevSeq: p.seq}
 	p.take(at, every)
 	return wait, true, tk
+}
+
+// departed notes that the request of the turn at left at now, or that its
+// answer came then: if that turn is still the latest one taken, the next is
+// spaced from now, so that a request that woke late, or a fetch of robots.txt
+// that took long, is not followed by one closer than the interval.
+func (p *pace) departed(at, now time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.seq != 0 && p.last == at && now > at {
+		p.last = now
+	}
 }
 
 // turnAt returns p's next turn at now for a request with the interval
@@ -411,11 +424,11 @@ func (t *Transport) notYet(ctx context.Context, s *site, now, wait time.Duration
 // A request that is not a fetch takes no turn when no interval applies and
 // the origin is not paused (the hot path), unless always is set: then it
 // takes one, so that a later request is spaced from it.
-func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, f *flight, always bool, start time.Duration) error {
+func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, f *flight, always bool, start time.Duration) (time.Duration, error) {
 	if every <= 0 && f == nil && !always && !s.pace.dropped.Load() &&
 		(s.pace.pausedUntil.Load() == 0 || !s.pace.paused(t.now())) &&
 		(t.cfg.pacer == nil || t.watchedUnpaused(s.origin)) {
-		return nil // the hot path: nothing to wait for
+		return noTurn, nil // the hot path: nothing to wait for
 	}
 	lim := t.limitOf(ctx, start)
 	var waited time.Duration
@@ -428,7 +441,7 @@ func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, 
 	for {
 		wait, tk, err := t.reserve(ctx, s, every, lim, f, &waited)
 		if err != nil {
-			return err
+			return noTurn, err
 		}
 		if wait > 0 {
 			if f != nil {
@@ -438,13 +451,15 @@ func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, 
 			t.debugWait(ctx, s, wait, f)
 			if err := t.sleep(ctx, s, wait, &waited); err != nil {
 				tk.giveBack()
-				return err
+				return noTurn, err
 			}
 		}
 		// A pause that began while this request waited holds it back
 		// too: no request goes to a paused origin.
 		if !t.paused(ctx, s, wait > 0) {
-			return nil
+			now := t.now()
+			t.paceOf(s).departed(tk.at, now)
+			return max(tk.at, now), nil
 		}
 		tk.giveBack()
 	}
@@ -456,6 +471,17 @@ func (t *Transport) debugWait(ctx context.Context, s *site, wait time.Duration, 
 	if t.debugging(ctx) {
 		t.debug(ctx, "robots: waiting for the turn", slog.String("origin", s.origin),
 			slog.Duration("wait", wait), slog.Bool("robots_txt", f != nil))
+	}
+}
+
+// noTurn is what waitTurn returns for a request that took no turn.
+const noTurn = time.Duration(-1)
+
+// departed notes that the request that took the turn at of s (noTurn for
+// none) has had its answer at now; see pace.departed.
+func (t *Transport) departed(s *site, at time.Duration) {
+	if at != noTurn {
+		t.paceOf(s).departed(at, t.now())
 	}
 }
 
@@ -529,8 +555,9 @@ func (t *Transport) reserve(ctx context.Context, s *site, every time.Duration, l
 	case err == nil && ok:
 		// Counted from the answer, not the question: the turn the
 		// process remembers is never earlier than the Pacer's.
-		t.paceOf(s).record(t.now()+max(wait, 0), every)
-		return max(wait, 0), turn{}, nil
+		at := t.now() + max(wait, 0)
+		t.paceOf(s).record(at, every)
+		return max(wait, 0), turn{at: at}, nil
 	case err == nil:
 		if wait <= 0 {
 			wait = time.Nanosecond // a Pacer that refuses a turn it says is now

@@ -763,3 +763,35 @@ func TestWatchedPauseHoldsWhenPacerFails(t *testing.T) {
 		}
 	})
 }
+
+// TestSpacedFromDeparture: the request after a fetch of robots.txt is spaced
+// from the fetch's answer, and a request that left after its turn (it woke
+// late) spaces the next from when it left.
+func TestSpacedFromDeparture(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		var robotsAt time.Time
+		mock.RegisterResponder("GET", exampleRobots, func(*http.Request) (*http.Response, error) {
+			robotsAt = time.Now()
+			time.Sleep(time.Second) // a slow answer
+			return httpmock.NewStringResponse(200, "User-agent: *\nCrawl-delay: 2\n"), nil
+		})
+		var pageAt time.Time
+		mock.RegisterResponder("GET", "https://example.com/page", func(*http.Request) (*http.Response, error) {
+			pageAt = time.Now()
+			return httpmock.NewStringResponse(200, ""), nil
+		})
+		wantAllowed(t, &http.Client{Transport: NewTransport(mock, "ExampleBot")}, "https://example.com/page")
+		if d := pageAt.Sub(robotsAt); d != 3*time.Second {
+			t.Errorf("the page left %v after robots.txt, want the 1s its answer took and the 2s crawl-delay", d)
+		}
+	})
+
+	var p pace
+	p.reserve(0, 2*time.Second, time.Hour)
+	_, _, tk := p.reserve(0, 2*time.Second, time.Hour) // at 2s
+	p.departed(tk.at, 2500*time.Millisecond)           // left at 2.5s
+	if wait, _, _ := p.reserve(2500*time.Millisecond, 2*time.Second, time.Hour); wait != 2*time.Second {
+		t.Errorf("next turn %v after a request that left late, want 2s after it left", wait)
+	}
+}

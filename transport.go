@@ -714,7 +714,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		var every time.Duration
 		s, st, every, err = t.check(ctx, req.URL, req.Host, agent, t.fetchAgent(req.Header, ua), now)
 		if err == nil {
-			err = t.waitTurn(ctx, s, every, nil, false, now)
+			_, err = t.waitTurn(ctx, s, every, nil, false, now)
 		}
 	}
 	if err != nil {
@@ -772,7 +772,8 @@ func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL, host string, 
 		s, evicted = t.cache.add(sh, k, now)
 		t.stats.evictions.Add(uint64(evicted))
 	}
-	return s, t.waitTurn(ctx, s, t.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true, now)
+	_, err = t.waitTurn(ctx, s, t.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true, now)
+	return s, err
 }
 
 // Check returns the verdict of the Transport's robots.txt cache for u,
