@@ -45,13 +45,13 @@ const slowFetch = time.Second
 type kind int
 
 const (
-	normal   kind = iota // 200 with a corpus file
-	unavail              // 404: every URL allowed
-	err503               // 503: unreachable
-	err429               // 429: unreachable
-	slow                 // 200 with a corpus file, after slowFetch
-	silent               // no answer: the fetch times out, unreachable
-	moved                // 301 to another host, which serves a corpus file
+	normal  kind = iota // 200 with a corpus file
+	unavail             // 404: every URL allowed
+	err503              // 503: unreachable
+	err429              // 429: unreachable
+	slow                // 200 with a corpus file, after slowFetch
+	silent              // no answer: the fetch times out, unreachable
+	moved               // 301 to another host, which serves a corpus file
 	nKinds
 )
 
@@ -293,7 +293,7 @@ func pagePaths(body []byte, n int, rng *rand.Rand) []string {
 
 // host returns the host name of origin i in run r, and moved, that of the
 // host its robots.txt redirects to.
-func host(i, r int) string  { return "o" + strconv.Itoa(i) + ".r" + strconv.Itoa(r) + ".test" }
+func host(i, r int) string      { return "o" + strconv.Itoa(i) + ".r" + strconv.Itoa(r) + ".test" }
 func movedHost(i, r int) string { return "m" + strconv.Itoa(i) + ".r" + strconv.Itoa(r) + ".test" }
 
 // parseHost returns the origin index, run and whether it is the redirect
