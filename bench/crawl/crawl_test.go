@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"testing"
@@ -52,6 +53,66 @@ func crawlSmall(t *testing.T, name string, n int) figures {
 	return f
 }
 
-func TestBlockingDbg(t *testing.T) {
-	crawlSmall(t, "a", 8)
+// TestServer checks what the web answers for each kind of robots.txt, and
+// that it logs each arrival.
+func TestServer(t *testing.T) {
+	w := testWeb()
+	w.origins = append(w.origins,
+		origin{kind: unavail}, origin{kind: err429}, origin{kind: moved, body: []byte("Disallow: /")}, origin{kind: silent})
+	srv := newServer(w)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv}
+	go hs.Serve(ln)
+	defer hs.Close()
+	addr := ln.Addr().String()
+	c := &http.Client{
+		Transport:     newBase(addr),
+		Timeout:       200 * time.Millisecond,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	for _, tc := range []struct {
+		i      int
+		status int
+		body   string
+	}{
+		{0, 200, string(w.origins[0].body)},
+		{1, 503, ""},
+		{3, 404, ""},
+		{4, 429, ""},
+		{5, 301, ""},
+		{6, 0, ""}, // no answer
+	} {
+		resp, err := c.Get("http://" + host(tc.i, 9) + "/robots.txt")
+		if tc.status == 0 {
+			if err == nil {
+				resp.Body.Close()
+				t.Errorf("origin %d answered %d, want no answer", tc.i, resp.StatusCode)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("origin %d: %v", tc.i, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || tc.body != "" && string(b) != tc.body {
+			t.Errorf("origin %d: %d %q, want %d %q", tc.i, resp.StatusCode, b, tc.status, tc.body)
+		}
+		if tc.status == 301 && resp.Header.Get("Location") != "http://"+movedHost(5, 9)+"/robots.txt" {
+			t.Errorf("redirect to %q", resp.Header.Get("Location"))
+		}
+	}
+	log, err := fetchLog(addr, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 6 || log[0].host != host(0, 9) || log[0].path != "/robots.txt" {
+		t.Errorf("log %v, want 6 arrivals, the first at %s/robots.txt", log, host(0, 9))
+	}
+	if log, _ := fetchLog(addr, 9); len(log) != 0 {
+		t.Errorf("log read twice: %v", log)
+	}
 }
