@@ -28,8 +28,8 @@ func (h dueHeap) Less(a, b int) bool {
 	}
 	return h[a].seq < h[b].seq
 }
-func (h dueHeap) Swap(a, b int)  { h[a], h[b] = h[b], h[a]; h[a].i = a; h[b].i = b }
-func (h *dueHeap) Push(x any)    { q := x.(*queue); q.i = len(*h); *h = append(*h, q) }
+func (h dueHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a]; h[a].i = a; h[b].i = b }
+func (h *dueHeap) Push(x any)   { q := x.(*queue); q.i = len(*h); *h = append(*h, q) }
 func (h *dueHeap) Pop() any {
 	old := *h
 	q := old[len(old)-1]

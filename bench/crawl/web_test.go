@@ -86,12 +86,12 @@ func TestJudgeRun(t *testing.T) {
 		{host(0, 1), "/private/a", at(150)}, // disallowed, and 50 ms early
 		{host(0, 1), "/robots.txt", at(400)},
 		{host(1, 1), "/robots.txt", at(0)},
-		{host(1, 1), "/c", at(10)},                 // robots.txt unreachable
-		{movedHost(2, 1), "/robots.txt", at(0)},    // not a crawled origin
-		{host(0, 2), "/", at(1)},                   // another run
-		{host(2, 1), "/robots.txt", at(0)},         // slow
-		{host(2, 1), "/", at(1000)},                // no delay: never too close
-		{host(0, 1), "/b", at(496)},                // 4 ms early: within the slack
+		{host(1, 1), "/c", at(10)},              // robots.txt unreachable
+		{movedHost(2, 1), "/robots.txt", at(0)}, // not a crawled origin
+		{host(0, 2), "/", at(1)},                // another run
+		{host(2, 1), "/robots.txt", at(0)},      // slow
+		{host(2, 1), "/", at(1000)},             // no delay: never too close
+		{host(0, 1), "/b", at(496)},             // 4 ms early: within the slack
 	}
 	var f figures
 	w.judgeRun(&f, 1, seen, seen[:2], 5*time.Millisecond)
