@@ -96,6 +96,12 @@ func keyOf(u *url.URL) (originKey, error) {
 		if err != nil || !addr.Is6() {
 			return originKey{}, fmt.Errorf("robots: invalid host %q", host)
 		}
+		if !unreservedZone(addr.Zone()) {
+			// A zone of other bytes has no spelling that url.Parse
+			// reads back (it refuses "%96" in a zone, and a space
+			// in a host), so it cannot name an origin in a Store.
+			return originKey{}, fmt.Errorf("robots: invalid host %q: an IPv6 zone must be letters, digits, '-', '.', '_' or '~' (RFC 6874)", host)
+		}
 		if c := "[" + addr.String() + "]"; c != name {
 			name = c
 		}
@@ -165,6 +171,18 @@ func defaultPort(scheme string) string {
 		return "21"
 	}
 	return ""
+}
+
+// unreservedZone reports whether zone, an IPv6 zone, holds only the
+// unreserved characters of RFC 3986 §2.3, which RFC 6874 §2 allows unescaped.
+func unreservedZone(zone string) bool {
+	for i := 0; i < len(zone); i++ {
+		c := zone[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return false
+		}
+	}
+	return true
 }
 
 func isASCII(s string) bool {
@@ -451,14 +469,23 @@ func (s *site) loading() bool {
 
 // flight is one load of a site's robots.txt. st is written once before done
 // is closed, and read only after. When the fetch must wait for its turn,
-// sendAt is set and waiting closed, so that a request whose deadline comes
-// first gives up at once.
+// sendAt is set and waiting closed, so that a request that cannot wait so
+// long gives up at once.
 type flight struct {
-	done    chan struct{}
-	st      *state
-	waiting chan struct{}
-	sendAt  time.Time // written once before waiting is closed
+	done     chan struct{}
+	st       *state
+	waiting  chan struct{}
+	waitOnce sync.Once
+	sendAt   atomic.Int64 // when the fetch is sent, in Unix ns; set before waiting is closed, and again if it waits more
 }
+
+// wait tells the requests waiting for f that its fetch waits for its turn,
+// until sendAt.
+func (f *flight) wait() { f.waitOnce.Do(func() { close(f.waiting) }) }
+
+// fetchPoll is how long after a refusal a request that found a fetch of
+// robots.txt in flight, with no known end, may try again (TurnError.At).
+const fetchPoll = 100 * time.Millisecond
 
 // state is an entry ready to decide with. It is immutable. Without a Store,
 // its entry has no Body: the parsed form is all a state needs, and a refresh
@@ -619,7 +646,7 @@ func (t *Transport) lookup(ctx context.Context, k originKey, now time.Duration, 
 	if h := lookupMissHook; h != nil {
 		h(k)
 	}
-	st, err := t.wait(ctx, s, userAgent, false)
+	st, err := t.wait(ctx, s, userAgent, false, now)
 	for tries := 1; err == errSiteGone; tries++ {
 		// s was evicted before its load began: wait for the origin's
 		// current site instead, so that an origin has one load at a
@@ -629,7 +656,7 @@ func (t *Transport) lookup(ctx context.Context, k originKey, now time.Duration, 
 		var evicted int
 		s, evicted = t.cache.add(sh, k, now)
 		t.stats.evictions.Add(uint64(evicted))
-		st, err = t.wait(ctx, s, userAgent, tries >= 8)
+		st, err = t.wait(ctx, s, userAgent, tries >= 8, now)
 	}
 	return s, st, err
 }
@@ -643,11 +670,13 @@ var lookupMissHook func(originKey)
 var errSiteGone = errors.New("robots: site evicted")
 
 // wait returns the site's state once it is fresh, starting a load unless
-// one is in progress. It gives up when ctx is done, and at once when the
-// load waits for a turn that comes after ctx's deadline; the load goes on
-// for the other callers. It returns errSiteGone if s has been evicted,
-// unless evenGone is set.
-func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string, evenGone bool) (*state, error) {
+// one is in progress, for a request that began at start (on the Transport's
+// clock). It gives up when ctx is done, and, with a [*TurnError], when the
+// request may not wait so long (see turnLimit): at once if the load waits
+// for a turn past that limit, or when MaxWait runs out while the fetch is in
+// flight. The load goes on for the other callers. It returns errSiteGone if
+// s has been evicted, unless evenGone is set.
+func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string, evenGone bool, start time.Duration) (*state, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("robots: waiting for %s/robots.txt: %w", s.origin, err)
 	}
@@ -666,12 +695,13 @@ func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string, 
 		s.mu.Unlock()
 		return st, nil
 	}
+	lim := t.limitOf(ctx, start)
 	f := s.flight
 	if f == nil {
 		f = &flight{done: make(chan struct{}), waiting: make(chan struct{})}
 		s.flight = f
 		s.mu.Unlock()
-		if ctx.Done() == nil {
+		if ctx.Done() == nil && lim.until == math.MaxInt64 {
 			// This caller cannot give up: load on its goroutine.
 			t.load(ctx, s, f, userAgent())
 			return f.st, nil
@@ -680,10 +710,16 @@ func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string, 
 	} else {
 		s.mu.Unlock()
 	}
-	waiting := f.waiting
-	dl, hasDeadline := ctx.Deadline()
-	if !hasDeadline {
-		waiting = nil
+	var waiting <-chan struct{}
+	var timeout <-chan time.Time
+	if lim.until != math.MaxInt64 {
+		waiting = f.waiting
+		if !lim.deadline {
+			// MaxWait, before the deadline if any.
+			timer := time.NewTimer(max(lim.left(t.now())-1, 0))
+			defer timer.Stop()
+			timeout = timer.C
+		}
 	}
 	for {
 		select {
@@ -691,10 +727,17 @@ func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string, 
 			return f.st, nil
 		case <-waiting:
 			waiting = nil
-			if f.sendAt.After(dl) {
-				return nil, fmt.Errorf("robots: the fetch of %s/robots.txt waits for its turn, %v away, past the deadline: %w",
-					s.origin, time.Until(f.sendAt).Round(time.Millisecond), context.DeadlineExceeded)
+			sendAt := time.Unix(0, f.sendAt.Load())
+			if now := t.now(); t.clock(sendAt) >= lim.until {
+				return nil, t.notYet(s, now, max(t.clock(sendAt)-now, time.Nanosecond), lim)
 			}
+		case <-timeout:
+			select {
+			case <-f.done:
+				return f.st, nil
+			default:
+			}
+			return nil, t.notYet(s, t.now(), fetchPoll, lim)
 		case <-ctx.Done():
 			return nil, fmt.Errorf("robots: waiting for %s/robots.txt: %w", s.origin, ctx.Err())
 		}
@@ -764,7 +807,10 @@ func entryOf(st *state) *Entry {
 // while it holds the Store's lock, so that no other user of the Store and
 // Pacer sees the new entry before the fetch is counted as a turn.
 func (t *Transport) obtain(logCtx context.Context, s *site, f *flight, prevSt *state, userAgent string) *state {
-	ctx := context.Background() // the load's own: no caller's values, no cancellation
+	// The load's own context: no caller's values, no cancellation, and
+	// no MaxWait, so that the fetch and its redirects wait for their
+	// turns however far away.
+	ctx := context.WithValue(context.Background(), maxWaitKey{}, time.Duration(0))
 	prev := entryOf(prevSt)
 	store := t.cfg.store
 	if store != nil {
@@ -806,7 +852,7 @@ func (t *Transport) obtain(logCtx context.Context, s *site, f *flight, prevSt *s
 		// seen: the crawl-delay that the fleet keeps.
 		every = max(every, t.cfg.minDelay, t.compile(prev, nil).every)
 	}
-	t.waitTurn(ctx, s, every, f, true)
+	t.waitTurn(ctx, s, every, f, true, t.now())
 
 	r := t.fetch(ctx, s.origin, userAgent)
 	if r.retryAfter > 0 && !t.cfg.ignoreRetryAfter {

@@ -166,8 +166,9 @@ func originOf(u *url.URL) string {
 // hopTurn waits for the turn of origin k, for a redirect of a robots.txt
 // fetch that leads there.
 func (t *Transport) hopTurn(ctx context.Context, k originKey) error {
-	s := t.cache.siteOf(k, t.now())
-	return t.waitTurn(ctx, s, t.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true)
+	now := t.now()
+	s := t.cache.siteOf(k, now)
+	return t.waitTurn(ctx, s, t.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true, now)
 }
 
 // bounded calls f, which reads body, and returns its result and true, or

@@ -2,9 +2,11 @@ package robots
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -147,10 +149,7 @@ func (p *pace) reserve(now, every, maxWait time.Duration) (wait time.Duration, o
 	if p.dropped.Load() {
 		panic("robots: turn taken on a dropped pace")
 	}
-	at := max(now, time.Duration(p.pausedUntil.Load()))
-	if p.seq != 0 {
-		at = max(at, p.last+max(abs(every), p.lastEvery))
-	}
+	at := p.turnAt(now, every)
 	wait = at - now
 	if wait > 0 && wait >= maxWait {
 		return wait, false, turn{}
@@ -159,6 +158,24 @@ func (p *pace) reserve(now, every, maxWait time.Duration) (wait time.Duration, o
 	tk = turn{p: p, seq: p.next, prevLast: p.last, prevEvery: p.lastEvery, prevSeq: p.seq}
 	p.take(at, every)
 	return wait, true, tk
+}
+
+// turnAt returns p's next turn at now for a request with the interval
+// every, without taking it. The caller holds p.mu.
+func (p *pace) turnAt(now, every time.Duration) time.Duration {
+	at := max(now, time.Duration(p.pausedUntil.Load()))
+	if p.seq != 0 {
+		at = max(at, p.last+max(abs(every), p.lastEvery))
+	}
+	return at
+}
+
+// earliest returns p's next turn at now for a request with the interval
+// every, as reserve would take it, without taking it.
+func (p *pace) earliest(now, every time.Duration) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.turnAt(now, every)
 }
 
 // take makes at, a turn taken with the interval every, the latest turn of
@@ -317,62 +334,97 @@ func (t *Transport) delayOf(d time.Duration, ok bool) time.Duration {
 	return max(min(d, t.cfg.maxCrawlDelay), t.cfg.minDelay)
 }
 
+// turnLimit is how far away a request's turn may be: the first instant on
+// the Transport's clock (see Transport.now) that it may not be at.
+type turnLimit struct {
+	until    time.Duration // math.MaxInt64 when the request waits for any turn
+	deadline bool          // until is the context's deadline, not MaxWait
+	maxWait  bool          // MaxWait applies (it may be later than the deadline)
+}
+
+// noLimit is the limit of a request that waits for its turn, however far.
+var noLimit = turnLimit{until: math.MaxInt64}
+
+// limitOf returns the limit of a request with context ctx that began at
+// start: MaxWait after start (see Transport.MaxWait and WithMaxWait), or its
+// deadline if that comes first.
+func (t *Transport) limitOf(ctx context.Context, start time.Duration) turnLimit {
+	l := noLimit
+	if mw := t.maxWaitOf(ctx); mw > 0 {
+		l.until, l.maxWait = start+mw+1, true // a turn MaxWait away is taken
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		if d := t.clock(dl); d < l.until {
+			l.until, l.deadline = d, true
+		}
+	}
+	return l
+}
+
+// left returns how long a request under l may wait from now: a wait of
+// that or more is refused.
+func (l turnLimit) left(now time.Duration) time.Duration {
+	if l.until == math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return l.until - now
+}
+
+// notYet returns the error of a request to s refused at now because its turn
+// is wait away, past l.
+func (t *Transport) notYet(s *site, now, wait time.Duration, l turnLimit) *TurnError {
+	t.stats.notYet.Add(1)
+	e := &TurnError{Origin: s.origin, At: t.epoch.Add(now + wait)}
+	if l.deadline {
+		e.Err = context.DeadlineExceeded
+	}
+	return e
+}
+
 // waitTurn waits for s's next turn, which is every after the previous one
-// and not during a pause. It returns at once, with an error that wraps
-// context.DeadlineExceeded, if the turn would come after ctx's deadline, and
-// with an error that wraps ctx's error if ctx is done while it waits.
+// and not during a pause, for a request that began at start (on the
+// Transport's clock). It returns at once, with a [*TurnError], if the turn
+// is further away than the request may wait (see turnLimit), and with an
+// error that wraps ctx's error if ctx is done while it waits. A request
+// refused so takes no turn.
 //
 // It is the one place where a request to an origin takes its turn: every
 // request the Transport sends, the fetch of robots.txt included, passes
 // here first. The fetch passes its flight f (nil for other requests): its
 // turn is taken even when no interval is known yet, and when it must wait,
-// f tells the requests waiting for it when it will be sent.
+// f tells the requests waiting for it when it will be sent. (The fetch's
+// context has no MaxWait: see Transport.obtain.)
 //
 // A request that is not a fetch takes no turn when no interval applies and
 // the origin is not paused (the hot path), unless always is set: then it
 // takes one, so that a later request is spaced from it.
-func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, f *flight, always bool) error {
+func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, f *flight, always bool, start time.Duration) error {
 	if every <= 0 && f == nil && !always && !s.pace.dropped.Load() &&
 		(s.pace.pausedUntil.Load() == 0 || !s.pace.paused(t.now())) &&
 		(t.cfg.pacer == nil || t.watchedUnpaused(s.origin)) {
 		return nil // the hot path: nothing to wait for
 	}
-	waited := false
-	var start time.Time
+	lim := t.limitOf(ctx, start)
+	var waited time.Duration
 	defer func() {
-		if waited {
+		if waited > 0 {
 			t.stats.paceWaits.Add(1)
-			t.stats.paceWait.Add(int64(time.Since(start)))
+			t.stats.paceWait.Add(int64(waited))
 		}
 	}()
 	for {
-		maxWait := time.Duration(math.MaxInt64)
-		if dl, ok := ctx.Deadline(); ok {
-			maxWait = time.Until(dl)
-		}
-		wait, ok, tk := t.reserve(ctx, s, every, maxWait)
-		if err := ctx.Err(); err != nil {
-			tk.giveBack()
-			return fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, err)
-		}
-		if !ok {
-			return fmt.Errorf("robots: the turn of %s is %v away, past the deadline: %w", s.origin, wait.Round(time.Millisecond), context.DeadlineExceeded)
+		wait, tk, err := t.reserve(ctx, s, every, lim, f, &waited)
+		if err != nil {
+			return err
 		}
 		if wait > 0 {
-			if !waited {
-				waited, start = true, time.Now()
-				if f != nil {
-					f.sendAt = start.Add(wait)
-					close(f.waiting)
-				}
+			if f != nil {
+				f.sendAt.Store(time.Now().Add(wait).UnixNano())
+				f.wait()
 			}
-			timer := time.NewTimer(wait)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				timer.Stop()
+			if err := t.sleep(ctx, s, wait, &waited); err != nil {
 				tk.giveBack()
-				return fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
+				return err
 			}
 		}
 		// A pause that began while this request waited holds it back
@@ -384,27 +436,103 @@ func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, 
 	}
 }
 
-// reserve takes s's next turn, from the Pacer if there is one and it
-// answers, else in memory. The turn can be given back only in memory.
-func (t *Transport) reserve(ctx context.Context, s *site, every, maxWait time.Duration) (time.Duration, bool, turn) {
-	if p := t.cfg.pacer; p != nil {
-		wait, ok, err := p.Reserve(ctx, s.origin, every, maxWait)
-		if err == nil {
-			if ok {
-				now := t.now()
-				t.paceOf(s).record(now+max(wait, 0), every)
-			}
-			return wait, ok, turn{}
+// sleep waits for d, or until ctx is done, and adds the time it waited to
+// *waited.
+func (t *Transport) sleep(ctx context.Context, s *site, d time.Duration, waited *time.Duration) error {
+	start := time.Now()
+	timer := time.NewTimer(d)
+	defer func() { *waited += time.Since(start) }()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		timer.Stop()
+		return fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
+	}
+}
+
+// reserve takes s's next turn from everything the process knows: its own
+// turns and pauses (kept in memory whether or not there is a Pacer), the
+// copy of the fleet's pauses a PauseWatcher keeps, and the Pacer, if any.
+// Where they disagree, the later turn wins: a Pacer that forgot a turn or a
+// pause (its store evicted or lost it) cannot make a request leave before
+// a turn the process took or a pause it knows of.
+//
+// With a Pacer, reserve first waits out what the process knows, and then
+// asks the Pacer, once: its answer can only make the turn later. The turn
+// is recorded in memory too. If the Pacer fails, the turn is taken in
+// memory. A turn taken in memory can be given back; one taken in a Pacer
+// cannot.
+//
+// If the turn is at or past lim, reserve takes none and returns a
+// [*TurnError]; an error that wraps ctx's error if ctx is done.
+func (t *Transport) reserve(ctx context.Context, s *site, every time.Duration, lim turnLimit, f *flight, waited *time.Duration) (time.Duration, turn, error) {
+	p := t.cfg.pacer
+	if p == nil {
+		now := t.now()
+		wait, ok, tk := t.paceOf(s).reserve(now, every, lim.left(now))
+		if !ok {
+			return 0, turn{}, t.notYet(s, now, wait, lim)
 		}
-		if ctx.Err() != nil {
-			return 0, false, turn{} // the caller sees ctx done
+		return wait, tk, nil
+	}
+	t.knowWatchedPause(s)
+	for {
+		now := t.now()
+		known := t.paceOf(s).earliest(now, every) - now
+		if known <= 0 {
+			break
 		}
-		t.pacerFailed(ctx, s.origin, err)
-		if dl, ok := ctx.Deadline(); ok {
-			maxWait = time.Until(dl)
+		if known >= lim.left(now) {
+			return 0, turn{}, t.notYet(s, now, known, lim)
+		}
+		if f != nil {
+			f.sendAt.Store(time.Now().Add(known).UnixNano())
+			f.wait()
+		}
+		if err := t.sleep(ctx, s, known, waited); err != nil {
+			return 0, turn{}, err
 		}
 	}
-	return t.paceOf(s).reserve(t.now(), every, maxWait)
+	now := t.now()
+	left := lim.left(now)
+	wait, ok, err := p.Reserve(ctx, s.origin, every, left)
+	if err == nil && ok && wait >= left && lim.until != math.MaxInt64 {
+		// A Pacer that rounds may hand out a turn at the limit itself.
+		ok = false
+	}
+	switch {
+	case err == nil && ok:
+		t.paceOf(s).record(now+max(wait, 0), every)
+		return max(wait, 0), turn{}, nil
+	case err == nil:
+		if wait <= 0 {
+			wait = time.Nanosecond // a Pacer that refuses a turn it says is now
+		}
+		return 0, turn{}, t.notYet(s, now, wait, lim)
+	case ctx.Err() != nil:
+		return 0, turn{}, fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
+	}
+	t.pacerFailed(ctx, s.origin, err)
+	now = t.now()
+	wait, ok, tk := t.paceOf(s).reserve(now, every, lim.left(now))
+	if !ok {
+		return 0, turn{}, t.notYet(s, now, wait, lim)
+	}
+	return wait, tk, nil
+}
+
+// knowWatchedPause copies into s's pace the pause that the Pacer's copy of
+// the fleet's pauses holds for s's origin, if it is a PauseWatcher and the
+// copy holds one: a pause known from any source holds, even when the copy
+// may be stale or the Pacer no longer holds it.
+func (t *Transport) knowWatchedPause(s *site) {
+	if t.cfg.watcher == nil {
+		return
+	}
+	if until, _ := t.cfg.watcher.WatchedPause(s.origin); !until.IsZero() && time.Now().Before(until) {
+		t.paceOf(s).pause(t.clock(until))
+	}
 }
 
 // pauseFor pauses s until the time resp's Retry-After asks for, capped at
@@ -428,7 +556,11 @@ func (t *Transport) pause(ctx context.Context, s *site, d time.Duration) {
 	// this Transport that wait for a turn see it at once.
 	t.paceOf(s).pause(t.now() + d)
 	if p := t.cfg.pacer; p != nil {
-		if err := p.Pause(ctx, s.origin, time.Now().Add(d)); err != nil {
+		// The pause must reach the fleet even when the request that
+		// met the 429 or 503 is cancelled as the response comes back.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+		defer cancel()
+		if err := p.Pause(pctx, s.origin, time.Now().Add(d)); err != nil {
 			t.pacerFailed(ctx, s.origin, err)
 		}
 	}
@@ -488,7 +620,13 @@ func (t *Transport) paused(ctx context.Context, s *site, waited bool) bool {
 		t.pacerFailed(ctx, s.origin, err)
 		return false
 	}
-	return time.Now().Before(until)
+	if !time.Now().Before(until) {
+		return false
+	}
+	// Kept in memory, so that the next turn waits it out before asking
+	// the Pacer again, even if the Pacer's own turn ignores it.
+	t.paceOf(s).pause(t.clock(until))
+	return true
 }
 
 // pacerLogInterval is the least time between two records of Pacer failures:
@@ -504,4 +642,64 @@ func (t *Transport) pacerFailed(ctx context.Context, origin string, err error) {
 		return
 	}
 	t.log(ctx, "robots: pacer failed; pacing in memory", "origin", origin, "err", err)
+}
+
+// NextTurn returns when a request for u, with context ctx and no User-Agent
+// header, could be sent: its origin's next turn (the crawl-delay of the
+// group it is decided by after the previous request, and the end of any
+// pause), or now if it could be sent now. It sends nothing and takes no
+// turn, so that a frontier can order its URLs by it; it fetches the
+// origin's robots.txt first if it is not cached, as [Transport.Check] does.
+//
+// If the fetch of robots.txt is further away than MaxWait (see
+// [WithMaxWait]), NextTurn returns the time a retry could find it, and a nil
+// error. It returns the zero time and the error Check returns if u would be
+// refused (a [*DisallowedError]), cannot be sent, or ctx is done first.
+//
+// With a Pacer, NextTurn knows the turns this Transport took and the pauses
+// it knows of, not the turns other users of the Pacer took since: a request
+// sent at the time it returns may still be refused with [ErrNotYet], or
+// wait, and RoundTrip decides.
+func (t *Transport) NextTurn(ctx context.Context, u *url.URL) (time.Time, error) {
+	t.once.Do(t.init)
+	if u == nil {
+		return time.Time{}, errors.New("robots: nil URL")
+	}
+	if !httpScheme(u) {
+		return time.Time{}, errScheme(u)
+	}
+	agent, ua, err := t.identity(ctx, nil)
+	if err != nil {
+		return time.Time{}, err
+	}
+	now := t.now()
+	var s *site
+	every := time.Duration(0)
+	if isRobotsTxt(u) {
+		k, err := keyOf(u)
+		if err != nil {
+			return time.Time{}, err
+		}
+		s = t.cache.siteOf(k, now)
+		every = t.paceOf(s).fetchEvery(t.cfg.minDelay)
+	} else {
+		s, _, every, err = t.check(ctx, u, agent, t.fetchAgent(nil, ua), now)
+		if te, ok := err.(*TurnError); ok && te.Err == nil {
+			return te.At, nil
+		}
+		if err != nil {
+			return time.Time{}, err
+		}
+	}
+	if t.cfg.pacer != nil {
+		t.knowWatchedPause(s)
+	}
+	now = t.now()
+	p := t.paceOf(s)
+	if every <= 0 {
+		// Such a request takes no turn (see waitTurn): only a pause
+		// holds it back.
+		return t.epoch.Add(max(now, time.Duration(p.pausedUntil.Load()))), nil
+	}
+	return t.epoch.Add(p.earliest(now, every)), nil
 }

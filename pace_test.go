@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -342,11 +343,15 @@ func TestPacer(t *testing.T) {
 		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Pacer: p}}
 		start := time.Now()
 		wantAllowed(t, client, "https://example.com/page")
-		if d := time.Since(start); d != 8*time.Second {
-			t.Errorf("waited %v, want the pacer's 4s for the fetch of robots.txt and 4s for the page", d)
+		// The Pacer's answer comes on top of what the process knows
+		// itself: the page waits out its 3s crawl-delay after the fetch
+		// in memory, and then asks the Pacer, which says 4s more (a
+		// Pacer that counts from its own turns would say 0).
+		if d := time.Since(start); d != 11*time.Second {
+			t.Errorf("waited %v, want the pacer's 4s for the fetch of robots.txt, then 3s of crawl-delay and the pacer's 4s for the page", d)
 		}
 		wantAllowed(t, client, "https://fast.example/")
-		wantAllowed(t, client, "https://example.com/busy") // at 20 s: 4 s per request
+		wantAllowed(t, client, "https://example.com/busy") // at 23 s
 
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -361,12 +366,13 @@ func TestPacer(t *testing.T) {
 			"https://fast.example every=-1ns",
 			"https://fast.example every=0s", // a Pacer is asked for every request
 			"https://example.com every=3s",
-			"https://example.com every=3s",
+			// The request with a deadline 1s away: the process
+			// knows of the pause, and refuses it without a call.
 		}
 		if fmt.Sprint(p.reserves) != fmt.Sprint(want) {
 			t.Errorf("Reserve calls\n%q\nwant\n%q", p.reserves, want)
 		}
-		if want := []string{"https://example.com until=00:01:50"}; fmt.Sprint(p.pauses) != fmt.Sprint(want) {
+		if want := []string{"https://example.com until=00:01:53"}; fmt.Sprint(p.pauses) != fmt.Sprint(want) {
 			t.Errorf("Pause calls %q, want %q", p.pauses, want)
 		}
 
@@ -426,5 +432,269 @@ func TestPaceKeepsInterval(t *testing.T) {
 	tk.giveBack()
 	if wait, _, _ := q.reserve(0, 0, time.Hour); wait != 2*s {
 		t.Errorf("turn after a give-back at %v, want 2s: the 2s interval restored", wait)
+	}
+}
+
+// wantNotYet fails t unless err is a *TurnError for ErrNotYet whose At is
+// at, and returns it.
+func wantNotYet(t *testing.T, err error, at time.Time) *TurnError {
+	t.Helper()
+	te, ok := errors.AsType[*TurnError](err)
+	if !ok || !errors.Is(err, ErrNotYet) {
+		t.Fatalf("err = %v, want a *TurnError for ErrNotYet", err)
+	}
+	if !te.At.Equal(at) {
+		t.Errorf("At = %v, want %v (%v from now)", te.At, at, time.Until(at))
+	}
+	return te
+}
+
+// TestMaxWaitRefusesNow: a request whose turn is further than MaxWait away
+// returns at once with the time of the turn, takes no turn, and a retry at
+// that time leaves then and not before.
+func TestMaxWaitRefusesNow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 10\n")
+		tr := &Transport{Base: mock, Agent: "ExampleBot", MaxWait: time.Second}
+		client := &http.Client{Transport: tr}
+		start := time.Now()
+		// robots.txt is fetched at once; the page's turn is 10 s after it.
+		wantNotYet(t, get(client, "https://example.com/page0"), start.Add(10*time.Second))
+		if d := time.Since(start); d != 0 {
+			t.Errorf("refused after %v, want at once", d)
+		}
+		// The refused request kept no turn: the next one is refused
+		// with the same time, not 10 s later.
+		te := wantNotYet(t, get(client, "https://example.com/page1"), start.Add(10*time.Second))
+		if errors.Is(te, context.DeadlineExceeded) || te.Origin != "https://example.com" {
+			t.Errorf("TurnError %+v, want one for https://example.com that is not a deadline's", te)
+		}
+		// A retry 2 s before At is refused again; one within MaxWait
+		// of At waits, and leaves at At.
+		time.Sleep(time.Until(te.At) - 2*time.Second)
+		wantNotYet(t, get(client, "https://example.com/page0"), te.At)
+		time.Sleep(1500 * time.Millisecond)
+		wantAllowed(t, client, "https://example.com/page0")
+		wantNotYet(t, get(client, "https://example.com/page1"), te.At.Add(10*time.Second))
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if len(a.times) != 2 || !a.times[0].Equal(start) || !a.times[1].Equal(te.At) {
+			t.Errorf("arrivals at %v, want robots.txt at %v and the page at %v", a.times, start, te.At)
+		}
+		if st := tr.Stats(); st.NotYet != 4 || st.PaceWaits != 1 || st.PaceWait != time.Second/2 {
+			t.Errorf("NotYet = %d, PaceWaits = %d, PaceWait = %v; want 4, 1 and 0.5s", st.NotYet, st.PaceWaits, st.PaceWait)
+		}
+	})
+}
+
+// TestMaxWaitWithinWaits: a turn MaxWait away or nearer is waited for, as
+// without MaxWait; WithMaxWait sets it for one request either way, and a
+// negative MaxWait is zero (wait however long).
+func TestMaxWaitWithinWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 3\n")
+		tr := &Transport{Base: mock, Agent: "ExampleBot", MaxWait: 3 * time.Second}
+		client := &http.Client{Transport: tr}
+		start := time.Now()
+		wantAllowed(t, client, "https://example.com/page0") // robots.txt at 0, the page 3 s later: exactly MaxWait
+		wantAllowed(t, client, "https://example.com/page1")
+		if d := time.Since(start); d != 6*time.Second {
+			t.Errorf("took %v, want 6s", d)
+		}
+		now := time.Now()
+		short := WithMaxWait(context.Background(), time.Second)
+		wantNotYet(t, getCtx(short, client, "https://example.com/page2"), now.Add(3*time.Second))
+		// Two requests that wait whatever MaxWait says: the second's
+		// turn is 6 s away.
+		long := WithMaxWait(context.Background(), -time.Second)
+		var wg sync.WaitGroup
+		for i := range 2 {
+			wg.Go(func() {
+				if err := getCtx(long, client, fmt.Sprintf("https://example.com/page%d", 3+i)); err != nil {
+					t.Errorf("WithMaxWait(-1s): %v, want sent", err)
+				}
+			})
+		}
+		wg.Wait()
+		if d := time.Since(now); d != 6*time.Second {
+			t.Errorf("took %v, want 6s", d)
+		}
+		if n := len(a.times); n != 5 {
+			t.Errorf("%d arrivals, want 5", n)
+		}
+
+		mock2 := newMock()
+		pacedOrigin(mock2, "User-agent: *\nCrawl-delay: 3\n")
+		neg := &http.Client{Transport: &Transport{Base: mock2, Agent: "ExampleBot", MaxWait: -time.Hour}}
+		now = time.Now()
+		wantAllowed(t, neg, "https://example.com/page0")
+		wantAllowed(t, neg, "https://example.com/page1")
+		if d := time.Since(now); d != 6*time.Second {
+			t.Errorf("negative MaxWait: took %v, want 6s (it waits)", d)
+		}
+	})
+}
+
+// TestMaxWaitFetchInFlight: a request that needs a fetch of robots.txt still
+// in flight after MaxWait is refused then, with At a poll interval away; the
+// fetch goes on, and a retry after it is decided by what it found.
+func TestMaxWaitFetchInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		var fetches atomic.Int32
+		mock.RegisterResponder("GET", exampleRobots, func(req *http.Request) (*http.Response, error) {
+			fetches.Add(1)
+			time.Sleep(3 * time.Second) // a slow site
+			return httpmock.NewStringResponse(200, "User-agent: *\nDisallow: /private\n"), nil
+		})
+		tr := &Transport{Base: mock, Agent: "ExampleBot", MaxWait: time.Second}
+		client := &http.Client{Transport: tr}
+		start := time.Now()
+		te := wantNotYet(t, get(client, "https://example.com/page"), start.Add(time.Second+fetchPoll))
+		if d := time.Since(start); d != time.Second {
+			t.Errorf("refused after %v, want MaxWait", d)
+		}
+		// Those that come back wait for the same fetch.
+		time.Sleep(time.Until(te.At))
+		now := time.Now()
+		wantNotYet(t, get(client, "https://example.com/page"), now.Add(time.Second+fetchPoll))
+		wantAllowed(t, client, "https://example.com/page") // at 3 s the fetch ends
+		wantRefused(t, client, "https://example.com/private")
+		if n := fetches.Load(); n != 1 {
+			t.Errorf("robots.txt fetched %d times, want 1", n)
+		}
+	})
+}
+
+// TestMaxWaitFetchWaitsForPause: a fetch of robots.txt that must wait for the
+// end of a pause refuses the requests that need it at once, with At when it
+// will be sent; the fetch itself waits, and is sent then.
+func TestMaxWaitFetchWaitsForPause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		var robotsAt []time.Time
+		mock.RegisterResponder("GET", exampleRobots, func(req *http.Request) (*http.Response, error) {
+			robotsAt = append(robotsAt, time.Now())
+			return httpmock.NewStringResponse(200, "User-agent: *\nAllow: /\n"), nil
+		})
+		mock.RegisterResponder("GET", "https://example.com/busy", httpmock.NewStringResponder(503, "").
+			HeaderSet(http.Header{"Retry-After": {"60"}}))
+		tr := &Transport{Base: mock, Agent: "ExampleBot", MaxWait: time.Second, TTL: time.Second}
+		client := &http.Client{Transport: tr}
+		wantAllowed(t, client, "https://example.com/busy") // pauses the origin for 60 s
+		paused := time.Now()
+		time.Sleep(2 * time.Second) // robots.txt expires
+		// The pause holds back the fetch of robots.txt too.
+		wantNotYet(t, get(client, "https://example.com/page"), paused.Add(time.Minute))
+		ctx, cancel := context.WithTimeout(WithMaxWait(context.Background(), 20*time.Second), 10*time.Second)
+		defer cancel()
+		te := wantNotYet(t, getCtx(ctx, client, "https://example.com/page"), paused.Add(time.Minute))
+		if !errors.Is(te, context.DeadlineExceeded) {
+			t.Errorf("%v: want a deadline's TurnError, since the deadline comes before the MaxWait of WithMaxWait", te)
+		}
+		time.Sleep(time.Until(te.At))
+		wantAllowed(t, client, "https://example.com/page")
+		if len(robotsAt) != 2 || !robotsAt[1].Equal(te.At) {
+			t.Errorf("robots.txt fetched at %v, want again at the pause's end %v", robotsAt, te.At)
+		}
+	})
+}
+
+// TestMaxWaitPause: during a pause, a request is refused with At at its end.
+func TestMaxWaitPause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		a := pacedOrigin(mock, "User-agent: *\n")
+		mock.RegisterResponder("GET", "https://example.com/busy", httpmock.NewStringResponder(429, "").
+			HeaderSet(http.Header{"Retry-After": {"30"}}))
+		tr := &Transport{Base: mock, Agent: "ExampleBot", MaxWait: time.Second}
+		client := &http.Client{Transport: tr}
+		wantAllowed(t, client, "https://example.com/busy")
+		end := time.Now().Add(30 * time.Second)
+		for range 3 {
+			wantNotYet(t, get(client, "https://example.com/page"), end)
+			time.Sleep(10 * time.Second)
+		}
+		wantAllowed(t, client, "https://example.com/page")
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if n := len(a.times); n != 2 || !a.times[1].Equal(end) {
+			t.Errorf("arrivals %v, want robots.txt and the page at %v", a.times, end)
+		}
+	})
+}
+
+// TestDeadlineTurnError: without MaxWait, a turn past the deadline is refused
+// as before (context.DeadlineExceeded), as a TurnError that says when.
+func TestDeadlineTurnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		pacedOrigin(mock, "User-agent: *\nCrawl-delay: 5\n")
+		client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+		wantAllowed(t, client, "https://example.com/page0")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		err := getCtx(ctx, client, "https://example.com/page1")
+		te := wantNotYet(t, err, time.Now().Add(5*time.Second))
+		if !errors.Is(err, context.DeadlineExceeded) || te.Err != context.DeadlineExceeded {
+			t.Errorf("err = %v, want it to match context.DeadlineExceeded", err)
+		}
+	})
+}
+
+// TestNextTurn: NextTurn says when a request could leave, fetching robots.txt
+// first, and takes no turn.
+func TestNextTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 4\nDisallow: /private\n")
+		tr := NewTransport(mock, "ExampleBot")
+		client := &http.Client{Transport: tr}
+		ctx := context.Background()
+		start := time.Now()
+		at, err := tr.NextTurn(ctx, mustURL("https://example.com/page"))
+		if err != nil || !at.Equal(start.Add(4*time.Second)) {
+			t.Errorf("NextTurn = %v, %v; want 4 s after the fetch of robots.txt", at, err)
+		}
+		if at2, _ := tr.NextTurn(ctx, mustURL("https://example.com/page")); !at2.Equal(at) {
+			t.Errorf("NextTurn again = %v, want %v: NextTurn takes no turn", at2, at)
+		}
+		if _, err := tr.NextTurn(ctx, mustURL("https://example.com/private")); !errors.Is(err, ErrDisallowed) {
+			t.Errorf("NextTurn of a disallowed URL: %v, want ErrDisallowed", err)
+		}
+		wantAllowed(t, client, "https://example.com/page")
+		if !time.Now().Equal(at) {
+			t.Errorf("sent at %v, want %v", time.Now(), at)
+		}
+		if at, _ := tr.NextTurn(ctx, mustURL("https://fast.example/")); !at.Equal(time.Now()) {
+			t.Errorf("NextTurn of an origin with no delay = %v, want now", at)
+		}
+		if len(a.times) != 2 {
+			t.Errorf("%d requests to example.com, want robots.txt and the page", len(a.times))
+		}
+	})
+}
+
+// BenchmarkNotYetRetry is a frontier that ignores At and retries at once: each
+// try is refused, sends nothing, and allocates only its error.
+func BenchmarkNotYetRetry(b *testing.B) {
+	mock := newMock()
+	a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 30\n")
+	tr := &Transport{Base: mock, Agent: "ExampleBot", MaxWait: time.Millisecond}
+	req, _ := http.NewRequest("GET", "https://example.com/page", nil)
+	if _, err := tr.RoundTrip(req); !errors.Is(err, ErrNotYet) {
+		b.Fatalf("err = %v, want ErrNotYet", err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tr.RoundTrip(req); err == nil {
+			b.Fatal("sent")
+		}
+	}
+	b.StopTimer()
+	if n := len(a.times); n != 1 {
+		b.Fatalf("%d requests sent, want robots.txt only", n)
 	}
 }

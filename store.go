@@ -87,7 +87,10 @@ type Entry struct {
 //
 // Origins are given as scheme "://" host, with a ":" port when the port is
 // not the scheme's default; the host is lower case and in IDNA ASCII form,
-// e.g. "https://example.com" or "http://[::1]:8080".
+// e.g. "https://example.com" or "http://[::1]:8080". An IPv6 zone is kept,
+// escaped as in a URL ("http://[fe80::1%25en0]"); a URL whose zone holds
+// other characters than letters, digits, '-', '.', '_' and '~' is refused
+// with an error, since no origin string names it.
 //
 // A Store must be safe for concurrent use by multiple goroutines, and return
 // when its context is done: a Transport bounds each call by a short timeout

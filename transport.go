@@ -64,6 +64,55 @@ var ErrDisallowed = errors.New("robots: disallowed by robots.txt")
 // again.
 var ErrUnreachable = errors.New("robots: robots.txt unreachable")
 
+// ErrNotYet is the error a request matches with [errors.Is] when it was not
+// sent because its origin's turn is further away than it may wait: more
+// than [Transport.MaxWait] (or the MaxWait given with [WithMaxWait]), or
+// past its context's deadline. It is returned as a [*TurnError], which says
+// when to try again.
+var ErrNotYet = errors.New("robots: not yet: the origin's turn is later")
+
+// TurnError reports a request that was not sent because its origin's turn
+// comes later than the request may wait. It matches [ErrNotYet] with
+// [errors.Is], and [context.DeadlineExceeded] too when the request's
+// deadline, not MaxWait, refused it. The request took no turn: the next
+// request to the origin is not spaced from it.
+//
+// A Transport returns it from RoundTrip with no response, so an
+// [http.Client] returns it wrapped in a [*url.Error].
+type TurnError struct {
+	// Origin is the origin whose turn the request waited for, as a
+	// Store names it: "https://example.com".
+	Origin string
+
+	// At is the earliest time a retry can be sent: the origin's next
+	// turn (its crawl-delay after the previous request, or the end of a
+	// pause), or when a fetch of robots.txt the request waits for will
+	// be sent. When that fetch is in flight with no known end, At is a
+	// short poll interval (100 ms) away. It is never the zero time. A
+	// retry at At is sent then, unless another request took that turn
+	// first or the origin was paused meanwhile.
+	At time.Time
+
+	// Err is context.DeadlineExceeded when the request's deadline came
+	// before its turn, and nil when MaxWait refused it.
+	Err error
+}
+
+// Error returns a message that names the origin and when its turn comes.
+func (e *TurnError) Error() string {
+	why := "MaxWait"
+	if e.Err != nil {
+		why = "the deadline"
+	}
+	return "robots: the turn of " + e.Origin + " is at " + e.At.Format("15:04:05.000") + ", past " + why + ": not sent"
+}
+
+// Is reports whether target is ErrNotYet.
+func (e *TurnError) Is(target error) bool { return target == ErrNotYet }
+
+// Unwrap returns e.Err.
+func (e *TurnError) Unwrap() error { return e.Err }
+
 // DisallowedError reports a request refused under robots.txt. It matches
 // [ErrDisallowed] with [errors.Is]. A Transport returns it from RoundTrip
 // with no response, so an [http.Client] returns it wrapped in a [*url.Error].
@@ -295,6 +344,19 @@ type Transport struct {
 	// preferences refuse nothing.
 	Uses []string
 
+	// MaxWait, if positive, is the longest a request waits for its
+	// origin's turn: a request whose turn (its crawl-delay after the
+	// previous request, the end of a Retry-After pause, or the fetch of
+	// robots.txt it needs) is more than MaxWait away is not sent, and
+	// RoundTrip returns at once with a [*TurnError] that matches
+	// [ErrNotYet] and says when to try again. The request takes no turn;
+	// a fetch of robots.txt it started goes on for the requests that come
+	// back. A frontier that requeues such requests keeps its workers busy
+	// with the origins that are ready. If zero or negative, a request
+	// waits for its turn however far away it is, up to its context's
+	// deadline. [WithMaxWait] sets it for one request.
+	MaxWait time.Duration
+
 	// Pacer, if non-nil, spaces the requests to each origin instead of
 	// the Transport's own memory; see Pacer. It is called for every
 	// request, whether the origin has a crawl-delay or not, unless it is
@@ -335,6 +397,7 @@ type config struct {
 	minDelay         time.Duration
 	ignoreRetryAfter bool
 	maxRetryAfter    time.Duration
+	maxWait          time.Duration // Transport.MaxWait; 0 for none
 	pacer            Pacer
 	watcher          PauseWatcher // pacer, if it is one
 	uses             []string     // Transport.Uses, "ai-train" read as "train-ai"
@@ -402,6 +465,7 @@ func (t *Transport) init() {
 		minDelay:         max(t.MinDelay, 0),
 		ignoreRetryAfter: t.IgnoreRetryAfter,
 		maxRetryAfter:    t.MaxRetryAfter,
+		maxWait:          max(t.MaxWait, 0),
 		pacer:            t.Pacer,
 	}
 	c.watcher, _ = c.pacer.(PauseWatcher)
@@ -491,6 +555,26 @@ func WithAgent(ctx context.Context, agent string) context.Context {
 	return context.WithValue(ctx, agentKey{}, &agentValue{token: tok, ua: ua, err: err})
 }
 
+// maxWaitKey is the context key of WithMaxWait.
+type maxWaitKey struct{}
+
+// WithMaxWait returns a copy of ctx under which a [Transport] sends a request
+// only if its origin's turn is at most d away, in the place of the
+// Transport's MaxWait (see Transport.MaxWait): refused requests return a
+// [*TurnError] at once. A d of zero or less makes such requests wait for
+// their turn however far away it is, whatever MaxWait says.
+func WithMaxWait(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, maxWaitKey{}, max(d, 0))
+}
+
+// maxWaitOf returns the MaxWait of a request with context ctx; 0 for none.
+func (t *Transport) maxWaitOf(ctx context.Context) time.Duration {
+	if d, ok := ctx.Value(maxWaitKey{}).(time.Duration); ok {
+		return d
+	}
+	return t.cfg.maxWait
+}
+
 // identity returns the product token that decides a request with context ctx
 // and header hdr (nil for none), and the User-Agent of ours it leaves with if
 // it has none.
@@ -557,13 +641,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var s *site
 	var st *state
+	now := t.now()
 	if isRobotsTxt(req.URL) {
-		s, err = t.robotsTxtSite(ctx, req.URL)
+		s, err = t.robotsTxtSite(ctx, req.URL, now)
 	} else {
 		var every time.Duration
-		s, st, every, err = t.check(ctx, req.URL, agent, t.fetchAgent(req.Header, ua))
+		s, st, every, err = t.check(ctx, req.URL, agent, t.fetchAgent(req.Header, ua), now)
 		if err == nil {
-			err = t.waitTurn(ctx, s, every, nil, false)
+			err = t.waitTurn(ctx, s, every, nil, false, now)
 		}
 	}
 	if err != nil {
@@ -607,7 +692,7 @@ func (t *Transport) fetchAgent(hdr http.Header, ua string) func() string {
 
 // robotsTxtSite returns the site of u, a request for /robots.txt, after
 // waiting for its turn. It does not fetch robots.txt.
-func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL) (*site, error) {
+func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL, now time.Duration) (*site, error) {
 	k, err := keyOf(u)
 	if err != nil {
 		return nil, err
@@ -616,10 +701,10 @@ func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL) (*site, error
 	s := sh.get(k)
 	if s == nil {
 		var evicted int
-		s, evicted = t.cache.add(sh, k, t.now())
+		s, evicted = t.cache.add(sh, k, now)
 		t.stats.evictions.Add(uint64(evicted))
 	}
-	return s, t.waitTurn(ctx, s, t.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true)
+	return s, t.waitTurn(ctx, s, t.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true, now)
 }
 
 // Check returns the verdict of the Transport's robots.txt cache for u,
@@ -668,7 +753,7 @@ func (t *Transport) checkRequest(ctx context.Context, u *url.URL, hdr http.Heade
 		_, err := keyOf(u)
 		return nil, "", err
 	}
-	_, st, _, err := t.check(ctx, u, agent, t.fetchAgent(hdr, ua))
+	_, st, _, err := t.check(ctx, u, agent, t.fetchAgent(hdr, ua), t.now())
 	return st, t.groupAgent(agent), err
 }
 
@@ -684,12 +769,11 @@ func (t *Transport) groupAgent(agent string) string {
 // check decides for u as agent; userAgent gives the User-Agent that a fetch
 // of robots.txt sends. If u is allowed, it returns its origin's site and the
 // interval between requests to it, and the state that decided.
-func (t *Transport) check(ctx context.Context, u *url.URL, agent string, userAgent func() string) (*site, *state, time.Duration, error) {
+func (t *Transport) check(ctx context.Context, u *url.URL, agent string, userAgent func() string, now time.Duration) (*site, *state, time.Duration, error) {
 	k, err := keyOf(u)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	now := t.now()
 	s, st, err := t.lookup(ctx, k, now, userAgent)
 	if err != nil {
 		return nil, nil, 0, err
@@ -768,6 +852,7 @@ type Stats struct {
 	FetchUnreachable uint64 // robots.txt fetches with a 429, 5xx, network error or unreadable body
 	StoreHits        uint64 // fresh entries taken from Store instead of fetching
 
+	NotYet    uint64        // requests not sent because their origin's turn was later than they could wait (ErrNotYet)
 	PaceWaits uint64        // requests that waited for their origin's turn
 	PaceWait  time.Duration // total time requests waited for their origin's turn
 	Pauses    uint64        // origins paused by a Retry-After header
@@ -786,6 +871,7 @@ func (t *Transport) Stats() Stats {
 		FetchUnavailable: s.fetches[AccessUnavailable].Load(),
 		FetchUnreachable: s.fetches[AccessUnreachable].Load(),
 		StoreHits:        s.storeHits.Load(),
+		NotYet:           s.notYet.Load(),
 		PaceWaits:        s.paceWaits.Load(),
 		PaceWait:         time.Duration(s.paceWait.Load()),
 		Pauses:           s.pauses.Load(),
@@ -802,7 +888,7 @@ type stats struct {
 	}
 	misses, refused, evictions, storeHits atomic.Uint64
 	fetches                               [3]atomic.Uint64 // by Access
-	paceWaits, pauses                     atomic.Uint64
+	paceWaits, pauses, notYet             atomic.Uint64
 	paceWait                              atomic.Int64 // nanoseconds
 }
 

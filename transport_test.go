@@ -466,7 +466,10 @@ func TestOriginKey(t *testing.T) {
 			t.Errorf("keyOf(%s) = %s, %v; want %s", c.in, k, err, c.want)
 		}
 	}
-	for _, in := range []string{"/relative", "http:///path", "http://a\uFFFDb.example/"} {
+	// An IPv6 zone that url.Parse takes but no origin string can name
+	// again: raw non-ASCII bytes, a space, a sub-delim.
+	for _, in := range []string{"/relative", "http:///path", "http://a\uFFFDb.example/",
+		"http://[::%25\x96]/", "https://[fe80::1%25\xc3\xa4]:8080/", "http://[::%25a%20b]/", "http://[::%25a!b]/"} {
 		u, err := url.Parse(in)
 		if err != nil {
 			t.Fatal(err)
