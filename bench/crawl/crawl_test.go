@@ -116,3 +116,31 @@ func TestServer(t *testing.T) {
 		t.Errorf("log read twice: %v", log)
 	}
 }
+
+// TestCrawlerB crawls a small web (with every kind of faulty robots.txt)
+// with crawler b and checks what must hold of it, whatever the timing:
+// no two requests to an origin closer than its crawl-delay, no request
+// that robots.txt disallows or whose robots.txt is unreachable, one
+// robots.txt fetch per origin, and every allowed page fetched.
+func TestCrawlerB(t *testing.T) {
+	for _, n := range []int{4, 32} {
+		f := crawlSmall(t, "b", n)
+		if f.violLeft != 0 || f.violSeen != 0 {
+			t.Errorf("W=%d: %d violations by when requests left, %d by when the web saw them; want 0", n, f.violLeft, f.violSeen)
+		}
+		if f.disallowed != 0 || f.unreachable != 0 {
+			t.Errorf("W=%d: %d disallowed requests, %d to unreachable origins; want 0", n, f.disallowed, f.unreachable)
+		}
+		if f.robotsMean != 1 || f.robotsMax != 1 {
+			t.Errorf("W=%d: robots.txt fetched %.2f times per origin, at most %d; want exactly 1", n, f.robotsMean, f.robotsMax)
+		}
+		w, _ := smallWeb(t, 50, 1)
+		want := 0
+		for i := range w.origins {
+			want += countTrue(w.origins[i].allowed)
+		}
+		if f.pages != want {
+			t.Errorf("W=%d: %d pages fetched, want the %d allowed", n, f.pages, want)
+		}
+	}
+}

@@ -4,11 +4,41 @@ import (
 	"container/heap"
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/f9014239/robots"
 )
 
-func crawlFrontier(ctx context.Context, j job) error { return errors.New("not built yet") }
+// crawlFrontier is crawler (b): a robots.Transport with MaxWait set, under
+// a frontier of per-origin queues. Each origin has at most one request in
+// flight; a worker takes the origin whose next URL is due soonest, and a URL
+// refused with robots.ErrNotYet goes back to the head of its origin's
+// queue, due at the refusal's TurnError.At, so that no worker waits for an
+// origin's turn. Any other refusal or failure drops the URL.
+func crawlFrontier(ctx context.Context, j job) error {
+	t := newTransport(j)
+	t.MaxWait = j.maxWait
+	client := &http.Client{Transport: t}
+	return frontier(ctx, j.urls, j.workers, func(u string) (time.Time, bool) {
+		req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
+		if err != nil {
+			return time.Time{}, false
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return time.Time{}, false
+		}
+		if te, ok := errors.AsType[*robots.TurnError](err); ok && errors.Is(err, robots.ErrNotYet) {
+			return te.At, true
+		}
+		return time.Time{}, false
+	})
+}
 
 // queue is the URLs of one origin still to be sent, in the frontier.
 type queue struct {
