@@ -44,7 +44,8 @@
 //	             unreachable origin has no page
 //	viol         requests to an origin closer than its crawl-delay less -slack
 //	             after the one before, robots.txt included: by when they left
-//	             the crawler / by when the web saw them
+//	             the crawler / by when the web saw them; in parentheses, those
+//	             that came after a fetch of robots.txt
 //	disallowed   page requests that RFC 9309 disallows by our matcher and by
 //	             github.com/jimsmart/grobotstxt alike
 //	unreach      page requests to an origin whose robots.txt is unreachable
@@ -201,6 +202,9 @@ func run(ctx context.Context, addr string, w *web, o options, log io.Writer) []f
 			fmt.Fprintf(log, "crawl %s (%s), W=%d ...", c.name, c.what, n)
 			f := measure(ctx, cfg, c, n, runNo)
 			fmt.Fprintf(log, " %v\n", f.makespan.Round(time.Millisecond))
+			for _, e := range f.examples {
+				fmt.Fprintf(log, "\t%s\n", e)
+			}
 			fs = append(fs, f)
 		}
 	}
@@ -252,10 +256,10 @@ func countTrue(bs []bool) int {
 // printTable writes fs as a Markdown table.
 func printTable(out io.Writer, fs []figures) {
 	tw := tabwriter.NewWriter(out, 0, 0, 1, ' ', tabwriter.AlignRight|tabwriter.Debug)
-	fmt.Fprintln(tw, "crawler\tW\tmakespan\teff\tpages\tviol left/seen\tdisallowed\tunreach\trobots.txt mean/max/>1\tCPU/page\theap\t")
+	fmt.Fprintln(tw, "crawler\tW\tmakespan\teff\tpages\tviol left/seen (after robots.txt)\tdisallowed\tunreach\trobots.txt mean/max/>1\tCPU/page\theap\t")
 	for _, f := range fs {
-		fmt.Fprintf(tw, "%s\t%d\t%.2fs\t%.2f\t%d\t%d / %d\t%d\t%d\t%.2f / %d / %d\t%.0fµs\t%.1f MB\t",
-			f.crawler, f.workers, f.makespan.Seconds(), f.efficiency(), f.pages, f.violLeft, f.violSeen,
+		fmt.Fprintf(tw, "%s\t%d\t%.2fs\t%.2f\t%d\t%d / %d (%d / %d)\t%d\t%d\t%.2f / %d / %d\t%.0fµs\t%.1f MB\t",
+			f.crawler, f.workers, f.makespan.Seconds(), f.efficiency(), f.pages, f.violLeft, f.violSeen, f.violLeftRobots, f.violSeenRobots,
 			f.disallowed, f.unreachable, f.robotsMean, f.robotsMax, f.robotsExtra,
 			float64(f.cpuPerPage())/float64(time.Microsecond), float64(f.peakHeap)/1e6)
 		if f.err != nil {

@@ -24,6 +24,8 @@ type figures struct {
 	// less the slack, judged on when they left the crawler and when the
 	// web saw them.
 	violLeft, violSeen int
+	// of which the request before was the fetch of robots.txt
+	violLeftRobots, violSeenRobots int
 	disallowed         int // page requests RFC 9309 disallows, by ours and grobotstxt alike
 	unreachable        int // page requests to origins whose robots.txt is unreachable
 	robotsMean         float64
@@ -153,13 +155,16 @@ func (w *web) judgeRun(f *figures, run int, seen, left []arrival, slack time.Dur
 		f.robotsMax = max(f.robotsMax, robotsTxt)
 		if robotsTxt > 1 {
 			f.robotsExtra++
+			f.example("%d robots.txt fetches (%s, %s): %s", robotsTxt, kindNames[o.kind], o.file, gaps(bySeen[i]))
 		}
-		if n := violations(bySeen[i], o.delay, slack); n > 0 {
+		if n, r := violations(bySeen[i], o.delay, slack); n > 0 {
 			f.violSeen += n
+			f.violSeenRobots += r
 			f.example("%d too close (%s, %s, delay %v) as seen: %s", n, kindNames[o.kind], o.file, o.delay, gaps(bySeen[i]))
 		}
-		if n := violations(byLeft[i], o.delay, slack); n > 0 {
+		if n, r := violations(byLeft[i], o.delay, slack); n > 0 {
 			f.violLeft += n
+			f.violLeftRobots += r
 			f.example("%d too close (%s, %s, delay %v) as left: %s", n, kindNames[o.kind], o.file, o.delay, gaps(byLeft[i]))
 		}
 	}
@@ -168,7 +173,7 @@ func (w *web) judgeRun(f *figures, run int, seen, left []arrival, slack time.Dur
 
 // example keeps a line about a wrong request, up to a few.
 func (f *figures) example(format string, args ...any) {
-	if len(f.examples) < 5 {
+	if len(f.examples) < 12 {
 		f.examples = append(f.examples, fmt.Sprintf(format, args...))
 	}
 }
@@ -203,18 +208,21 @@ func gaps(as []arrival) string {
 }
 
 // violations counts the requests of as, in time order, that came less
-// than delay less slack after the one before.
-func violations(as []arrival, delay, slack time.Duration) int {
+// than delay less slack after the one before, and how many of them came
+// after a fetch of robots.txt.
+func violations(as []arrival, delay, slack time.Duration) (n, afterRobots int) {
 	if delay <= 0 {
-		return 0
+		return 0, 0
 	}
-	n := 0
 	for k := 1; k < len(as); k++ {
 		if as[k].at.Sub(as[k-1].at) < delay-slack {
 			n++
+			if as[k-1].path == "/robots.txt" {
+				afterRobots++
+			}
 		}
 	}
-	return n
+	return n, afterRobots
 }
 
 var heapSample = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}

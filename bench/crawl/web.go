@@ -255,8 +255,8 @@ func scaleDelays(body []byte, scale float64) []byte {
 
 // pagePaths returns the pages of an origin whose robots.txt is body: the
 // generic ones, and up to n paths made from its allow and disallow rules
-// (a '*' becomes "x", a final '$' is dropped), so that its rules decide
-// some of them.
+// (a '*' becomes "x", a final '$' is dropped, "/robots.txt" is left out),
+// so that its rules decide some of them.
 func pagePaths(body []byte, n int, rng *rand.Rand) []string {
 	paths := slices.Clone(genericPaths)
 	var rules []string
@@ -275,6 +275,9 @@ func pagePaths(body []byte, n int, rng *rand.Rand) []string {
 		}
 		if strings.HasSuffix(v, "/") {
 			v += "page.html"
+		}
+		if v == "/robots.txt" {
+			continue // the fetch of robots.txt, not a page
 		}
 		rules = append(rules, v)
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -17,6 +19,19 @@ func TestScaleDelays(t *testing.T) {
 		if got := string(scaleDelays([]byte(c.in), 0.02)); got != c.want {
 			t.Errorf("scaleDelays(%q) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+func TestPagePaths(t *testing.T) {
+	body := "User-agent: *\nDisallow: /private/\nAllow: /*.css$\nDisallow:/robots.txt\nDisallow: /search?q=\nDisallow: /\u00e9t\u00e9\nDisallow: /index.html # comment\n"
+	got := pagePaths([]byte(body), 10, rand.New(rand.NewPCG(1, 2)))
+	slices.Sort(got)
+	want := []string{"/", "/about/contact", "/index.html", "/private/page.html", "/search?q=", "/search?q=shoes&page=2", "/x.css"}
+	if !slices.Equal(got, want) {
+		t.Errorf("pagePaths = %q, want %q", got, want)
+	}
+	if got := pagePaths([]byte(body), 1, rand.New(rand.NewPCG(1, 2))); len(got) != len(genericPaths)+1 {
+		t.Errorf("pagePaths with n=1 = %q, want one path more than the generic ones", got)
 	}
 }
 
@@ -95,9 +110,15 @@ func TestJudgeRun(t *testing.T) {
 	}
 	var f figures
 	w.judgeRun(&f, 1, seen, seen[:2], 5*time.Millisecond)
-	if f.pages != 5 || f.disallowed != 1 || f.unreachable != 1 || f.violSeen != 1 || f.violLeft != 0 {
-		t.Errorf("pages %d, disallowed %d, unreachable %d, violations seen %d, left %d; want 5, 1, 1, 1, 0",
-			f.pages, f.disallowed, f.unreachable, f.violSeen, f.violLeft)
+	if f.pages != 5 || f.disallowed != 1 || f.unreachable != 1 || f.violSeen != 1 || f.violLeft != 0 || f.violSeenRobots != 0 {
+		t.Errorf("pages %d, disallowed %d, unreachable %d, violations seen %d (%d after robots.txt), left %d; want 5, 1, 1, 1 (0), 0",
+			f.pages, f.disallowed, f.unreachable, f.violSeen, f.violSeenRobots, f.violLeft)
+	}
+	if n, r := violations(seen[:3], 100*time.Millisecond, 0); n != 1 || r != 0 {
+		t.Errorf("violations of %v: %d, %d after robots.txt; want 1, 0", seen[:3], n, r)
+	}
+	if n, r := violations(seen[:2], 150*time.Millisecond, 0); n != 1 || r != 1 {
+		t.Errorf("violations of %v at 150ms: %d, %d after robots.txt; want 1, 1", seen[:2], n, r)
 	}
 	if f.robotsMax != 2 || f.robotsExtra != 1 || f.robotsMean != 4.0/3 {
 		t.Errorf("robots.txt mean %v, max %d, >1 %d; want 4/3, 2, 1", f.robotsMean, f.robotsMax, f.robotsExtra)
