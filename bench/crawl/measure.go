@@ -26,14 +26,14 @@ type figures struct {
 	violLeft, violSeen int
 	// of which the request before was the fetch of robots.txt
 	violLeftRobots, violSeenRobots int
-	disallowed         int // page requests RFC 9309 disallows, by ours and grobotstxt alike
-	unreachable        int // page requests to origins whose robots.txt is unreachable
-	robotsMean         float64
-	robotsMax          int
-	robotsExtra        int           // origins fetched more than once
-	cpu                time.Duration // user and system CPU time of the process during the crawl
-	peakHeap           uint64        // the most heap in use during the crawl, less that at its start
-	err                error
+	disallowed                     int // page requests RFC 9309 disallows, by ours and grobotstxt alike
+	unreachable                    int // page requests to origins whose robots.txt is unreachable
+	robotsMean                     float64
+	robotsMax                      int
+	robotsExtra                    int           // origins fetched more than once
+	cpu                            time.Duration // user and system CPU time of the process during the crawl
+	peakHeap                       uint64        // the most heap in use during the crawl, less that at its start
+	err                            error
 	// examples are a few of the disallowed and unreachable requests, to
 	// show what went wrong.
 	examples []string
