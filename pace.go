@@ -35,10 +35,18 @@ const (
 // the crawl-delay itself. Sharing a Store as well spares the fleet a fetch of
 // robots.txt per Transport.
 //
+// A Transport never sends a request before a turn it knows of itself, so
+// that a Pacer that loses what it holds (a store that evicts or forgets a
+// key) cannot make it impolite: it keeps its own turns and the pauses it
+// knows of (its own, and a [PauseWatcher]'s copy) in memory, waits them out
+// before it calls Reserve, and then waits as long as Reserve says.
+//
 // Origins are named as for a [Store]. A Pacer must be safe for concurrent use
 // by multiple goroutines. If it returns an error, the Transport logs it and
 // paces the origin itself for that request, as if it had no Pacer; a request
-// whose context is done by then is not sent.
+// whose context is done by then is not sent. Pause is called with a context
+// of its own, bounded by a short timeout (2 seconds), so that a pause
+// reaches the Pacer even when the request that met it is canceled.
 type Pacer interface {
 	// Reserve takes origin's next turn for one request and returns how
 	// long the caller must wait for it. It must not wait itself: the
@@ -503,7 +511,9 @@ func (t *Transport) reserve(ctx context.Context, s *site, every time.Duration, l
 	}
 	switch {
 	case err == nil && ok:
-		t.paceOf(s).record(now+max(wait, 0), every)
+		// Counted from the answer, not the question: the turn the
+		// process remembers is never earlier than the Pacer's.
+		t.paceOf(s).record(t.now()+max(wait, 0), every)
 		return max(wait, 0), turn{}, nil
 	case err == nil:
 		if wait <= 0 {

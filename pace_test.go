@@ -698,3 +698,35 @@ func BenchmarkNotYetRetry(b *testing.B) {
 		b.Fatalf("%d requests sent, want robots.txt only", n)
 	}
 }
+
+// downWatcher is a Pacer whose Reserve fails (a store in its cooldown) and
+// whose copy of the fleet's pauses holds one.
+type downWatcher struct{ until time.Time }
+
+func (p *downWatcher) Reserve(context.Context, string, time.Duration, time.Duration) (time.Duration, bool, error) {
+	return 0, false, errors.New("pacer down")
+}
+func (p *downWatcher) Pause(context.Context, string, time.Time) error {
+	return errors.New("pacer down")
+}
+func (p *downWatcher) WatchedPause(string) (time.Time, bool) { return p.until, true }
+
+// TestWatchedPauseHoldsWhenPacerFails: a pause in the Pacer's copy of the
+// fleet's pauses holds a request back even when Reserve fails and the
+// Transport paces in memory.
+func TestWatchedPauseHoldsWhenPacerFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		a := pacedOrigin(mock, "User-agent: *\n")
+		p := &downWatcher{}
+		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Pacer: p}}
+		wantAllowed(t, client, "https://example.com/page0")
+		p.until = time.Now().Add(time.Minute)
+		wantAllowed(t, client, "https://example.com/page1")
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if len(a.times) != 3 || !a.times[2].Equal(p.until) {
+			t.Errorf("arrivals %v, want the second page at the pause's end %v", a.times, p.until)
+		}
+	})
+}

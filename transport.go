@@ -616,10 +616,11 @@ func httpScheme(u *url.URL) bool {
 // and a [*DisallowedError]. It waits for the fetch of robots.txt when the
 // origin is not cached or its copy has expired, and then for the origin's
 // turn (see IgnoreCrawlDelay). It gives up when req's context is done, with
-// an error that wraps the context's error, and at once if the origin's turn
-// comes after the context's deadline, with an error that wraps
-// [context.DeadlineExceeded]. Requests for /robots.txt are sent without a
-// check, in their origin's turn.
+// an error that wraps the context's error, and at once, with a [*TurnError],
+// if the origin's turn is further away than MaxWait or comes after the
+// context's deadline (then the error matches [context.DeadlineExceeded]
+// too). Requests for /robots.txt are sent without a check, in their origin's
+// turn.
 //
 // A request with no User-Agent header is sent as a copy that has one (see
 // UserAgent); req itself is never modified.
