@@ -26,7 +26,7 @@ const (
 // it skips t when the corpus is absent.
 func smallWeb(t *testing.T) (*web, string) {
 	t.Helper()
-	w, err := newWeb(webConfig{corpus: "../../../shared/corpus", origins: smallOrigins, faults: 0.12, scale: smallScale, seed: 1, rules: 6, timeout: 1500 * time.Millisecond})
+	w, err := newWeb(webConfig{corpus: "../../../shared/corpus", origins: smallOrigins, faults: 0.12, scale: smallScale, seed: 1, rules: 6, timeout: 1200 * time.Millisecond})
 	if errors.Is(err, errNoCorpus) {
 		t.Skipf("%v: the corpus lives beside the repository; skipping", err)
 	}

@@ -202,6 +202,9 @@ func run(ctx context.Context, addr string, w *web, o options, log io.Writer) []f
 			fmt.Fprintf(log, "crawl %s (%s), W=%d ...", c.name, c.what, n)
 			f := measure(ctx, cfg, c, n, runNo)
 			fmt.Fprintf(log, " %v\n", f.makespan.Round(time.Millisecond))
+			if f.critical != "" {
+				fmt.Fprintf(log, "\t%s\n", f.critical)
+			}
 			for _, e := range f.examples {
 				fmt.Fprintf(log, "\t%s\n", e)
 			}

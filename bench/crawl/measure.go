@@ -34,6 +34,9 @@ type figures struct {
 	cpu                            time.Duration // user and system CPU time of the process during the crawl
 	peakHeap                       uint64        // the most heap in use during the crawl, less that at its start
 	err                            error
+	// critical tells when the requests to the origin of the polite bound
+	// came, from the start of the crawl.
+	critical string
 	// examples are a few of the disallowed and unreachable requests, to
 	// show what went wrong.
 	examples []string
@@ -123,6 +126,7 @@ func measure(ctx context.Context, cfg runConfig, c crawler, n, run int) figures 
 	left := sent.log
 	sent.mu.Unlock()
 	w.judgeRun(&f, run, seen, left, cfg.slack)
+	f.critical = w.critical(run, start, seen, left)
 	return f
 }
 
@@ -169,6 +173,24 @@ func (w *web) judgeRun(f *figures, run int, seen, left []arrival, slack time.Dur
 		}
 	}
 	f.robotsMean = float64(total) / float64(len(w.origins))
+}
+
+// critical returns how the requests to the origin of the polite bound
+// came, as the web saw them, from start, and as they left the crawler.
+func (w *web) critical(run int, start time.Time, seen, left []arrival) string {
+	crit := 0
+	for i := range w.origins {
+		if w.bound(&w.origins[i]) > w.bound(&w.origins[crit]) {
+			crit = i
+		}
+	}
+	as := w.byOrigin(run, seen)[crit]
+	if len(as) == 0 {
+		return ""
+	}
+	last := as[len(as)-1].at.Sub(start)
+	return fmt.Sprintf("the origin of the bound got its first request at +%v, its last at +%v: %s; as they left: %s",
+		as[0].at.Sub(start).Round(time.Millisecond), last.Round(time.Millisecond), gaps(as), gaps(w.byOrigin(run, left)[crit]))
 }
 
 // example keeps a line about a wrong request, up to a few.
