@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// figures are what one crawl did, judged from the web's log and the
+// crawler's own log of requests as they left.
+type figures struct {
+	crawler  string
+	workers  int
+	makespan time.Duration
+	bound    time.Duration // the web's polite bound
+	pages    int           // page requests the web saw
+	// violations: two requests to an origin closer than its crawl-delay
+	// less the slack, judged on when they left the crawler and when the
+	// web saw them.
+	violLeft, violSeen int
+	// of which the request before was the fetch of robots.txt
+	violLeftRobots, violSeenRobots int
+	disallowed                     int // page requests RFC 9309 disallows, by ours and grobotstxt alike
+	unreachable                    int // page requests to origins whose robots.txt is unreachable
+	robotsMean                     float64
+	robotsMax                      int
+	robotsExtra                    int           // origins fetched more than once
+	cpu                            time.Duration // user and system CPU time of the process during the crawl
+	peakHeap                       uint64        // the most heap in use during the crawl, less that at its start
+	err                            error
+	// critical tells when the requests to the origin of the polite bound
+	// came, from the start of the crawl.
+	critical string
+	// examples are a few of the disallowed and unreachable requests, to
+	// show what went wrong.
+	examples []string
+}
+
+func (f *figures) efficiency() float64 { return f.bound.Seconds() / f.makespan.Seconds() }
+
+func (f *figures) cpuPerPage() time.Duration {
+	if f.pages == 0 {
+		return 0
+	}
+	return f.cpu / time.Duration(f.pages)
+}
+
+// runConfig is what each crawl of a benchmark shares.
+type runConfig struct {
+	addr    string // the web's listener
+	web     *web
+	order   []int // the crawl order of all pages: index into pageList
+	slack   time.Duration
+	maxWait time.Duration
+}
+
+// pageRef names the page p of origin o.
+type pageRef struct{ o, p int }
+
+// pageList returns every page of w, origin by origin.
+func (w *web) pageList() []pageRef {
+	var ps []pageRef
+	for i := range w.origins {
+		for j := range w.origins[i].paths {
+			ps = append(ps, pageRef{i, j})
+		}
+	}
+	return ps
+}
+
+// measure runs crawler c with n workers on the web as run number run, and
+// judges what it did.
+func measure(ctx context.Context, cfg runConfig, c crawler, n, run int) figures {
+	w := cfg.web
+	pages := w.pageList()
+	urls := make([]string, len(cfg.order))
+	for i, k := range cfg.order {
+		pr := pages[k]
+		urls[i] = "http://" + host(pr.o, run) + w.origins[pr.o].paths[pr.p]
+	}
+	base := newBase(cfg.addr)
+	sent := &sentLog{base: base}
+	j := job{urls: urls, base: sent, workers: n, timeout: w.timeout, maxWait: cfg.maxWait}
+
+	runtime.GC()
+	heap0 := heapInUse()
+	var peak uint64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			peak = max(peak, heapInUse())
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	cpu0 := cpuTime()
+	start := time.Now()
+	err := c.run(ctx, j)
+	makespan := time.Since(start)
+	cpu := cpuTime() - cpu0
+	close(stop)
+	wg.Wait()
+	base.CloseIdleConnections()
+
+	f := figures{crawler: c.name, workers: n, makespan: makespan, bound: w.politeBound(), cpu: cpu, err: err}
+	if peak > heap0 {
+		f.peakHeap = peak - heap0
+	}
+	seen, lerr := fetchLog(cfg.addr, run)
+	if lerr != nil && f.err == nil {
+		f.err = fmt.Errorf("reading the web's log: %w", lerr)
+	}
+	sent.mu.Lock()
+	left := sent.log
+	sent.mu.Unlock()
+	w.judgeRun(&f, run, seen, left, cfg.slack)
+	f.critical = w.critical(run, start, seen, left)
+	return f
+}
+
+// judgeRun fills in f's figures of correctness from what the web saw and
+// what left the crawler in run.
+func (w *web) judgeRun(f *figures, run int, seen, left []arrival, slack time.Duration) {
+	bySeen := w.byOrigin(run, seen)
+	byLeft := w.byOrigin(run, left)
+	total := 0
+	for i := range w.origins {
+		o := &w.origins[i]
+		robotsTxt := 0
+		for _, a := range bySeen[i] {
+			if a.path == "/robots.txt" {
+				robotsTxt++
+				continue
+			}
+			f.pages++
+			if o.kind.unreachable() {
+				f.unreachable++
+				f.example("unreachable (%s): %s%s", kindNames[o.kind], a.host, a.path)
+				continue
+			}
+			if k, ok := o.index[a.path]; ok && !o.allowed[k] && o.refereed[k] {
+				f.disallowed++
+				f.example("disallowed (%s, %s): %s%s", kindNames[o.kind], o.file, a.host, a.path)
+			}
+		}
+		total += robotsTxt
+		f.robotsMax = max(f.robotsMax, robotsTxt)
+		if robotsTxt > 1 {
+			f.robotsExtra++
+			f.example("%d robots.txt fetches (%s, %s): %s", robotsTxt, kindNames[o.kind], o.file, gaps(bySeen[i]))
+		}
+		if n, r := violations(bySeen[i], o.delay, slack); n > 0 {
+			f.violSeen += n
+			f.violSeenRobots += r
+			f.example("%d too close (%s, %s, delay %v) as seen: %s", n, kindNames[o.kind], o.file, o.delay, gaps(bySeen[i]))
+		}
+		if n, r := violations(byLeft[i], o.delay, slack); n > 0 {
+			f.violLeft += n
+			f.violLeftRobots += r
+			f.example("%d too close (%s, %s, delay %v) as left: %s", n, kindNames[o.kind], o.file, o.delay, gaps(byLeft[i]))
+		}
+	}
+	f.robotsMean = float64(total) / float64(len(w.origins))
+}
+
+// critical returns how the requests to the origin of the polite bound
+// came, as the web saw them, from start, and as they left the crawler.
+func (w *web) critical(run int, start time.Time, seen, left []arrival) string {
+	crit := 0
+	for i := range w.origins {
+		if w.bound(&w.origins[i]) > w.bound(&w.origins[crit]) {
+			crit = i
+		}
+	}
+	as := w.byOrigin(run, seen)[crit]
+	if len(as) == 0 {
+		return ""
+	}
+	last := as[len(as)-1].at.Sub(start)
+	return fmt.Sprintf("the origin of the bound got its first request at +%v, its last at +%v: %s; as they left: %s",
+		as[0].at.Sub(start).Round(time.Millisecond), last.Round(time.Millisecond), gaps(as), gaps(w.byOrigin(run, left)[crit]))
+}
+
+// example keeps a line about a wrong request, up to a few.
+func (f *figures) example(format string, args ...any) {
+	if len(f.examples) < 12 {
+		f.examples = append(f.examples, fmt.Sprintf(format, args...))
+	}
+}
+
+// byOrigin splits log by the crawled origin of run it went to, each in
+// time order; requests to other hosts (redirect targets) are left out.
+func (w *web) byOrigin(run int, log []arrival) [][]arrival {
+	out := make([][]arrival, len(w.origins))
+	for _, a := range log {
+		i, r, isMoved, ok := parseHost(a.host)
+		if !ok || r != run || isMoved || i >= len(w.origins) {
+			continue
+		}
+		out[i] = append(out[i], a)
+	}
+	for _, as := range out {
+		slices.SortStableFunc(as, func(a, b arrival) int { return a.at.Compare(b.at) })
+	}
+	return out
+}
+
+// gaps writes the paths of as with the time between them.
+func gaps(as []arrival) string {
+	var b strings.Builder
+	for k, a := range as {
+		if k > 0 {
+			fmt.Fprintf(&b, " +%v ", a.at.Sub(as[k-1].at).Round(10*time.Microsecond))
+		}
+		b.WriteString(a.path)
+	}
+	return b.String()
+}
+
+// violations counts the requests of as, in time order, that came less
+// than delay less slack after the one before, and how many of them came
+// after a fetch of robots.txt.
+func violations(as []arrival, delay, slack time.Duration) (n, afterRobots int) {
+	if delay <= 0 {
+		return 0, 0
+	}
+	for k := 1; k < len(as); k++ {
+		if as[k].at.Sub(as[k-1].at) < delay-slack {
+			n++
+			if as[k-1].path == "/robots.txt" {
+				afterRobots++
+			}
+		}
+	}
+	return n, afterRobots
+}
+
+var heapSample = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+
+// heapInUse returns the bytes of heap objects, live or not yet swept.
+func heapInUse() uint64 {
+	s := []metrics.Sample{heapSample[0]}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+var _ http.RoundTripper = (*sentLog)(nil)
