@@ -776,14 +776,20 @@ func TestSpacedFromDeparture(t *testing.T) {
 			time.Sleep(time.Second) // a slow answer
 			return httpmock.NewStringResponse(200, "User-agent: *\nCrawl-delay: 2\n"), nil
 		})
-		var pageAt time.Time
+		var pageAt []time.Time
 		mock.RegisterResponder("GET", "https://example.com/page", func(*http.Request) (*http.Response, error) {
-			pageAt = time.Now()
+			pageAt = append(pageAt, time.Now())
+			time.Sleep(500 * time.Millisecond) // a slow page
 			return httpmock.NewStringResponse(200, ""), nil
 		})
-		wantAllowed(t, &http.Client{Transport: NewTransport(mock, "ExampleBot")}, "https://example.com/page")
-		if d := pageAt.Sub(robotsAt); d != 3*time.Second {
+		client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+		wantAllowed(t, client, "https://example.com/page")
+		wantAllowed(t, client, "https://example.com/page")
+		if d := pageAt[0].Sub(robotsAt); d != 3*time.Second {
 			t.Errorf("the page left %v after robots.txt, want the 1s its answer took and the 2s crawl-delay", d)
+		}
+		if d := pageAt[1].Sub(pageAt[0]); d != 2500*time.Millisecond {
+			t.Errorf("the second page left %v after the first, want the 0.5s its answer took and the 2s crawl-delay", d)
 		}
 	})
 

@@ -329,7 +329,9 @@ type Transport struct {
 	// IgnoreCrawlDelay, if true, turns off pacing by crawl-delay. By
 	// default, the requests to each origin are spaced by the crawl-delay
 	// of the robots.txt group the crawler obeys: one request per delay,
-	// per origin; origins do not slow each other down. The fetch of
+	// per origin, each counted from the answer to the one before it (its
+	// response headers, or the error); origins do not slow each other
+	// down. The fetch of
 	// robots.txt is a request to its origin like any other: it waits
 	// for its turn, spaced by the crawl-delay last known for the origin
 	// (none on a first visit), and the request after it is spaced by
@@ -708,13 +710,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var s *site
 	var st *state
 	now := t.now()
+	at := noTurn
 	if isRobotsTxt(req.URL) {
-		s, err = t.robotsTxtSite(ctx, req.URL, req.Host, now)
+		s, at, err = t.robotsTxtSite(ctx, req.URL, req.Host, now)
 	} else {
 		var every time.Duration
 		s, st, every, err = t.check(ctx, req.URL, req.Host, agent, t.fetchAgent(req.Header, ua), now)
 		if err == nil {
-			_, err = t.waitTurn(ctx, s, every, nil, false, now)
+			at, err = t.waitTurn(ctx, s, every, nil, false, now)
 		}
 	}
 	if err != nil {
@@ -727,6 +730,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	t.stats.sent.add()
 	resp, err := t.cfg.base.RoundTrip(req)
+	// The next request is spaced from this one's answer: the site sees
+	// them an interval apart, however long this one took to reach it.
+	t.departed(s, at)
 	if err == nil && resp != nil {
 		if !t.cfg.ignoreRetryAfter {
 			t.pauseFor(ctx, s, resp)
@@ -760,10 +766,10 @@ func (t *Transport) fetchAgent(hdr http.Header, ua string) func() string {
 // robotsTxtSite returns the site of u with Host host, a request for
 // /robots.txt that began at now, after waiting for its turn. It does not
 // fetch robots.txt.
-func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL, host string, now time.Duration) (*site, error) {
+func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL, host string, now time.Duration) (*site, time.Duration, error) {
 	k, _, err := authorityOf(u, host)
 	if err != nil {
-		return nil, err
+		return nil, noTurn, err
 	}
 	sh := t.cache.shard(k)
 	s := sh.get(k)
@@ -772,8 +778,8 @@ func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL, host string, 
 		s, evicted = t.cache.add(sh, k, now)
 		t.stats.evictions.Add(uint64(evicted))
 	}
-	_, err = t.waitTurn(ctx, s, t.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true, now)
-	return s, err
+	at, err := t.waitTurn(ctx, s, t.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true, now)
+	return s, at, err
 }
 
 // Check returns the verdict of the Transport's robots.txt cache for u,
