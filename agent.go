@@ -18,21 +18,13 @@ type agentValue struct {
 	err   error
 }
 
-// WithAgent returns a copy of ctx under which a [Transport] decides and sends
-// as the crawler whose product token agent names (a token or a User-Agent
-// header, as for Transport.Agent), in the place of the Transport's Agent: for
-// crawlers that run several identities through one Transport, or to ask
-// [Transport.Check] about another token, such as "Google-Extended". A
-// request without a User-Agent leaves with agent as its User-Agent (the
-// fetch of robots.txt does not: see Transport.UserAgent). A request whose
-// agent names no token fails with an error that says so.
-//
-// Under WithAgent(ctx, "*"), a request is decided by the "*" group, and no
-// User-Agent names that group: a request with no User-Agent header is not
-// sent, and fails with an error that says so (it would otherwise leave as
-// the Transport's UserAgent, or as Base's default, whose groups may disallow
-// it). Set its User-Agent header to the identity it should leave as.
-// [Transport.Check] sends nothing, and answers for the "*" group.
+// WithAgent returns a copy of ctx under which a Transport decides and sends
+// as the crawler that agent names (a token or a User-Agent header, as for
+// Transport.Agent), in place of Agent: for a crawler with several
+// identities, or to Check for another token such as "Google-Extended". A
+// request with no User-Agent leaves with agent as its User-Agent, except
+// under WithAgent(ctx, "*"), which no User-Agent names: such a request
+// fails. An agent that names no token makes the request fail.
 func WithAgent(ctx context.Context, agent string) context.Context {
 	tok, err := tokenOf(agent)
 	if err == nil && tok == "" {

@@ -8,15 +8,6 @@ import (
 	"time"
 )
 
-// DefaultMaxOrigins bounds the origins a Transport keeps in memory when
-// MaxOrigins is zero.
-const DefaultMaxOrigins = 10000
-
-// DefaultMaxBytes bounds the bytes a Transport's cache holds when MaxBytes is
-// zero: parsed robots.txt files with their indexes, and the bodies kept for a
-// Store.
-const DefaultMaxBytes = 256 << 20
-
 // cache is the in-process cache of origins: a fixed set of shards, each a
 // copy-on-write map read without locks, bounded in origins and in bytes by
 // the CLOCK algorithm (an approximation of least-recently-used). It starts
@@ -45,13 +36,15 @@ type cache struct {
 	bytes    atomic.Int64  // the sum of the shards' bytes
 	sweep    atomic.Uint32 // the shard where the next eviction for bytes starts
 
-	parkMu    sync.Mutex
-	parked    map[originKey]*pace // guarded by parkMu
-	parkSwept int                 // guarded by parkMu: len(parked) after the last sweep
+	parkMu sync.Mutex
+	parked map[originKey]*pace // guarded by parkMu
+	// guarded by parkMu: len(parked) after the last sweep
+	parkSwept int
 }
 
 type shard struct {
-	m atomic.Pointer[map[originKey]*site] // read without lock; replaced under mu
+	// read without lock; replaced under mu
+	m atomic.Pointer[map[originKey]*site]
 
 	mu    sync.Mutex
 	ring  []*site // guarded by mu: the shard's sites, swept by hand
@@ -291,11 +284,16 @@ func (c *cache) unpark(k originKey) *pace {
 // site is the cached state of one origin.
 type site struct {
 	key    originKey
-	origin string       // key.String()
-	used   atomic.Int32 // how recently the site was used: 1 when added, 2 when used again; each pass of the CLOCK hand takes 1
-	cur    atomic.Pointer[state]
-	pace   *pace        // the origin's pace, when Transport.Pacer is nil or fails
-	forget atomic.Int64 // set by Transport.Forget, in Unix ns: the next load takes no older entry from the Store
+	origin string // key.String()
+	// how recently the site was used: 1 when added, 2 when used again; each
+	// pass of the CLOCK hand takes 1
+	used atomic.Int32
+	cur  atomic.Pointer[state]
+	// the origin's pace, when Transport.Pacer is nil or fails
+	pace *pace
+	// set by Transport.Forget, in Unix ns: the next load takes no older entry
+	// from the Store
+	forget atomic.Int64
 
 	// route is where the latest request to the origin with a Host other
 	// than its URL's was sent (see authorityOf), and so where its

@@ -25,7 +25,7 @@ import (
 )
 
 // The fault suite runs the Transport against real servers on loopback that
-// misbehave, and checks that each fault gets the verdict of SPEC section 2
+// misbehave, and checks that each fault gets the verdict of RFC 9309 §2.3.1
 // within noHang, that no refused request reaches the server, and that no
 // goroutine outlives the test.
 
@@ -160,7 +160,7 @@ func TestFaults(t *testing.T) {
 		{"negative Content-Length", raw("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n" + faultRules), unreachable, nil},
 
 		// Bodies that are not robots.txt: what can be parsed is, the rest
-		// is ignored (SPEC section 4).
+		// is ignored (RFC 9309 §2.6).
 		{"Content-Length shorter than body", raw("HTTP/1.1 200 OK\r\nContent-Length: 14\r\nConnection: close\r\n\r\n" + faultRules), noRules, nil},
 		{"gzip, Content-Encoding set", reply(200, "Content-Encoding: gzip\r\n", gzipString(faultRules)), rules, nil},
 		{"gzip, no Content-Encoding", reply(200, "", gzipString(faultRules)), noRules, nil},

@@ -140,7 +140,9 @@ type flight struct {
 	st       *state
 	waiting  chan struct{}
 	waitOnce sync.Once
-	sendAt   atomic.Int64 // when the fetch is sent, in Unix ns; set before waiting is closed, and again if it waits more
+	// when the fetch is sent, in Unix ns; set before waiting is closed, and
+	// again if it waits more
+	sendAt atomic.Int64
 }
 
 // wait tells the requests waiting for f that its fetch waits for its turn,

@@ -55,7 +55,8 @@ func (t *Transport) logFetch(ctx context.Context, origin string, r *fetchResult,
 		slog.Time("expires", e.Expires),
 	}
 	if r.from != "" {
-		attrs = append(attrs, slog.String("from", r.from)) // answered through a redirect to another origin
+		// answered through a redirect to another origin
+		attrs = append(attrs, slog.String("from", r.from))
 	}
 	if r.err != nil {
 		level = slog.LevelWarn

@@ -7,70 +7,29 @@ import (
 	"time"
 )
 
-const (
-	// DefaultMaxCrawlDelay caps the crawl-delay a Transport honours when
-	// MaxCrawlDelay is zero: a robots.txt that asks for more gets this.
-	DefaultMaxCrawlDelay = 30 * time.Second
-
-	// DefaultMaxRetryAfter caps the pause that the Retry-After header of
-	// a 429 or 503 response sets, when MaxRetryAfter is zero.
-	DefaultMaxRetryAfter = 5 * time.Minute
-)
-
-// Pacer spaces the requests sent to each origin. By default, a Transport
-// paces the origins it knows itself, in memory. Set Transport.Pacer to share
-// the pace of origins between Transports, for example across the processes
-// of a fleet of crawlers.
+// Pacer keeps the turns of each origin for the Transports that share it,
+// for example across the processes of a fleet (see Transport.Pacer).
+// Origins are named as for a [Store]. A Pacer must be safe for concurrent
+// use by multiple goroutines.
 //
-// Each turn keeps the interval it was taken with, and the next turn is
-// spaced from it by the larger of that interval and the next caller's. So a
-// Transport that has parsed no robots.txt of an origin (it shares no [Store],
-// or the Store no longer holds the entry), and fetches it, leaves at least
-// the crawl-delay of the latest turn after that turn, though it does not know
-// the crawl-delay itself. Sharing a Store as well spares the fleet a fetch of
-// robots.txt per Transport.
-//
-// A Transport never sends a request before a turn it knows of itself, so
-// that a Pacer that loses what it holds (a store that evicts or forgets a
-// key) cannot make it impolite: it keeps its own turns and the pauses it
-// knows of (its own, and a [PauseWatcher]'s copy) in memory, waits them out
-// before it calls Reserve, and then waits as long as Reserve says.
-//
-// Origins are named as for a [Store]. A Pacer must be safe for concurrent use
-// by multiple goroutines. If it returns an error, the Transport logs it and
-// paces the origin itself for that request, as if it had no Pacer; a request
-// whose context is done by then is not sent. Pause is called with a context
-// of its own, bounded by a short timeout (2 seconds), so that a pause
-// reaches the Pacer even when the request that met it is canceled.
+// A Transport also keeps the turns and pauses it knows of in memory, and
+// waits them out before it calls Reserve, so that a Pacer that loses its
+// state cannot make it send early. If a Pacer fails, the Transport logs the
+// error and paces the origin itself for that request.
 type Pacer interface {
-	// Reserve takes origin's next turn for one request and returns how
-	// long the caller must wait for it. It must not wait itself: the
-	// Transport waits, so that it can count the wait and give up with
-	// the request's context.
-	//
-	// Each turn taken keeps an interval. The turn is the first instant
-	// that is not before the end of a pause (see Pause) and is at least
-	// the larger of every and the interval of the origin's previous turn
-	// (the latest one taken, by any user of the Pacer) after that turn.
-	// The turn keeps every as its interval: a caller that knows the
-	// origin's rules, and passes zero because they ask for no delay, is
-	// spaced by the previous turn's interval but does not hand it on.
-	//
-	// A negative every says that the caller does not know the origin's
-	// rules (it fetches a robots.txt it has not parsed before) and asks
-	// for at least -every. The turn is spaced as for -every, and keeps
-	// the larger of -every and the previous turn's interval: it hands the
-	// origin's interval on to the next turn rather than dropping it.
-	// (A Pacer written before negative intervals meant this treats them
-	// as zero, as it always did.)
-	//
-	// If the wait would be longer than maxWait, Reserve takes no turn and
-	// returns ok false with the wait it foresees. A turn taken is never
-	// handed out again.
+	// Reserve takes origin's next turn and returns how long to wait for it,
+	// without waiting itself. The turn is the first instant after any pause
+	// that is at least max(every, prev) after the previous turn, prev being
+	// the interval that turn kept; the new turn keeps every. A negative
+	// every says the caller does not know the origin's rules: the turn is
+	// spaced as for -every and keeps max(-every, prev). If the wait would
+	// exceed maxWait, Reserve takes no turn and returns ok false with the
+	// wait it foresees.
 	Reserve(ctx context.Context, origin string, every, maxWait time.Duration) (wait time.Duration, ok bool, err error)
 
-	// Pause delays origin's turns until at least until. A later end
-	// than the one already set wins; an earlier one changes nothing.
+	// Pause delays origin's turns until at least until; an earlier end than
+	// the one set changes nothing. Its context is the Transport's own,
+	// bounded by 2 seconds, so that a pause outlives a canceled request.
 	Pause(ctx context.Context, origin string, until time.Time) error
 }
 
@@ -80,64 +39,34 @@ type Pacer interface {
 // matters (see pace.matters and cache.park), so that dropping a parsed
 // robots.txt never lets a request out early.
 //
-// # Turns and give-backs
-//
 // A turn is taken at max(now, last+max(every, lastEvery), pausedUntil) and
 // becomes the new last, keeping its interval as lastEvery, as the Pacer
-// contract says (every is the interval of the request that takes the turn,
-// negative if it does not know the origin's rules; see Pacer.Reserve). A pace
-// has no clock of its own, only times on the Transport's monotonic clock
-// (Transport.now): now, a pause end (now plus a Retry-After, when its
-// answer is read) and a Pacer's turn (now plus the wait it returned), so no
-// call can move a clock back. last only moves forward, except on a
-// give-back: a request that does not use its turn (its context ended while
-// it waited, or a pause began) restores the previous last and lastEvery
-// only if its turn is still the latest one taken (seq). Then no later turn was computed from
-// it, and restoring leaves the pace as if the turn had never been taken.
-// Otherwise the unused turn stays taken: a later turn was spaced from it,
-// and handing it out again would put the next request one interval after
-// the previous last, on a turn already held. A give-back can leave a gap,
-// never two requests in one interval.
-//
-// # Why not golang.org/x/time/rate
-//
-// A rate.Limiter can take turns from a pause's end, provided that every
-// call passes it one clock that never goes back (say the latest of now,
-// the pause end and any time passed before). Reserving at the pause end and
-// cancelling or reserving at now, as this package once did, moves its clock
-// back: the tokens counted at the pause end are counted again from now on,
-// and the turns queued behind the pause are handed out twice (with
-// Every(500ms), turns 2.5s, 3s and 3.5s queued at 0.5s, and one refused and
-// cancelled at 0.5s: the next two get 2.5s and 3s again).
-//
-// What a Limiter cannot express is an interval per request. It keeps
-// tokens, not the time of the latest turn: the time since that turn is
-// turned into tokens at the limit in force, and SetLimit prices again the
-// turns already reserved. Turns at 0 and 2s under Every(2s), then a request
-// under Every(500ms), all reserved at 0: the third turn is at 1s, before
-// the second. And a request under rate.Inf (no interval) takes no turn at
-// all, so the request after it is not spaced from it. The Transport needs
-// both: the fetch of robots.txt is spaced by the longest crawl-delay known
-// for its origin (none on a first visit) and the page after it by the one
-// it finds, and crawler agents with different crawl-delays share their
-// origin's turns. So a pace keeps the time of the latest turn itself, and
-// the Pacer contract, which redisstore follows, has the same model.
+// contract says. last only moves forward, except on a give-back (see
+// turn.giveBack). doc/design.md says why this is not a rate.Limiter.
 type pace struct {
 	pausedUntil atomic.Int64 // ns on the Transport's clock; written under mu
 
-	mu        sync.Mutex
-	last      time.Duration // guarded by mu: the latest turn taken; valid if seq != 0
+	mu sync.Mutex
+	// guarded by mu: the latest turn taken; valid if seq != 0
+	last      time.Duration
 	lastEvery time.Duration // guarded by mu: the interval that last keeps
-	seq       uint64        // guarded by mu: the reservation that took last; 0 if none
-	next      uint64        // guarded by mu: the last reservation number handed out
-	every     time.Duration // guarded by mu: the longest interval known for the origin
-	knows     bool          // guarded by mu: a robots.txt of the origin was parsed (see know)
-	dropped   atomic.Bool   // written under mu: dropped from the cache (see drop); no turn is taken here
+	// guarded by mu: the reservation that took last; 0 if none
+	seq uint64
+	// guarded by mu: the last reservation number handed out
+	next uint64
+	// guarded by mu: the longest interval known for the origin
+	every time.Duration
+	// guarded by mu: a robots.txt of the origin was parsed (see know)
+	knows bool
+	// written under mu: dropped from the cache (see drop); no turn is taken
+	// here
+	dropped atomic.Bool
 }
 
 // turn is one reservation of a pace, for a give-back.
 type turn struct {
-	p         *pace // nil for a turn taken in a Pacer, which cannot be given back
+	// nil for a turn taken in a Pacer, which cannot be given back
+	p         *pace
 	at        time.Duration
 	seq       uint64
 	prevLast  time.Duration
@@ -146,7 +75,8 @@ type turn struct {
 }
 
 // reserve takes p's next turn at now, spaced from the previous one by the
-// larger of every and its interval; see Pacer.Reserve. It panics if p has been dropped: use Transport.paceOf.
+// larger of every and its interval; see Pacer.Reserve. It panics if p has
+// been dropped: use Transport.paceOf.
 func (p *pace) reserve(now, every, maxWait time.Duration) (wait time.Duration, ok bool, tk turn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -323,31 +253,20 @@ func (p *pace) drop(now time.Duration) bool {
 	return p.dropped.Load()
 }
 
-// PauseWatcher is implemented by a [Pacer] that keeps, in the process, a copy
-// of the pauses that any of its users set, kept up to date within a bound
-// that it documents (for example by a subscription to the pauses as they are
-// set). A Transport whose Pacer is a PauseWatcher does not call Reserve for a
-// request that no interval applies to (no crawl-delay, no MinDelay) when the
-// copy says that its origin is not paused: such a request takes no turn, as
-// it takes none in a Transport without a Pacer. Requests with an interval,
-// and the fetches of robots.txt, still call Reserve.
+// PauseWatcher is implemented by a [Pacer] that keeps in the process an
+// up-to-date copy of the pauses its users set. For a request with no
+// interval to keep (no crawl-delay, no MinDelay), a Transport does not call
+// Reserve when the copy says the origin is not paused.
 type PauseWatcher interface {
-	// WatchedPause returns when origin's pause ends according to the
-	// copy, or the zero time if the copy holds no pause of origin. It
-	// must not block or do I/O: it is called on every such request. ok
-	// is false when the copy may be stale (for example while its
-	// subscription is broken): then the Transport calls Reserve.
+	// WatchedPause returns when origin's pause ends, or the zero time; ok
+	// is false when the copy may be stale. It must not block.
 	WatchedPause(origin string) (until time.Time, ok bool)
 }
 
-// PauseChecker is implemented by a [Pacer] that can tell whether an origin is
-// paused. A Transport asks it before it sends a request that has waited for
-// its turn, since another user of the Pacer may have paused the origin
-// meanwhile: the request then waits for a new turn after the pause. Without
-// it, a pause set elsewhere while a request waited is seen by the requests
-// that reserve after it only.
+// PauseChecker is implemented by a [Pacer] that can tell whether an origin
+// is paused. A Transport asks it before it sends a request that has waited
+// for its turn, since another user may have paused the origin meanwhile.
 type PauseChecker interface {
-	// PausedUntil returns when origin's pause ends, or the zero time if
-	// it is not paused.
+	// PausedUntil returns when origin's pause ends, or the zero time.
 	PausedUntil(ctx context.Context, origin string) (time.Time, error)
 }

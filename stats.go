@@ -6,32 +6,39 @@ import (
 	"time"
 )
 
-// Stats are a Transport's counters since it was created.
+// Stats are a Transport's counters since it was created. Misses counts the
+// requests that waited for a load (a fetch, or the Store), whether or not
+// they started it; Evictions counts the origins dropped under MaxOrigins
+// and under MaxBytes. Refused is the sum of the three Refused counters.
+// AllowedNoRules counts requests allowed with no rules to obey (robots.txt
+// unavailable, or unreachable for 30 days). PaceWait is the total time of
+// the PaceWaits requests that waited for their turn.
 type Stats struct {
-	Hits      uint64 // requests decided by a fresh robots.txt in memory
-	Misses    uint64 // requests that waited for robots.txt to be fetched or loaded from Store
-	Evictions uint64 // origins dropped from memory to stay within MaxOrigins or MaxBytes
+	Hits      uint64 // requests decided by a fresh copy in memory
+	Misses    uint64 // requests that waited for a load
+	Evictions uint64 // origins dropped from memory
 
-	Sent               uint64 // requests sent through Base, requests for /robots.txt included (not the Transport's own fetches)
-	Refused            uint64 // requests refused (ErrDisallowed): the sum of the three below
-	RefusedRule        uint64 // requests refused by a rule of robots.txt
-	RefusedUnreachable uint64 // requests refused because robots.txt is unreachable (ErrUnreachable)
-	RefusedUsage       uint64 // requests refused by a usage preference (see Transport.Uses)
-	AllowedNoRules     uint64 // requests allowed with no rules: robots.txt unavailable (4xx), or unreachable for 30 days
+	// requests sent through Base (fetches not included)
+	Sent               uint64
+	Refused            uint64 // requests refused (ErrDisallowed)
+	RefusedRule        uint64 // refused by a rule of robots.txt
+	RefusedUnreachable uint64 // refused as robots.txt is unreachable
+	RefusedUsage       uint64 // refused by a usage preference (Uses)
+	AllowedNoRules     uint64 // allowed with no rules to obey
 
-	FetchSuccess     uint64 // robots.txt fetches with a 2xx result
-	FetchUnavailable uint64 // robots.txt fetches with a 4xx result, or too many redirects
-	FetchUnreachable uint64 // robots.txt fetches with a 429, 5xx, network error or unreadable body
-	StoreHits        uint64 // fresh entries taken from Store instead of fetching
+	FetchSuccess     uint64 // fetches of robots.txt with a 2xx answer
+	FetchUnavailable uint64 // fetches with a 4xx, or too many redirects
+	FetchUnreachable uint64 // fetches with no answer, a 429 or a 5xx
+	StoreHits        uint64 // fresh entries taken from Store, not fetched
 
-	NotYet    uint64        // requests not sent because their origin's turn was later than they could wait (ErrNotYet)
-	PaceWaits uint64        // requests that waited for their origin's turn
-	PaceWait  time.Duration // total time requests waited for their origin's turn
-	Pauses    uint64        // origins paused by a Retry-After header
+	NotYet    uint64        // requests not sent, their turn too far (ErrNotYet)
+	PaceWaits uint64        // requests that waited for their turn
+	PaceWait  time.Duration // the time they waited, in total
+	Pauses    uint64        // origins paused by Retry-After
 }
 
-// Stats returns the Transport's counters. Each is read atomically; together
-// they are not a snapshot of one instant.
+// Stats returns the Transport's counters, each read atomically (together,
+// not one instant's).
 func (t *Transport) Stats() Stats {
 	s := &t.stats
 	return Stats{

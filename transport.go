@@ -14,33 +14,28 @@ import (
 	"time"
 )
 
-// ErrDisallowed is the error a request refused under robots.txt matches
-// with [errors.Is]: refused by a rule, or because robots.txt is unreachable
-// (then it matches [ErrUnreachable] too).
+// ErrDisallowed is matched by every request refused under robots.txt:
+// by a rule, a usage preference, or an unreachable robots.txt.
 var ErrDisallowed = errors.New("robots: disallowed by robots.txt")
 
-// ErrUnreachable is the error a request refused because its origin's
-// robots.txt is unreachable (RFC 9309 §2.3.1.4: a 429, a 5xx, a network error
-// or an unreadable body) matches with [errors.Is], as well as
-// [ErrDisallowed]. Unlike a rule, this refusal is temporary: the request may
-// be retried from [DisallowedError.RetryAt] on, when robots.txt is fetched
-// again.
+// ErrUnreachable is matched, beside [ErrDisallowed], by a request refused
+// because its origin's robots.txt is unreachable (RFC 9309 §2.3.1.4). The
+// refusal is temporary: see [DisallowedError.RetryAt].
 var ErrUnreachable = errors.New("robots: robots.txt unreachable")
 
 // DisallowedError reports a request refused under robots.txt. It matches
-// [ErrDisallowed] with [errors.Is]. A Transport returns it from RoundTrip
-// with no response, so an [http.Client] returns it wrapped in a [*url.Error].
+// [ErrDisallowed]. RoundTrip returns it with no response, so an
+// [http.Client] returns it wrapped in a [*url.Error].
 type DisallowedError struct {
 	URL   *url.URL // the refused URL
-	Agent string   // the product token that was matched; "*" when there is none
-	Rule  string   // the deciding line as written, e.g. "Disallow: /private"; "" when the origin is refused whole
-	Line  int      // 1-based line number of Rule; 0 when Rule is ""
-	Use   string   // the use refused by a usage preference (see Transport.Uses), e.g. "train-ai"; "" when a rule disallows
-	Err   error    // why the origin is refused whole (robots.txt unreachable); nil otherwise
+	Agent string   // the product token matched; "*" if none
+	Rule  string   // the deciding line, e.g. "Disallow: /private"; or ""
+	Line  int      // the 1-based line number of Rule; 0 if Rule is ""
+	Use   string   // the use refused (see Transport.Uses); or ""
+	Err   error    // why the whole origin is refused; nil if a line did
 
-	// RetryAt, when Err is not nil, is when the Transport fetches the
-	// origin's robots.txt again: a retry before then is refused the
-	// same way. It is the zero time when Err is nil.
+	// RetryAt, when Err is not nil, is when robots.txt is fetched again;
+	// a retry before then is refused the same way.
 	RetryAt time.Time
 }
 
@@ -78,228 +73,109 @@ func (e *DisallowedError) Is(target error) bool {
 // Unwrap returns e.Err.
 func (e *DisallowedError) Unwrap() error { return e.Err }
 
+// The defaults of a Transport's fields, used when a field is zero.
+const (
+	DefaultTTL          = 24 * time.Hour   // TTL (RFC 9309 §2.4)
+	DefaultFetchTimeout = 30 * time.Second // FetchTimeout
+	// MaxBodySize, its least (RFC 9309 §2.5)
+	DefaultMaxBodySize   = 500 << 10
+	DefaultMaxOrigins    = 10000            // MaxOrigins
+	DefaultMaxBytes      = 256 << 20        // MaxBytes
+	DefaultMaxCrawlDelay = 30 * time.Second // MaxCrawlDelay
+	DefaultMaxRetryAfter = 5 * time.Minute  // MaxRetryAfter
+)
+
 // Transport is an [http.RoundTripper] that obeys robots.txt: it sends a
-// request through Base only if the robots.txt of the request's origin allows
-// it for the crawler Agent, and otherwise returns a [*DisallowedError].
+// request through Base only if the robots.txt of its origin allows it for
+// the crawler's product token, and otherwise returns a [*DisallowedError].
+// It caches each origin's robots.txt in memory and fetches it at most once
+// at a time. Only http and https URLs are sent.
 //
-// A Transport caches the robots.txt of each origin in memory (see
-// MaxOrigins, MaxBytes and Store) and fetches each at most once at a time,
-// however many requests wait for it. Transports should be reused instead of
-// created as needed.
-//
-// The zero value is a valid Transport: it uses [http.DefaultTransport] and
-// finds each request's product token in its User-Agent header. Use
-// [NewTransport] to set the product token. A Transport's fields must not be
-// modified after its first use.
-//
-// Only http and https URLs are sent: a request of any other scheme fails
-// with an error that is not a [*DisallowedError], since its robots.txt
-// cannot be fetched.
-//
-// Transport is safe for concurrent use by multiple goroutines.
+// The zero value is a valid Transport that reads each request's product
+// token from its User-Agent header. Fields must not be modified after first
+// use. A Transport is safe for concurrent use by multiple goroutines, and
+// should be reused rather than created as needed.
 type Transport struct {
-	// Base sends the requests that robots.txt allows, and the fetches of
-	// robots.txt itself. If nil, http.DefaultTransport is used, as it is
-	// at the Transport's first use; if http.DefaultTransport is then a
-	// *Transport itself (as after http.DefaultTransport =
-	// robots.NewTransport(nil, "ExampleBot")), the http.DefaultTransport
-	// that net/http made is used instead.
-	//
-	// If Base, or a body it returns, panics while fetching robots.txt,
-	// the fetch ends as unreachable: each request waiting for it, with
-	// or without a deadline, is refused with a [*DisallowedError] for
-	// [ErrUnreachable] whose error says "Base panicked" and wraps the
-	// panic's value when that is an error; the stack goes to the Logger,
-	// and the origin is fetched again after the usual back-off. The
-	// panic is not raised again, since the fetch may run on a goroutine
-	// of the Transport's own. A panic of Base while sending a request
-	// that robots.txt allows is raised on the caller's goroutine.
+	// Base sends the allowed requests and the fetches of robots.txt. If
+	// nil, http.DefaultTransport is used (net/http's own, if that has been
+	// set to a Transport). A panic of Base during a fetch makes the fetch
+	// unreachable; during an allowed request, it reaches the caller.
 	Base http.RoundTripper
 
-	// Agent is the crawler's product token, e.g. "ExampleBot", matched
-	// case-insensitively against the user-agent lines of robots.txt.
-	// It may be given as a User-Agent header: "ExampleBot/1.0" and
-	// "Mozilla/5.0 (compatible; ExampleBot/1.0; +https://example.com/bot)"
-	// both mean ExampleBot (see the rule below). An Agent that names no
-	// token (such as "/1.0" or "(bot)") is a programming error:
-	// [NewTransport] panics, and a Transport made otherwise fails every
-	// request with an error that says so. "*" obeys the "*" group.
-	//
-	// If empty, each request's token is found in its User-Agent header:
-	// the first item after "compatible" in a parenthesised comment that
-	// is a Name or Name/version, as in "Mozilla/5.0 (compatible;
-	// ExampleBot/1.0; +https://example.com/bot)"; or else the first
-	// product outside comments, as in "ExampleBot/1.0" or "ExampleBot",
-	// with Name cut to its leading run of letters, digits, '-' and '_'.
-	// Names of browsers' products (Mozilla, AppleWebKit, Chrome, Safari,
-	// Gecko, Firefox, Version, Mobile, MSIE, Trident, …) do not count. A
-	// request with a User-Agent that names no such token obeys the "*"
-	// group. A request with no User-Agent is decided as what it leaves
-	// as: the token of UserAgent if that is set; else, when Base is an
-	// [*http.Transport] (nil Base included), as Go-http-client, the
-	// User-Agent net/http then sends; else as the "*" group.
-	//
-	// A token set on a request's context with [WithAgent] takes the
-	// place of Agent for that request.
-	//
-	// One fetch serves every request to the origin, whatever its token:
-	// the file is cached, not the verdicts.
+	// Agent is the crawler's product token, e.g. "ExampleBot", or a
+	// User-Agent header that names one (see the package documentation);
+	// "*" obeys the "*" group. If empty, each request's User-Agent decides.
 	Agent string
 
-	// UserAgent is the User-Agent header of the requests that have none,
-	// and of the fetches of robots.txt that such requests cause (a
-	// request that has one fetches robots.txt with it), e.g.
-	// "ExampleBot/1.0 (+https://example.com/bot)". It must contain
-	// Agent's token, if Agent is set and not "*": otherwise every request
-	// fails with an error that says so. If empty, it is Agent as given;
-	// with neither, such requests leave without a User-Agent of ours. A request under [WithAgent] with no User-Agent
-	// leaves with the agent given there instead, so that it names the
-	// token it is decided as (under WithAgent(ctx, "*"), it is not sent); the fetch of robots.txt it causes is sent
-	// with UserAgent or Agent, when the Transport has one, since that
-	// fetch serves every token. A request's header is never modified: a
-	// copy of the request is sent.
+	// UserAgent is the User-Agent of requests that have none (sent as a
+	// copy) and of the fetches of robots.txt they cause. It must name
+	// Agent's token, unless Agent is empty or "*"; otherwise every request
+	// fails. If empty, Agent is used as given.
 	UserAgent string
 
-	// TTL, if non-zero, is how long a fetched robots.txt is used before
-	// it is fetched again; a shorter Cache-Control max-age in its
-	// response shortens it, down to MinTTL. The first max-age of all the
-	// response's Cache-Control lines counts (RFC 9111 §4.2.1); an
-	// invalid one, no-cache and no-store count as zero. If zero,
-	// DefaultTTL (24 hours, RFC 9309 §2.4) is used.
+	// TTL is how long a fetched robots.txt is used; a shorter Cache-Control
+	// max-age shortens it, to a minute at least. If zero, DefaultTTL.
 	TTL time.Duration
 
-	// FetchTimeout, if non-zero, bounds each fetch of robots.txt,
-	// redirects and body included, even when Base ignores the request's
-	// context: the fetch then ends as unreachable, and a response that
-	// Base returns later is closed unread. If zero, DefaultFetchTimeout is
-	// used.
-	// A fetch is not canceled with the request that caused it, since
-	// other requests may be waiting for it, and carries none of its
-	// context's values (its httptrace hooks, for one).
+	// FetchTimeout bounds each fetch of robots.txt, redirects and body
+	// included, even if Base ignores the context: a longer one is
+	// unreachable. If zero, DefaultFetchTimeout.
 	FetchTimeout time.Duration
 
-	// MaxBodySize is how many bytes of a robots.txt body (decoded, when
-	// the base left it gzip or deflate) are read and parsed; one more
-	// byte is read to tell whether the body goes on, the rest is not
-	// read, and a line that the limit cuts is dropped. If less than DefaultMaxBodySize (500 KiB, the least RFC
-	// 9309 §2.5 allows), DefaultMaxBodySize is used.
+	// MaxBodySize is how much of a decoded robots.txt body is parsed; the
+	// line it cuts is dropped. It is at least DefaultMaxBodySize.
 	MaxBodySize int64
 
-	// MaxOrigins, if non-zero, bounds the origins kept in memory. When
-	// it is reached, an origin that has not been used recently is dropped
-	// (an approximation of least-recently-used, per shard), and fetched
-	// again if it is used again. If zero, DefaultMaxOrigins is used.
-	// The pace of a dropped origin is kept while it can still hold a
-	// request back. MaxBytes bounds the memory; MaxOrigins bounds the
-	// number of origins tracked, and with it the work of adding one (the
-	// cache is split into shards of 64 to 128 origins).
+	// MaxOrigins bounds the origins cached; the least recently used
+	// (approximately) are dropped first. If zero, DefaultMaxOrigins.
 	MaxOrigins int
 
-	// MaxBytes, if non-zero, bounds the bytes the cache holds: each
-	// origin's parsed robots.txt with its index, its body when Store is
-	// set, and about 1 KiB for the rest of its state, counted as they are
-	// built. When it is reached, origins that have not been used recently
-	// are dropped, as for MaxOrigins. If zero, DefaultMaxBytes (256 MiB)
-	// is used. A parsed robots.txt of 500 KiB holds about 1.3 times its
-	// size with its index for realistic rules, and at most 3 times for
-	// any shape: tiny rules, rules full of bytes that percent-encoding
-	// triples (non-ASCII, spaces, '%'), the shortest rules of raw
-	// non-ASCII bytes, tiny groups, usage lines that each name a new
-	// label; whatever the shape, the count matches the memory held,
-	// so MaxBytes rather than MaxOrigins bounds a cache of large files.
-	// The state
-	// being loaded is kept even when it alone is larger.
+	// MaxBytes bounds the memory of the cache (parsed files, their bodies
+	// when Store is set, about 1 KiB of state each), as MaxOrigins does.
+	// If zero, DefaultMaxBytes.
 	MaxBytes int64
 
-	// Store, if non-nil, is where robots.txt entries are shared with
-	// other Transports: it is consulted when the in-memory cache misses
-	// or has expired, and is given every fetch result. If it also
-	// implements Locker, one fetch per origin happens across all its
-	// users. If nil, entries live in this Transport only.
+	// Store, if non-nil, shares fetched entries with other Transports. If
+	// it is also a Locker, one fetch per origin happens among its users.
 	Store Store
 
-	// Logger, if non-nil, receives a record of each robots.txt fetch
-	// (Info; Warn when unreachable; with the origin a redirect led to,
-	// as "from") and of each Store or Pacer error (Warn), and at the
-	// Debug level, of each refusal (the URL, the token, the deciding
-	// rule and line or why the origin is refused), each request refused
-	// for now or held for its turn, and each fallback from a failing
-	// Pacer. Debug records are built only when the Logger takes them. If
-	// nil, nothing is logged. Records
-	// about a fetch are logged with the context of the request that
-	// caused it, so that a handler can read its values (a trace ID, say);
-	// that is all the fetch takes from the request's context, beside the
-	// product token set with [WithAgent] (see UserAgent). A Logger (or a
-	// Store, or a Pacer) that panics during a fetch makes the fetch
-	// unreachable, as a panicking Base does (see Base).
+	// Logger, if non-nil, receives a record of each fetch of robots.txt,
+	// each Store or Pacer error and, at the Debug level, each refusal and
+	// each request held for its turn, with the request's context.
 	Logger *slog.Logger
 
-	// IgnoreCrawlDelay, if true, turns off pacing by crawl-delay. By
-	// default, the requests to each origin are spaced by the crawl-delay
-	// of the robots.txt group the crawler obeys: one request per delay,
-	// per origin; origins do not slow each other down. The fetch of
-	// robots.txt is a request to its origin like any other: it waits
-	// for its turn, spaced by the crawl-delay last known for the origin
-	// (none on a first visit), and the request after it is spaced by
-	// the crawl-delay it finds.
+	// IgnoreCrawlDelay, if true, turns off pacing by crawl-delay.
 	IgnoreCrawlDelay bool
 
-	// MaxCrawlDelay, if non-zero, caps the crawl-delay honoured. If zero,
-	// DefaultMaxCrawlDelay (30 s) is used.
+	// MaxCrawlDelay caps the crawl-delay honoured. If zero,
+	// DefaultMaxCrawlDelay.
 	MaxCrawlDelay time.Duration
 
-	// MinDelay, if non-zero, is the least time between two requests to
-	// one origin, for origins whose robots.txt states a shorter
-	// crawl-delay or none (and with IgnoreCrawlDelay, for all). If zero,
-	// origins that state no crawl-delay are not paced.
+	// MinDelay is the least time between two requests to one origin. If
+	// zero, an origin that states no crawl-delay is not paced.
 	MinDelay time.Duration
 
-	// IgnoreRetryAfter, if true, turns off pausing on Retry-After. By
-	// default, a 429 or 503 response whose Retry-After header asks for a
-	// wait pauses its origin for that long (at most MaxRetryAfter): no
-	// request goes to it meanwhile, not even a fetch of robots.txt, and
-	// then the requests held back leave one per crawl-delay.
+	// IgnoreRetryAfter, if true, turns off the pauses that Retry-After sets.
 	IgnoreRetryAfter bool
 
-	// MaxRetryAfter, if non-zero, caps the pause that Retry-After sets.
-	// If zero, DefaultMaxRetryAfter (5 minutes) is used.
+	// MaxRetryAfter caps a Retry-After pause. If zero,
+	// DefaultMaxRetryAfter.
 	MaxRetryAfter time.Duration
 
-	// Uses, if not empty, names the uses the crawler makes of what it
-	// fetches, as usage labels (SPEC.md section 10): "train-ai" (AI
-	// model training; Content-Signal's "ai-train" is the same),
-	// "search", "ai-input", or any other. A request whose URL the
-	// origin's robots.txt marks "n" for one of them, by a Content-Usage
-	// or Content-Signal line, is refused before it is sent, with a
-	// [*DisallowedError] that names the use and the deciding line. A
-	// response's own Content-Usage header cannot be known before the
-	// request is sent; read it with [UsageOf]. "use=immediate",
-	// "use=reference" or "use=full" says how much of a page the crawler
-	// uses, against Content-Signal's use key (immediate < reference <
-	// full): with "use=full", a page whose robots.txt says
-	// "use=reference" is refused. If empty, usage preferences refuse
-	// nothing.
+	// Uses names the uses the crawler makes of what it fetches ("train-ai",
+	// "search", "ai-input", "use=reference", ...): a request whose URL
+	// robots.txt marks "n" for one of them is refused with a
+	// [*DisallowedError] that names the use. If empty, none is refused.
 	Uses []string
 
-	// MaxWait, if positive, is the longest a request waits for its
-	// origin's turn: a request whose turn (its crawl-delay after the
-	// previous request, the end of a Retry-After pause, or the fetch of
-	// robots.txt it needs) is more than MaxWait away is not sent, and
-	// RoundTrip returns at once with a [*TurnError] that matches
-	// [ErrNotYet] and says when to try again. The request takes no turn;
-	// a fetch of robots.txt it started goes on for the requests that come
-	// back. A frontier that requeues such requests keeps its workers busy
-	// with the origins that are ready. If zero or negative, a request
-	// waits for its turn however far away it is, up to its context's
-	// deadline. [WithMaxWait] sets it for one request.
+	// MaxWait, if positive, is the longest a request waits for its turn:
+	// one whose turn is further away fails at once with a [*TurnError]
+	// (see [WithMaxWait]). If zero or negative, it waits until its context
+	// is done.
 	MaxWait time.Duration
 
-	// Pacer, if non-nil, spaces the requests to each origin instead of
-	// the Transport's own memory; see Pacer. It is called for every
-	// request, whether the origin has a crawl-delay or not, unless it is
-	// a PauseWatcher: then a request with no interval to keep goes
-	// without a call when the Pacer's copy of the pauses says its origin
-	// is not paused.
+	// Pacer, if non-nil, keeps the turns of each origin, so that the
+	// Transports that share it share turns.
 	Pacer Pacer
 
 	once  sync.Once
@@ -307,20 +183,23 @@ type Transport struct {
 	epoch time.Time // set once: the origin of the clock of t.now
 	cache *cache    // set once
 	stats stats
-	ua    atomic.Pointer[uaToken] // the last User-Agent header → token derivation
+	// the last User-Agent header → token derivation
+	ua atomic.Pointer[uaToken]
 
-	pacerLogged atomic.Int64 // when a Pacer failure was last logged, in Unix ns; 0 if never
+	// when a Pacer failure was last logged, in Unix ns; 0 if never
+	pacerLogged atomic.Int64
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
 
 // config is a Transport's fields, with defaults applied, frozen at first use.
 type config struct {
-	base         http.RoundTripper
-	agent        string // the product token of Transport.Agent; "" if none
-	userAgent    string // the User-Agent of requests that have none; "" if none
-	anonAgent    string // with no agent, the token of a request without a User-Agent
-	err          error  // why every request fails: an Agent with no token
+	base      http.RoundTripper
+	agent     string // the product token of Transport.Agent; "" if none
+	userAgent string // the User-Agent of requests that have none; "" if none
+	// with no agent, the token of a request without a User-Agent
+	anonAgent    string
+	err          error // why every request fails: an Agent with no token
 	ttl          time.Duration
 	fetchTimeout time.Duration
 	maxBody      int64
@@ -337,7 +216,8 @@ type config struct {
 	maxWait          time.Duration // Transport.MaxWait; 0 for none
 	pacer            Pacer
 	watcher          PauseWatcher // pacer, if it is one
-	uses             []string     // Transport.Uses, "ai-train" read as "train-ai"
+	// Transport.Uses, "ai-train" read as "train-ai"
+	uses []string
 }
 
 // netDefaultTransport is http.DefaultTransport as net/http made it, for a
@@ -355,7 +235,7 @@ func defaultBase() http.RoundTripper {
 // NewTransport returns a Transport that sends through base (nil means
 // [http.DefaultTransport], as it is now) as the crawler whose product token
 // is agent (see Transport.Agent). It panics if agent names no product token,
-// "" included: a Transport that finds each request's token in its
+// "" included: a Transport that reads each request's token from its
 // User-Agent header is a Transport{} with Agent left empty.
 func NewTransport(base http.RoundTripper, agent string) *Transport {
 	if _, err := tokenOf(agent); err != nil {
@@ -462,18 +342,13 @@ func httpScheme(u *url.URL) bool {
 }
 
 // RoundTrip implements [http.RoundTripper]. It sends req through Base if the
-// robots.txt of its origin allows it, and otherwise returns a nil response
-// and a [*DisallowedError]. It waits for the fetch of robots.txt when the
-// origin is not cached or its copy has expired, and then for the origin's
-// turn (see IgnoreCrawlDelay). It gives up when req's context is done, with
-// an error that wraps the context's error, and at once, with a [*TurnError],
-// if the origin's turn is further away than MaxWait or comes after the
-// context's deadline (then the error matches [context.DeadlineExceeded]
-// too). Requests for /robots.txt are sent without a check, in their origin's
-// turn.
-//
-// A request with no User-Agent header is sent as a copy that has one (see
-// UserAgent); req itself is never modified.
+// robots.txt of its origin allows it, in the origin's turn, and otherwise
+// returns a nil response and a [*DisallowedError]. It fetches robots.txt
+// first when the origin's copy is missing or expired. It gives up when req's
+// context is done, and at once with a [*TurnError] if the turn is further
+// away than MaxWait or than the context's deadline. A request for
+// /robots.txt is sent unchecked, in its turn. A request with no User-Agent
+// header is sent as a copy that has one (see UserAgent).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.once.Do(t.init)
 	if req.URL == nil {

@@ -11,37 +11,25 @@ import (
 	"time"
 )
 
-// ErrNotYet is the error a request matches with [errors.Is] when it was not
-// sent because its origin's turn is further away than it may wait: more
-// than [Transport.MaxWait] (or the MaxWait given with [WithMaxWait]), or
-// past its context's deadline. It is returned as a [*TurnError], which says
-// when to try again.
+// ErrNotYet is matched by a [*TurnError]: a request not sent because its
+// origin's turn is further away than MaxWait or its context's deadline.
 var ErrNotYet = errors.New("robots: not yet: the origin's turn is later")
 
 // TurnError reports a request that was not sent because its origin's turn
-// comes later than the request may wait. It matches [ErrNotYet] with
-// [errors.Is], and [context.DeadlineExceeded] too when the request's
-// deadline, not MaxWait, refused it. The request took no turn: the next
-// request to the origin is not spaced from it.
-//
-// A Transport returns it from RoundTrip with no response, so an
-// [http.Client] returns it wrapped in a [*url.Error].
+// is further away than it may wait. It matches [ErrNotYet], and
+// [context.DeadlineExceeded] when the deadline refused it. The request took
+// no turn.
 type TurnError struct {
-	// Origin is the origin whose turn the request waited for, as a
-	// Store names it: "https://example.com".
+	// Origin is the origin, as a Store names it: "https://example.com".
 	Origin string
 
-	// At is the earliest time a retry can be sent: the origin's next
-	// turn (its crawl-delay after the previous request, or the end of a
-	// pause), or when a fetch of robots.txt the request waits for will
-	// be sent. When that fetch is in flight with no known end, At is a
-	// short poll interval (100 ms) away. It is never the zero time. A
-	// retry at At is sent then, unless another request took that turn
-	// first or the origin was paused meanwhile.
+	// At is the earliest time a retry can be sent: the origin's next turn,
+	// or when the fetch of robots.txt it needs is sent (100 ms on when that
+	// is unknown). It is never the zero time.
 	At time.Time
 
-	// Err is context.DeadlineExceeded when the request's deadline came
-	// before its turn, and nil when MaxWait refused it.
+	// Err is context.DeadlineExceeded if the deadline refused the request,
+	// or nil if MaxWait did.
 	Err error
 }
 
@@ -63,11 +51,8 @@ func (e *TurnError) Unwrap() error { return e.Err }
 // maxWaitKey is the context key of WithMaxWait.
 type maxWaitKey struct{}
 
-// WithMaxWait returns a copy of ctx under which a [Transport] sends a request
-// only if its origin's turn is at most d away, in the place of the
-// Transport's MaxWait (see Transport.MaxWait): refused requests return a
-// [*TurnError] at once. A d of zero or less makes such requests wait for
-// their turn however far away it is, whatever MaxWait says.
+// WithMaxWait returns a copy of ctx under which a Transport waits at most d
+// for a request's turn, in place of Transport.MaxWait; d <= 0 means no limit.
 func WithMaxWait(ctx context.Context, d time.Duration) context.Context {
 	return context.WithValue(ctx, maxWaitKey{}, max(d, 0))
 }
@@ -81,21 +66,12 @@ func (t *Transport) maxWaitOf(ctx context.Context) time.Duration {
 }
 
 // NextTurn returns when a request for u, with context ctx and no User-Agent
-// header, could be sent: its origin's next turn (the crawl-delay of the
-// group it is decided by after the previous request, and the end of any
-// pause), or now if it could be sent now. It sends nothing and takes no
-// turn, so that a frontier can order its URLs by it; it fetches the
-// origin's robots.txt first if it is not cached, as [Transport.Check] does.
-//
-// If the fetch of robots.txt is further away than MaxWait (see
-// [WithMaxWait]), NextTurn returns the time a retry could find it, and a nil
-// error. It returns the zero time and the error Check returns if u would be
-// refused (a [*DisallowedError]), cannot be sent, or ctx is done first.
-//
-// With a Pacer, NextTurn knows the turns this Transport took and the pauses
-// it knows of, not the turns other users of the Pacer took since: a request
-// sent at the time it returns may still be refused with [ErrNotYet], or
-// wait, and RoundTrip decides.
+// header, could be sent: its origin's next turn, or now. It takes no turn and
+// sends nothing but the fetch of robots.txt, if the origin's copy is missing
+// (as Check does); if that fetch is further away than MaxWait, it returns
+// when a retry could find it. It returns the error Check would if u is
+// refused or cannot be sent. With a Pacer, it knows the turns this Transport
+// took, not those of the Pacer's other users: RoundTrip decides.
 func (t *Transport) NextTurn(ctx context.Context, u *url.URL) (time.Time, error) {
 	t.once.Do(t.init)
 	if u == nil {
@@ -172,7 +148,8 @@ func (t *Transport) delayOf(d time.Duration, ok bool) time.Duration {
 type turnLimit struct {
 	until    time.Duration // math.MaxInt64 when the request waits for any turn
 	deadline bool          // until is the context's deadline, not MaxWait
-	maxWait  bool          // MaxWait applies (it may be later than the deadline)
+	// MaxWait applies (it may be later than the deadline)
+	maxWait bool
 }
 
 // noLimit is the limit of a request that waits for its turn, however far.

@@ -12,18 +12,12 @@ import (
 	"github.com/f9014239/robots/matcher"
 )
 
-// Check returns the verdict of the Transport's robots.txt cache for u,
-// without sending a request to u: nil if a request would be sent, a
+// Check returns the verdict RoundTrip would give a request for u with
+// context ctx and no User-Agent header: nil if it would be sent, a
 // [*DisallowedError] if it would be refused, or another error if u cannot be
-// sent (no valid origin, a scheme other than http or https) or ctx is done
-// before the robots.txt of u is known. Check fetches that robots.txt if
-// needed, but does not wait for a turn. It decides as RoundTrip decides a
-// request with context ctx and no User-Agent header: as the token of
-// [WithAgent] if ctx has one, else as Agent, else as such a request leaves
-// (see Agent: UserAgent's token, Go-http-client or the "*" group); under
-// WithAgent(ctx, "*"), as the "*" group, though such a request is not sent
-// (see [WithAgent]). Use [Transport.CheckRequest] to decide for a request
-// that has a User-Agent.
+// sent or ctx is done first. It fetches robots.txt if needed, but sends
+// nothing to u and does not wait for a turn. Use [Transport.CheckRequest]
+// for a request that has a User-Agent.
 func (t *Transport) Check(ctx context.Context, u *url.URL) error {
 	t.once.Do(t.init)
 	if u == nil {
@@ -33,9 +27,8 @@ func (t *Transport) Check(ctx context.Context, u *url.URL) error {
 	return err
 }
 
-// CheckRequest returns the verdict RoundTrip would give req, as Check does,
-// without sending it or waiting for its turn. It does not modify req or close
-// its body.
+// CheckRequest returns the verdict RoundTrip would give req, as Check does.
+// It does not modify req or close its body.
 func (t *Transport) CheckRequest(req *http.Request) error {
 	t.once.Do(t.init)
 	if req.URL == nil {
@@ -155,14 +148,23 @@ func target(u *url.URL) string {
 // that finds the origin unreachable carries it over (see compileFetched), so
 // that a cached origin does not hold its robots.txt twice.
 type state struct {
-	entry   *Entry
-	robots  *matcher.Robots // parsed Body when entry.Access is AccessSuccess; else nil
-	group   *matcher.Group  // robots.Group of the Transport's Agent; nil if robots or Agent is
-	err     error           // why the origin is refused whole; nil unless entry.Access is AccessUnreachable
-	every   time.Duration   // the interval between requests for the Transport's own Agent
-	expires time.Duration   // entry.Expires, on the Transport's clock (see Transport.now)
-	allowAt time.Duration   // when an AccessUnreachable origin becomes allowed (30-day rule), on the same clock
-	bytes   int64           // the memory the state holds, as the cache counts it
+	entry *Entry
+	// parsed Body when entry.Access is AccessSuccess; else nil
+	robots *matcher.Robots
+	// robots.Group of the Transport's Agent; nil if robots or Agent is
+	group *matcher.Group
+	// why the origin is refused whole; nil unless entry.Access is
+	// AccessUnreachable
+	err error
+	// the interval between requests for the Transport's own Agent
+	every time.Duration
+	// entry.Expires, on the Transport's clock (see Transport.now)
+	expires time.Duration
+	// when an AccessUnreachable origin becomes allowed (30-day rule), on the
+	// same clock
+	allowAt time.Duration
+	// the memory the state holds, as the cache counts it
+	bytes int64
 }
 
 // fresh reports whether st may be used at now without a new fetch.
