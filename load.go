@@ -30,7 +30,7 @@ func (t *Transport) lookup(ctx context.Context, k originKey, now time.Duration, 
 		t.stats.evictions.Add(uint64(evicted))
 	}
 	t.stats.misses.Add(1)
-	if h := lookupMissHook; h != nil {
+	if h := t.missed; h != nil {
 		h(k)
 	}
 	st, err := t.wait(ctx, s, userAgent, false, now)
@@ -47,10 +47,6 @@ func (t *Transport) lookup(ctx context.Context, k originKey, now time.Duration, 
 	}
 	return s, st, err
 }
-
-// lookupMissHook, if set by a test, is called on each miss before the load
-// is waited for, so that a test can evict the site in between.
-var lookupMissHook func(originKey)
 
 // errSiteGone is the error of Transport.wait for a site evicted before its
 // load began.

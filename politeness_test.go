@@ -290,7 +290,7 @@ func TestEvictedBeforeLoad(t *testing.T) {
 		client := &http.Client{Transport: tr}
 		var wg sync.WaitGroup
 		first := true
-		lookupMissHook = func(k originKey) {
+		tr.onMiss(func(k originKey) {
 			if k.host != "c.example" || !first {
 				return
 			}
@@ -305,8 +305,7 @@ func TestEvictedBeforeLoad(t *testing.T) {
 					t.Errorf("GET c.example/y: %v", err)
 				}
 			})
-		}
-		defer func() { lookupMissHook = nil }()
+		})
 		if err := get(client, "https://c.example/x"); err != nil {
 			t.Errorf("GET c.example/x: %v", err)
 		}

@@ -187,6 +187,10 @@ type Transport struct {
 	ua atomic.Pointer[uaToken]
 
 	// when a Pacer failure was last logged, in Unix ns; 0 if never
+	// missed, if set (only by tests, through export_test.go), is called
+	// on each miss before the load is waited for.
+	missed func(originKey)
+
 	pacerLogged atomic.Int64
 }
 
