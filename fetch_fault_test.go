@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -94,7 +93,7 @@ func checkOrigin(t *testing.T, tr *Transport, srv *faultServer, origin string, w
 	return refusals
 }
 
-func TestFaults(t *testing.T) {
+func TestFaultyServerVerdicts(t *testing.T) {
 	rulesResp := func(hdr string) string {
 		return fmt.Sprintf("HTTP/1.1 200 OK\r\n%sContent-Length: %d\r\n\r\n%s", hdr, len(faultRules), faultRules)
 	}
@@ -659,14 +658,6 @@ func TestFaultRobotsChanges(t *testing.T) {
 	}
 	srv.Close()
 }
-
-// quietLog returns a logger for servers whose errors are expected.
-func quietLog() *log.Logger { return log.New(io.Discard, "", 0) }
-
-// rtFunc is a base transport made of a func.
-type rtFunc func(*http.Request) (*http.Response, error)
-
-func (f rtFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // TestFaultBaseBreaksContract gives the Transport a base that breaks the
 // RoundTripper contract as hand-written test doubles often do: a response
