@@ -452,7 +452,7 @@ func TestMaxOrigins(t *testing.T) {
 // with its pace.
 func TestEvictionKeepsThePace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := &logServer{robots: func(string) string { return "User-agent: *\nCrawl-delay: 1\n" }}
+		srv := &fakeOrigins{robots: func(string) string { return "User-agent: *\nCrawl-delay: 1\n" }}
 		tr := &Transport{Base: srv, Agent: "ExampleBot", MaxOrigins: 1}
 		client := &http.Client{Transport: tr}
 		var wg sync.WaitGroup
@@ -478,7 +478,7 @@ func TestEvictionKeepsThePace(t *testing.T) {
 // delay loses its pace when MaxOrigins drops the origin.
 func TestEvictionKeepsPerAgentPace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := &atkServer{handle: func(req *http.Request) (int, http.Header, string) {
+		srv := &fakeOrigins{handle: func(req *http.Request) (int, http.Header, string) {
 			if req.URL.Host == "b.example" {
 				return 200, nil, "" // no delay: b's requests take no time
 			}

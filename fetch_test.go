@@ -285,7 +285,7 @@ func (c chanReader) Read([]byte) (int, error) {
 // pacing by its crawl-delay, but it takes no turn there.
 func TestRobotsTxtRedirectHopTakesTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := &atkServer{handle: func(req *http.Request) (int, http.Header, string) {
+		srv := &fakeOrigins{handle: func(req *http.Request) (int, http.Header, string) {
 			if req.URL.Scheme == "http" {
 				return 301, http.Header{"Location": {"https://example.com" + req.URL.RequestURI()}}, ""
 			}

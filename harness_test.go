@@ -160,24 +160,40 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// atkHit is one request that reached an atkServer.
-type atkHit struct {
+// hit is one request that reached a fakeOrigins.
+type hit struct {
 	at     time.Time
-	server string // scheme://host:port, the port as a number
+	server string // scheme://host:port, lower case, the port as a number
 	uri    string // the request-URI as it goes on the wire
+	path   string
 	ua     string
+	// pause is the Retry-After (in seconds) that the answer carried, or 0.
+	pause time.Duration
 }
 
-// atkServer is a base transport standing for the servers of every origin. It
-// logs each request, by the server it reaches, and answers with handle.
-type atkServer struct {
+// fakeOrigins is a base transport that stands for the servers of every
+// origin: it logs each request that reaches it, by the server it reaches
+// (so that two spellings of one host or port are one server), and answers
+// with handle if set; else robots.txt with robots and pages with page (a
+// status and a Retry-After, 0 for none); else 200 "page".
+type fakeOrigins struct {
 	handle func(req *http.Request) (status int, hdr http.Header, body string)
+	robots func(server string) string
+	page   func(server, path string) (status int, retryAfter time.Duration)
+
+	// firstFetches exempts from check the fetches of robots.txt that
+	// arrive before any other request to their server: Transports that
+	// share a Pacer but no Store each fetch robots.txt on a first visit
+	// without knowing its crawl-delay, and until one of them has taken a
+	// turn with it, the Pacer does not know it either.
+	firstFetches bool
 
 	mu   sync.Mutex
-	hits []atkHit
+	hits []hit
 }
 
-func atkServerOf(req *http.Request) string {
+// serverOf returns the server that req reaches.
+func serverOf(req *http.Request) string {
 	host, port, err := net.SplitHostPort(req.URL.Host)
 	if err != nil {
 		host, port = req.URL.Host, map[string]string{"http": "80", "https": "443"}[req.URL.Scheme]
@@ -186,42 +202,96 @@ func atkServerOf(req *http.Request) string {
 	return fmt.Sprintf("%s://%s:%d", req.URL.Scheme, strings.ToLower(host), n)
 }
 
-func (s *atkServer) RoundTrip(req *http.Request) (*http.Response, error) {
-	s.mu.Lock()
-	s.hits = append(s.hits, atkHit{time.Now(), atkServerOf(req), req.URL.RequestURI(), req.Header.Get("User-Agent")})
-	s.mu.Unlock()
+func (s *fakeOrigins) RoundTrip(req *http.Request) (*http.Response, error) {
+	server := serverOf(req)
 	status, hdr, body := 200, http.Header{}, "page"
-	if s.handle != nil {
+	switch {
+	case s.handle != nil:
 		status, hdr, body = s.handle(req)
 		if hdr == nil {
 			hdr = http.Header{}
 		}
+	case req.URL.Path == "/robots.txt" && s.robots != nil:
+		body = s.robots(server)
+	case req.URL.Path != "/robots.txt" && s.page != nil:
+		var pause time.Duration
+		status, pause = s.page(server, req.URL.Path)
+		if pause > 0 {
+			hdr.Set("Retry-After", strconv.Itoa(int(pause/time.Second)))
+		}
 	}
+	var pause time.Duration
+	if n, err := strconv.Atoi(hdr.Get("Retry-After")); err == nil && n > 0 {
+		pause = time.Duration(n) * time.Second
+	}
+	s.mu.Lock()
+	s.hits = append(s.hits, hit{time.Now(), server, req.URL.RequestURI(), req.URL.Path, req.Header.Get("User-Agent"), pause})
+	s.mu.Unlock()
 	return &http.Response{StatusCode: status, Header: hdr, Body: io.NopCloser(strings.NewReader(body)),
 		ContentLength: int64(len(body)), Request: req}, nil
 }
 
-// minGap fails t unless the requests that reached each server are at least
-// delay apart, and returns how many reached server.
-func (s *atkServer) minGap(t *testing.T, server string, delay time.Duration) int {
+// minGap fails t unless the requests that reached server are at least
+// delay apart, and returns how many reached it.
+func (s *fakeOrigins) minGap(t *testing.T, server string, delay time.Duration) int {
+	t.Helper()
+	hs := s.arrivals(server)
+	for i := 1; i < len(hs); i++ {
+		if gap := hs[i].at.Sub(hs[i-1].at); gap < delay {
+			t.Errorf("%s: %s then %s only %v apart, want at least %v", server, hs[i-1].uri, hs[i].uri, gap, delay)
+		}
+	}
+	return len(hs)
+}
+
+// check fails t unless the arrivals at each server are at least
+// delay(server) apart, and none came during a pause that an answer asked
+// for.
+func (s *fakeOrigins) check(t *testing.T, delay func(server string) time.Duration) {
 	t.Helper()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	var prev *atkHit
-	n := 0
-	for i := range s.hits {
-		h := &s.hits[i]
-		if h.server != server {
-			continue
-		}
-		n++
-		if prev != nil && h.at.Sub(prev.at) < delay {
-			t.Errorf("%s: %s then %s only %v apart, want at least %v", server, prev.uri, h.uri, h.at.Sub(prev.at), delay)
-		}
-		prev = h
+	servers := map[string]bool{}
+	for _, h := range s.hits {
+		servers[h.server] = true
 	}
-	return n
+	s.mu.Unlock()
+	for server := range servers {
+		d := delay(server)
+		var pausedUntil time.Time
+		first := s.firstFetches
+		as := s.arrivals(server)
+		for i, a := range as {
+			first = first && a.path == "/robots.txt"
+			if i > 0 && !first {
+				if gap := a.at.Sub(as[i-1].at); gap < d {
+					t.Errorf("%s: %s and %s arrived %v apart, want at least %v", server, as[i-1].path, a.path, gap, d)
+				}
+			}
+			if a.at.Before(pausedUntil) {
+				t.Errorf("%s: %s arrived %v before the end of a pause", server, a.path, pausedUntil.Sub(a.at))
+			}
+			if a.pause > 0 {
+				pausedUntil = a.at.Add(a.pause)
+			}
+		}
+	}
 }
+
+// arrivals returns the requests that reached server, in order.
+func (s *fakeOrigins) arrivals(server string) []hit {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var hs []hit
+	for _, h := range s.hits {
+		if h.server == server {
+			hs = append(hs, h)
+		}
+	}
+	return hs
+}
+
+// count returns how many requests reached server.
+func (s *fakeOrigins) count(server string) int { return len(s.arrivals(server)) }
 
 func atkGet(ctx context.Context, c *http.Client, u string, hdr http.Header) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
@@ -237,98 +307,6 @@ func atkGet(ctx context.Context, c *http.Client, u string, hdr http.Header) erro
 	}
 	io.Copy(io.Discard, resp.Body)
 	return resp.Body.Close()
-}
-
-// arrival is one request that reached a logServer.
-type arrival struct {
-	at   time.Time
-	path string
-	// pause is the Retry-After the answer carried, or 0.
-	pause time.Duration
-}
-
-// logServer is a base transport that stands for the servers of several
-// origins: it logs every request that reaches it, by the origin it reaches
-// (scheme, host and port as a number, so that two spellings of one port are
-// one server), and answers robots.txt and pages as its fields say.
-type logServer struct {
-	robots func(origin string) string // robots.txt body of an origin
-	// page answers a page: its status and Retry-After (0 for none).
-	page func(origin, path string) (int, time.Duration)
-
-	// firstFetches exempts from check the fetches of robots.txt that
-	// arrive before any other request to their origin: Transports that
-	// share a Pacer but no Store each fetch robots.txt on a first visit
-	// without knowing its crawl-delay, and until one of them has taken a
-	// turn with it, the Pacer does not know it either.
-	firstFetches bool
-
-	mu  sync.Mutex
-	log map[string][]arrival
-}
-
-// serverOf returns the server that u reaches.
-func serverOf(u *http.Request) string {
-	host, port, err := net.SplitHostPort(u.URL.Host)
-	if err != nil {
-		host, port = u.URL.Host, map[string]string{"http": "80", "https": "443"}[u.URL.Scheme]
-	}
-	n, _ := strconv.Atoi(port)
-	return fmt.Sprintf("%s://%s:%d", u.URL.Scheme, host, n)
-}
-
-func (s *logServer) RoundTrip(req *http.Request) (*http.Response, error) {
-	origin := serverOf(req)
-	status, body, pause := 200, "page", time.Duration(0)
-	if req.URL.Path == "/robots.txt" {
-		body = s.robots(origin)
-	} else if s.page != nil {
-		status, pause = s.page(origin, req.URL.Path)
-	}
-	s.mu.Lock()
-	if s.log == nil {
-		s.log = make(map[string][]arrival)
-	}
-	s.log[origin] = append(s.log[origin], arrival{time.Now(), req.URL.Path, pause})
-	s.mu.Unlock()
-	h := http.Header{}
-	if pause > 0 {
-		h.Set("Retry-After", strconv.Itoa(int(pause/time.Second)))
-	}
-	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
-}
-
-// check fails t unless the arrivals at each origin are at least delay(origin)
-// apart, and none came during a pause that an answer asked for.
-func (s *logServer) check(t *testing.T, delay func(origin string) time.Duration) {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for origin, as := range s.log {
-		d := delay(origin)
-		var pausedUntil time.Time
-		first := s.firstFetches
-		for i, a := range as {
-			first = first && a.path == "/robots.txt"
-			if i > 0 && !first {
-				if gap := a.at.Sub(as[i-1].at); gap < d {
-					t.Errorf("%s: %s and %s arrived %v apart, want at least %v", origin, as[i-1].path, a.path, gap, d)
-				}
-			}
-			if a.at.Before(pausedUntil) {
-				t.Errorf("%s: %s arrived %v before the end of a pause", origin, a.path, pausedUntil.Sub(a.at))
-			}
-			if a.pause > 0 {
-				pausedUntil = a.at.Add(a.pause)
-			}
-		}
-	}
-}
-
-func (s *logServer) count(origin string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.log[origin])
 }
 
 // memPacer is a Pacer shared by several Transports, as the processes of a

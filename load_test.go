@@ -130,7 +130,7 @@ func TestExpiredEntryWaitsForRefresh(t *testing.T) {
 // robots.txt, at a time.
 func TestEvictedBeforeLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := &logServer{robots: func(string) string { return "User-agent: *\nCrawl-delay: 1\n" }}
+		srv := &fakeOrigins{robots: func(string) string { return "User-agent: *\nCrawl-delay: 1\n" }}
 		tr := &Transport{Base: srv, Agent: "ExampleBot", MaxOrigins: 1}
 		client := &http.Client{Transport: tr}
 		var wg sync.WaitGroup
@@ -157,7 +157,7 @@ func TestEvictedBeforeLoad(t *testing.T) {
 		wg.Wait()
 		srv.check(t, func(string) time.Duration { return time.Second })
 		if n := srv.count("https://c.example:443"); n != 3 {
-			t.Errorf("%d arrivals at c.example, want robots.txt once and 2 pages: %v", n, srv.log["https://c.example:443"])
+			t.Errorf("%d arrivals at c.example, want robots.txt once and 2 pages: %v", n, srv.arrivals("https://c.example:443"))
 		}
 	})
 }
@@ -322,7 +322,7 @@ func TestStoreBodyCutToMaxBodySize(t *testing.T) {
 	}
 	b.WriteString("Disallow: /late\n") // past 500 KiB
 	body := b.String()
-	srv := &atkServer{handle: func(req *http.Request) (int, http.Header, string) {
+	srv := &fakeOrigins{handle: func(req *http.Request) (int, http.Header, string) {
 		if req.URL.Path == "/robots.txt" {
 			return 200, nil, body
 		}

@@ -381,7 +381,7 @@ func TestOriginKey(t *testing.T) {
 // hosts canonically), but get two robots.txt fetches and two paces.
 func TestIPv6SpellingsAreOneOrigin(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := &atkServer{handle: func(req *http.Request) (int, http.Header, string) {
+		srv := &fakeOrigins{handle: func(req *http.Request) (int, http.Header, string) {
 			return 200, nil, "User-agent: *\nCrawl-delay: 5\n"
 		}}
 		tr := NewTransport(srv, "ExampleBot")
@@ -413,7 +413,7 @@ func TestIPv6SpellingsAreOneOrigin(t *testing.T) {
 // port: one origin, one robots.txt, one pace.
 func TestPortSpellings(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := &logServer{robots: func(string) string { return "User-agent: *\nCrawl-delay: 2\n" }}
+		srv := &fakeOrigins{robots: func(string) string { return "User-agent: *\nCrawl-delay: 2\n" }}
 		tr := NewTransport(srv, "ExampleBot")
 		client := &http.Client{Transport: tr}
 		for _, u := range []string{

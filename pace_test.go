@@ -483,7 +483,7 @@ func (p *atkPacer) Pause(ctx context.Context, origin string, until time.Time) er
 // of the crawl-delay after the last one (a Redis blip in a fleet).
 func TestPacerOutageKeepsOwnTurns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := &atkServer{handle: func(req *http.Request) (int, http.Header, string) {
+		srv := &fakeOrigins{handle: func(req *http.Request) (int, http.Header, string) {
 			return 200, nil, "User-agent: *\nCrawl-delay: 10\n"
 		}}
 		p := &atkPacer{epoch: time.Now()}

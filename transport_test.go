@@ -319,7 +319,7 @@ func TestMisuseFailsClearly(t *testing.T) {
 		}()
 		NewTransport(nil, "/1.0")
 	}()
-	srv := &atkServer{handle: func(req *http.Request) (int, http.Header, string) {
+	srv := &fakeOrigins{handle: func(req *http.Request) (int, http.Header, string) {
 		if req.URL.Host == "down.example" {
 			return 503, nil, ""
 		}

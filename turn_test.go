@@ -19,7 +19,7 @@ import (
 // them refused at once for its deadline, leave one crawl-delay apart.
 func TestGiveBackDuringPause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := &logServer{
+		srv := &fakeOrigins{
 			robots: func(string) string { return "User-agent: *\nCrawl-delay: 0.5\n" },
 			page: func(_, path string) (int, time.Duration) {
 				if path == "/busy" {
@@ -68,7 +68,7 @@ func TestGiveBackDuringPause(t *testing.T) {
 			t.Errorf("%d arrivals, want robots.txt, /busy, 3, c and 2", n)
 		}
 		if d := time.Since(start); d != 5500*time.Millisecond {
-			t.Errorf("the last request left at %v, want 5.5s (robots.txt at 0, /busy at 0.5s, paused to 2.5s, turns 2.5 to 5.5s but 4s given back twice); arrivals %v", d, srv.log)
+			t.Errorf("the last request left at %v, want 5.5s (robots.txt at 0, /busy at 0.5s, paused to 2.5s, turns 2.5 to 5.5s but 4s given back twice); arrivals %v", d, srv.hits)
 		}
 	})
 }
@@ -78,7 +78,7 @@ func TestGiveBackDuringPause(t *testing.T) {
 func TestRobotsTxtFetchTakesItsTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		busy := false
-		srv := &logServer{
+		srv := &fakeOrigins{
 			robots: func(string) string { return "User-agent: *\nCrawl-delay: 1\n" },
 			page: func(_, path string) (int, time.Duration) {
 				if busy {
@@ -107,7 +107,7 @@ func TestRobotsTxtFetchTakesItsTurn(t *testing.T) {
 // fleet takes the fleet's turn before the others can see the entry.
 func TestFleetFetchTakesTheFirstTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := &logServer{robots: func(string) string { return "User-agent: *\nCrawl-delay: 1\n" }}
+		srv := &fakeOrigins{robots: func(string) string { return "User-agent: *\nCrawl-delay: 1\n" }}
 		store := &MemoryStore{}
 		pacer := &memPacer{epoch: time.Now()}
 		var wg sync.WaitGroup
@@ -130,7 +130,7 @@ func TestFleetFetchTakesTheFirstTurn(t *testing.T) {
 	// the fetching one still holds the lock, finds the fetch's turn
 	// taken: its page leaves a crawl-delay after robots.txt.
 	synctest.Test(t, func(t *testing.T) {
-		srv := &logServer{robots: func(string) string { return "User-agent: *\nCrawl-delay: 1\n" }}
+		srv := &fakeOrigins{robots: func(string) string { return "User-agent: *\nCrawl-delay: 1\n" }}
 		pacer := &memPacer{epoch: time.Now()}
 		store := &putHookStore{}
 		other := &http.Client{Transport: &Transport{Base: srv, Agent: "ExampleBot", Store: store, Pacer: pacer}}
@@ -169,7 +169,7 @@ func (s *putHookStore) Put(ctx context.Context, origin string, e *Entry) error {
 // included.
 func TestPacerWaitIsCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := &logServer{robots: func(string) string { return "User-agent: *\nCrawl-delay: 2\n" }}
+		srv := &fakeOrigins{robots: func(string) string { return "User-agent: *\nCrawl-delay: 2\n" }}
 		pacer := &memPacer{epoch: time.Now()}
 		store := &MemoryStore{}
 		other := &Transport{Base: srv, Agent: "ExampleBot", Pacer: pacer, Store: store}
@@ -243,7 +243,7 @@ func politenessRun(t *testing.T, seed uint64) {
 	}
 	var mu sync.Mutex
 	pauseRate := rng.Float64() * 0.3
-	srv := &logServer{
+	srv := &fakeOrigins{
 		robots: func(origin string) string {
 			return fmt.Sprintf("User-agent: *\nCrawl-delay: %g\nDisallow: /no\n", delays[origin].Seconds())
 		},
@@ -781,7 +781,7 @@ func TestSpacedFromDeparture(t *testing.T) {
 // same instant.
 func TestUserRobotsTxtRequestTakesTurnOnFirstVisit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := &atkServer{}
+		srv := &fakeOrigins{}
 		client := &http.Client{Transport: &Transport{Base: srv, Agent: "ExampleBot", MinDelay: 5 * time.Second}}
 		for _, u := range []string{"https://example.com/robots.txt", "https://example.com/robots.txt", "https://example.com/page"} {
 			if err := atkGet(context.Background(), client, u, nil); err != nil {
@@ -804,7 +804,7 @@ func TestRobotsTxtRetryAfterPausesOrigin(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var overloaded atomic.Bool
 		var pauseFrom time.Time
-		srv := &atkServer{handle: func(req *http.Request) (int, http.Header, string) {
+		srv := &fakeOrigins{handle: func(req *http.Request) (int, http.Header, string) {
 			if req.URL.Path != "/robots.txt" {
 				return 200, nil, "page"
 			}
@@ -842,7 +842,7 @@ func TestRobotsTxtRetryAfterPausesOrigin(t *testing.T) {
 // page.
 func TestRefreshSpacedByPerRequestAgentDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := &atkServer{handle: func(req *http.Request) (int, http.Header, string) {
+		srv := &fakeOrigins{handle: func(req *http.Request) (int, http.Header, string) {
 			return 200, nil, "User-agent: slowbot\nCrawl-delay: 10\nAllow: /\n\nUser-agent: *\nAllow: /\n"
 		}}
 		client := &http.Client{Transport: &Transport{Base: srv, Agent: "FastBot", TTL: time.Minute}}
@@ -862,7 +862,7 @@ func TestRefreshSpacedByPerRequestAgentDelay(t *testing.T) {
 // the crawler's.
 func TestRefreshSpacedByUserAgentDelayInZeroTransport(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := &atkServer{handle: func(req *http.Request) (int, http.Header, string) {
+		srv := &fakeOrigins{handle: func(req *http.Request) (int, http.Header, string) {
 			return 200, nil, "User-agent: slowbot\nCrawl-delay: 10\n"
 		}}
 		client := &http.Client{Transport: &Transport{Base: srv, TTL: time.Minute}}
