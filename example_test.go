@@ -292,11 +292,11 @@ func ExampleTransport_Forget() {
 	// allowed, after Forget: true
 }
 
-// UsageOf tells a crawler how it may use what it fetched (SPEC.md section
-// 10): the robots.txt of the site, as it was when the page was fetched,
-// and the page's own Content-Usage header. Uses goes further: the crawler
-// names the uses it makes, and pages the site marks "n" for one of them
-// are not fetched at all.
+// UsageOf tells a crawler how it may use what it fetched (see "Usage
+// preferences" in the package documentation): the robots.txt of the site, as
+// it was when the page was fetched, and the page's own Content-Usage header.
+// Uses goes further: the crawler names the uses it makes, and pages the site
+// marks "n" for one of them are not fetched at all.
 func ExampleUsageOf() {
 	site := newSite("Content-Signal: search=yes\n" +
 		"User-agent: *\nDisallow: /private\nContent-Usage: train-ai=n\nContent-Usage: /open-data/ train-ai=y\n")

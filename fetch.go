@@ -20,19 +20,8 @@ import (
 )
 
 const (
-	// DefaultFetchTimeout bounds one robots.txt fetch, redirects and body
-	// included, when Transport.FetchTimeout is zero.
-	DefaultFetchTimeout = 30 * time.Second
-
-	// DefaultMaxBodySize is how much of a robots.txt body, after any
-	// Content-Encoding is decoded, is parsed (RFC 9309 §2.5: at least 500
-	// KiB). The rest is ignored, and so is the line the limit cuts, if it
-	// cuts one; one byte past the limit is read to tell.
-	DefaultMaxBodySize = 500 << 10
-
-	// MaxRedirects is how many redirects a robots.txt fetch follows
-	// (RFC 9309 §2.3.1.2: at least five). One more makes the file
-	// unavailable.
+	// MaxRedirects is how many redirects a fetch of robots.txt follows
+	// (RFC 9309 §2.3.1.2); one more makes it unavailable.
 	MaxRedirects = 5
 
 	// drainLimit is how much of an unwanted body is read before closing
@@ -66,7 +55,9 @@ func (t *Transport) fetch(parent context.Context, origin string, rt *route, user
 	if err != nil {
 		return &fetchResult{err: fmt.Errorf("robots: %w", err)}
 	}
-	host, at := "", origin // the Host of the request to target, if not target's own; the origin of target
+	// the Host of the request to target, if not target's own; the origin of
+	// target
+	host, at := "", origin
 	if rt != nil {
 		target.Host, host = rt.addr, rt.host
 	}
@@ -109,7 +100,8 @@ func (t *Transport) fetch(parent context.Context, origin string, rt *route, user
 			return &fetchResult{err: fmt.Errorf("robots: fetching %s: %w", redact(target), err)}
 		}
 		if resp.Body == nil {
-			resp.Body = http.NoBody // a base that breaks the RoundTripper contract
+			// a base that breaks the RoundTripper contract
+			resp.Body = http.NoBody
 		}
 		if resp.StatusCode < 300 || resp.StatusCode > 399 {
 			var r *fetchResult
@@ -146,7 +138,7 @@ func (t *Transport) fetch(parent context.Context, origin string, rt *route, user
 		if !ok {
 			// A redirect that cannot be followed ends the chain
 			// without a robots.txt: the file is unavailable, like a
-			// 404 (SPEC section 2).
+			// 404 (RFC 9309 §2.3.1.2).
 			return &fetchResult{access: AccessUnavailable, status: resp.StatusCode, lifetime: t.cfg.ttl}
 		}
 		if hop == MaxRedirects {
@@ -255,7 +247,8 @@ func bounded(ctx context.Context, body io.Closer, f func() error) (error, bool) 
 		return err, true
 	case <-ctx.Done():
 		go func() {
-			defer func() { recover() }() // a Close that panics: nothing more to do
+			// a Close that panics: nothing more to do
+			defer func() { recover() }()
 			body.Close()
 		}()
 		return nil, false

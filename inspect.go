@@ -9,38 +9,30 @@ import (
 	"github.com/f9014239/robots/matcher"
 )
 
-// RobotsTxt is what a [Transport] knows of the robots.txt of one origin, as
-// [Transport.RobotsTxt] returns it.
+// RobotsTxt is what a [Transport] knows of one origin's robots.txt.
 type RobotsTxt struct {
 	// Origin is the origin, as a Store names it: "https://example.com".
 	Origin string
 
 	// Access is what the last fetch that reached the origin found, or
-	// AccessUnreachable if none did.
+	// AccessUnreachable if none did; it, not Robots, decides.
 	Access Access
 
-	// Robots is the parsed file when Access is AccessSuccess (for its
-	// sitemaps and groups). Otherwise it is an empty file, which names no
-	// sitemap and no group, and is never nil: then Access, not Robots,
-	// says what the Transport does (an unavailable robots.txt allows
-	// everything, an unreachable one refuses everything).
+	// Robots is the parsed file when Access is AccessSuccess, else an
+	// empty file; never nil.
 	Robots *matcher.Robots
 
-	// FetchedAt is when the file in use was fetched (the zero time if
-	// none was); Expires is when it is fetched again.
+	// FetchedAt is when the file in use was fetched (zero if none was);
+	// Expires is when it is fetched again.
 	FetchedAt, Expires time.Time
 
-	// Err says why the last fetch was unreachable, or is nil. With an
-	// earlier good copy, Access and Robots are that copy's, and it is
-	// obeyed.
+	// Err says why the last fetch was unreachable, or is nil.
 	Err error
 }
 
-// RobotsTxt returns the robots.txt of u's origin from the Transport's cache,
-// fetching it first if needed, as a request to u would: the same fetch, the
-// same turn, the same cache, so that asking costs no second fetch. It returns
-// an error if u cannot be sent (see Check) or ctx is done before the file is
-// known.
+// RobotsTxt returns the robots.txt of u's origin as the Transport knows it,
+// fetching it first if needed as a request to u would (same fetch, turn and
+// cache). It fails if u cannot be sent or ctx is done first.
 func (t *Transport) RobotsTxt(ctx context.Context, u *url.URL) (*RobotsTxt, error) {
 	s, st, err := t.stateOf(ctx, u)
 	if err != nil {
@@ -66,9 +58,9 @@ func (t *Transport) RobotsTxt(ctx context.Context, u *url.URL) (*RobotsTxt, erro
 var emptyRobots = matcher.Parse(nil)
 
 // CrawlDelay returns the time the Transport keeps between two requests to
-// u's origin, as the crawler that ctx names (see [WithAgent]) or else as its
-// Agent: the crawl-delay of the group it obeys, within MaxCrawlDelay and
-// MinDelay, or zero if none applies. It fetches robots.txt if needed.
+// u's origin, as the crawler that ctx names (see WithAgent) or else as
+// Agent: the group's crawl-delay within MaxCrawlDelay and MinDelay, or zero.
+// It fetches robots.txt if needed.
 func (t *Transport) CrawlDelay(ctx context.Context, u *url.URL) (time.Duration, error) {
 	agent, _, err := t.identity(ctx, nil)
 	if err != nil {
@@ -84,11 +76,9 @@ func (t *Transport) CrawlDelay(ctx context.Context, u *url.URL) (time.Duration, 
 	return t.interval(st, agent), nil
 }
 
-// Forget drops the Transport's copy of the robots.txt of u's origin: the next
-// request to the origin fetches it again (and, with a Store, does not take
-// an entry from the Store that was fetched before the call). The origin's
-// pace is kept. Forget does not wait for a fetch in progress, whose result is
-// still used until the next one.
+// Forget drops the cached robots.txt of u's origin, so that the next request
+// fetches it again (and takes no older entry from the Store). The origin's
+// pace is kept, and a fetch in progress is not waited for.
 func (t *Transport) Forget(u *url.URL) {
 	t.once.Do(t.init)
 	if u == nil {

@@ -2,7 +2,10 @@ package robots
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/jarcoal/httpmock"
 )
@@ -34,4 +37,46 @@ func TestRobotsTxtNeverNil(t *testing.T) {
 		}
 		rt.Robots.Group("ExampleBot").CrawlDelay()
 	}
+}
+
+// TestInspectWithOneFetch: what robots.txt says, through the Transport, with one fetch.
+func TestInspectWithOneFetch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200,
+			"User-agent: *\nCrawl-delay: 2\nDisallow: /x\n\nUser-agent: Google-Extended\nDisallow: /\n\nSitemap: https://example.com/sitemap.xml\n"))
+		tr := NewTransport(mock, "ExampleBot")
+		ctx := context.Background()
+		u := mustURL("https://example.com/article")
+		rt, err := tr.RobotsTxt(ctx, u)
+		if err != nil || rt.Access != AccessSuccess || rt.Origin != "https://example.com" {
+			t.Fatalf("RobotsTxt = %+v, %v", rt, err)
+		}
+		if sm := rt.Robots.Sitemaps(); len(sm) != 1 || sm[0] != "https://example.com/sitemap.xml" {
+			t.Errorf("Sitemaps = %q", sm)
+		}
+		if d, err := tr.CrawlDelay(ctx, u); d != 2*time.Second || err != nil {
+			t.Errorf("CrawlDelay = %v, %v, want 2s", d, err)
+		}
+		if err := tr.Check(WithAgent(ctx, "Google-Extended"), u); !errors.Is(err, ErrDisallowed) {
+			t.Errorf("Check as Google-Extended: %v, want refused", err)
+		}
+		if err := tr.Check(ctx, u); err != nil {
+			t.Errorf("Check as ExampleBot: %v, want allowed", err)
+		}
+		if n := calls(mock, exampleRobots); n != 1 {
+			t.Errorf("%d fetches, want 1", n)
+		}
+		tr.Forget(u)
+		if _, err := tr.RobotsTxt(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		if n := calls(mock, exampleRobots); n != 2 {
+			t.Errorf("%d fetches after Forget, want 2", n)
+		}
+		// The pace outlives Forget: the fetch after it waited its turn.
+		if st := tr.Stats(); st.PaceWaits == 0 {
+			t.Errorf("the fetch after Forget did not wait for its turn: %+v", st)
+		}
+	})
 }

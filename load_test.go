@@ -4,401 +4,446 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"runtime"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/jarcoal/httpmock"
 )
 
-// hostCounter counts requests by Host header and path.
-type hostCounter struct {
-	mu sync.Mutex
-	n  map[string]int // guarded by mu: "host path" → requests
-}
-
-func (c *hostCounter) add(host, path string) {
-	c.mu.Lock()
-	c.n[host+" "+path]++
-	c.mu.Unlock()
-}
-
-func (c *hostCounter) get(host, path string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n[host+" "+path]
-}
-
-// TestLoadManyOrigins sends thousands of concurrent requests over hundreds of
-// origins whose robots.txt is slow to answer, all to one loopback server
-// that tells the origins apart by their Host header. Each origin's
-// robots.txt is fetched exactly once, every verdict is right, no disallowed
-// request reaches the server, and the memory held afterwards is small.
-func TestLoadManyOrigins(t *testing.T) {
-	const (
-		origins   = 400
-		perOrigin = 10 // half /private (disallowed), half /public
-		slow      = 100 * time.Millisecond
-	)
-	counts := &hostCounter{n: map[string]int{}}
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		counts.add(r.Host, r.URL.Path)
-		if r.URL.Path == "/robots.txt" {
-			select {
-			case <-time.After(slow):
-			case <-r.Context().Done():
-				return
-			}
-			io.WriteString(w, "User-agent: *\nDisallow: /private\n")
-			return
-		}
-		io.WriteString(w, "page")
-	}))
-	defer ts.Close()
-	ts.Config.ErrorLog = quietLog()
-
-	hosts := map[string]string{}
-	for i := range origins {
-		hosts[fmt.Sprintf("o%d.test:80", i)] = ts.Listener.Addr().String()
-	}
-	base := loopbackBase(hosts, nil)
-	base.MaxConnsPerHost = 2 // bounds the sockets: 2 per origin
-	tr := faultTransport(t, base)
-	tr.FetchTimeout = 30 * time.Second // slow is not a fault here
-
-	runtime.GC()
-	var before runtime.MemStats
-	runtime.ReadMemStats(&before)
-
-	round := func() {
-		start := make(chan struct{})
+func TestSingleFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n").Delay(time.Second))
+		tr := NewTransport(mock, "ExampleBot")
+		client := &http.Client{Transport: tr}
+		const n = 200
 		var wg sync.WaitGroup
-		errs := make(chan error, origins*perOrigin)
-		for i := range origins {
-			for j := range perOrigin {
-				path := "/public/" + fmt.Sprint(j)
-				if j%2 == 0 {
-					path = "/private/" + fmt.Sprint(j)
+		var refused atomic.Int32
+		for i := range n {
+			wg.Go(func() {
+				path := "/public"
+				if i%2 == 0 {
+					path = "/private"
 				}
-				u := fmt.Sprintf("http://o%d.test%s", i, path)
-				wg.Go(func() {
-					<-start
-					if err := loadGet(tr, u); err != nil {
-						errs <- err
-					}
-				})
-			}
+				if errors.Is(get(client, "https://example.com"+path), ErrDisallowed) {
+					refused.Add(1)
+				}
+			})
 		}
-		close(start)
 		wg.Wait()
-		close(errs)
-		n := 0
-		for err := range errs {
-			if n++; n <= 5 {
-				t.Error(err)
-			}
+		if c := calls(mock, exampleRobots); c != 1 {
+			t.Errorf("%d concurrent requests fetched robots.txt %d times, want 1", n, c)
 		}
-		if n > 5 {
-			t.Errorf("… and %d more wrong verdicts", n-5)
+		if r := refused.Load(); r != n/2 {
+			t.Errorf("%d refused, want %d", r, n/2)
 		}
-	}
-	round()
-	round() // from the cache
-
-	for i := range origins {
-		h := fmt.Sprintf("o%d.test", i)
-		if n := counts.get(h, "/robots.txt"); n != 1 {
-			t.Errorf("%s/robots.txt fetched %d times, want 1", h, n)
+		if s := tr.Stats(); s.Misses != n || s.Hits != 0 || s.FetchSuccess != 1 || s.Refused != n/2 {
+			t.Errorf("stats %+v", s)
 		}
-		for j := range perOrigin {
-			p := fmt.Sprintf("/public/%d", j)
-			want := 2
-			if j%2 == 0 {
-				p, want = fmt.Sprintf("/private/%d", j), 0
-			}
-			if n := counts.get(h, p); n != want {
-				t.Errorf("%s%s reached the server %d times, want %d", h, p, n, want)
-			}
-		}
-	}
-	st := tr.Stats()
-	const total = 2 * origins * perOrigin
-	if st.FetchSuccess != origins || st.Hits+st.Misses != total || st.Refused != total/2 {
-		t.Errorf("Stats = %+v, want %d fetches, %d requests, %d refused", st, origins, total, total/2)
-	}
-
-	base.CloseIdleConnections()
-	ts.Close() // its connections' buffers are not the Transport's
-	runtime.GC()
-	runtime.GC() // and again, to empty the sync.Pools of net/http and io
-	var after runtime.MemStats
-	runtime.ReadMemStats(&after)
-	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	t.Logf("%d requests over %d origins: %d robots.txt fetches, %d hits, %d misses; heap held afterwards %+d KiB",
-		total, origins, st.FetchSuccess, st.Hits, st.Misses, held>>10)
-	if held > 8<<20 {
-		t.Errorf("%d MiB held for %d origins", held>>20, origins)
-	}
-	runtime.KeepAlive(tr)
+	})
 }
 
-// loadGet sends GET u through tr and checks its verdict: paths under
-// /private are refused by their rule, the others sent.
-func loadGet(tr *Transport, u string) error {
-	req, err := http.NewRequest(http.MethodGet, u, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := tr.RoundTrip(req)
-	private := strings.Contains(u, "/private")
-	if err != nil {
-		if de, ok := errors.AsType[*DisallowedError](err); private && ok && de.Rule == "Disallow: /private" {
-			return nil
-		}
-		return fmt.Errorf("GET %s: %v", u, err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if private {
-		return fmt.Errorf("GET %s: sent, want refused", u)
-	}
-	return nil
-}
-
-// cannedBase is an in-process base transport: robots.txt disallows
-// /private, and every other request is answered 200 with an empty body.
-type cannedBase struct{}
-
-const cannedRobots = "User-agent: *\nDisallow: /private\nAllow: /private/ok\n\nUser-agent: OtherBot\nDisallow: /\n"
-
-func (cannedBase) RoundTrip(req *http.Request) (*http.Response, error) {
-	var body io.ReadCloser = http.NoBody
-	var n int64
-	if req.URL.Path == "/robots.txt" {
-		body, n = io.NopCloser(strings.NewReader(cannedRobots)), int64(len(cannedRobots))
-	}
-	return &http.Response{StatusCode: 200, Body: body, ContentLength: n, Request: req, Header: http.Header{}}, nil
-}
-
-// TestLoadMillionOrigins sends one request to each of a million distinct
-// origins through an in-process base. The cache stays within MaxOrigins
-// (entries counted through Stats, and in the shards), and the heap it holds
-// stays bounded by the origins it keeps, not by those it has seen.
-func TestLoadMillionOrigins(t *testing.T) {
-	// A miss costs a fetch, a parse and an eviction: 20-50 µs on two busy
-	// cores, and several times that under the race detector. The short
-	// and race runs send a tenth as many, still ten times the bound.
-	origins := 1_000_000
-	if raceEnabled || testing.Short() {
-		origins = 100_000
-	}
-	const bound = DefaultMaxOrigins
-	tr := faultTransport(t, &http.Transport{}) // idle base, for the leak check
-	tr.Base = cannedBase{}
-	tr.FetchTimeout = 30 * time.Second // slow is not a fault here: a loaded machine can stall a fetch past the fault suite's 500 ms
-
-	runtime.GC()
-	var before runtime.MemStats
-	runtime.ReadMemStats(&before)
-	var peak uint64
-
-	workers := 4 * runtime.GOMAXPROCS(0)
-	const batch = 1 << 14
-	var next sync.Mutex
-	i := 0
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	ctx := context.Background()
-	for range workers {
-		wg.Go(func() {
-			for {
-				next.Lock()
-				lo := i
-				i += batch
-				next.Unlock()
-				if lo >= origins {
-					return
-				}
-				for k := lo; k < min(lo+batch, origins); k++ {
-					u := fmt.Sprintf("http://o%d.example/private/x", k)
-					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-					_, err := tr.RoundTrip(req)
-					if de, ok := errors.AsType[*DisallowedError](err); !ok || de.Rule != "Disallow: /private" {
-						errs <- fmt.Errorf("GET %s: %v, want refused by Disallow: /private", u, err)
-						return
-					}
-				}
-			}
+func TestWaitersHonourTheirContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		var fetchCtxErr atomic.Value
+		mock.RegisterResponder("GET", exampleRobots, func(req *http.Request) (*http.Response, error) {
+			time.Sleep(10 * time.Second)
+			fetchCtxErr.Store(fmt.Sprint(req.Context().Err()))
+			return httpmock.NewStringResponse(200, "User-agent: *\nDisallow: /private\n"), nil
 		})
-	}
-	began := time.Now()
-	// Sample the live heap while the work runs.
-	done := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		var m runtime.MemStats
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				runtime.ReadMemStats(&m)
-				peak = max(peak, m.HeapAlloc)
-			}
-		}
-	}()
-	wg.Wait()
-	elapsed := time.Since(began)
-	close(done)
-	<-sampled
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+		client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
 
-	st := tr.Stats()
-	kept := st.Misses - st.Evictions // every origin was added once, on a miss
-	if st.Misses != uint64(origins) || st.FetchSuccess != uint64(origins) || kept > bound {
-		t.Errorf("Stats = %+v: %d origins kept, want %d misses and fetches, at most %d kept", st, kept, origins, bound)
-	}
-	n := 0
-	for i := range tr.cache.shards {
-		sh := &tr.cache.shards[i]
-		sh.mu.Lock()
-		if m := sh.m.Load(); m != nil && len(*m) != len(sh.ring) {
-			t.Errorf("shard %d: %d in its map, %d in its ring", i, len(*m), len(sh.ring))
+		// The first caller gives up after 1 s; a second one cancels.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		start := time.Now()
+		err := getCtx(ctx, client, "https://example.com/public")
+		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrDisallowed) {
+			t.Errorf("first caller: %v, want context.DeadlineExceeded", err)
 		}
-		n += len(sh.ring)
+		if d := time.Since(start); d != time.Second {
+			t.Errorf("first caller returned after %v, want 1s", d)
+		}
+		ctx2, cancel2 := context.WithCancel(context.Background())
+		go func() {
+			time.Sleep(time.Second)
+			cancel2()
+		}()
+		if err := getCtx(ctx2, client, "https://example.com/public"); !errors.Is(err, context.Canceled) {
+			t.Errorf("second caller: %v, want context.Canceled", err)
+		}
+
+		// The fetch was not canceled with them: a third caller gets its
+		// result without another fetch.
+		wantRefused(t, client, "https://example.com/private")
+		if d := time.Since(start); d != 10*time.Second {
+			t.Errorf("third caller returned after %v, want 10s", d)
+		}
+		if got := fetchCtxErr.Load(); got != "<nil>" {
+			t.Errorf("fetch context error %v, want nil", got)
+		}
+		if n := calls(mock, exampleRobots); n != 1 {
+			t.Errorf("fetched %d times, want 1", n)
+		}
+
+		// A caller whose context is already done starts no fetch.
+		done, cancel3 := context.WithCancel(context.Background())
+		cancel3()
+		if err := getCtx(done, client, "https://other.example/"); err == nil {
+			t.Errorf("done context: allowed")
+		}
+		if n := calls(mock, "https://other.example/robots.txt"); n != 0 {
+			t.Errorf("done context: fetched %d times", n)
+		}
+	})
+}
+
+func TestExpiredEntryWaitsForRefresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var cur atomic.Pointer[httpmock.Responder]
+		respond(&cur, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /old\n"))
+		mock := newMock()
+		mock.RegisterResponder("GET", exampleRobots, switchable(&cur))
+		client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+		wantRefused(t, client, "https://example.com/old")
+		respond(&cur, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /new\n").Delay(5*time.Second))
+		time.Sleep(DefaultTTL)
+		start := time.Now()
+		wantAllowed(t, client, "https://example.com/old")
+		if waited := time.Since(start); waited != 5*time.Second {
+			t.Errorf("waited %v for the refresh, want 5s", waited)
+		}
+		wantRefused(t, client, "https://example.com/new")
+	})
+}
+
+// TestEvictedBeforeLoad: a site evicted between a request's lookup and the
+// start of its load is not loaded; the request waits for the origin's
+// current site, so that one origin has one load, and one fetch of
+// robots.txt, at a time.
+func TestEvictedBeforeLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &fakeOrigins{robots: func(string) string { return "User-agent: *\nCrawl-delay: 1\n" }}
+		tr := &Transport{Base: srv, Agent: "ExampleBot", MaxOrigins: 1}
+		client := &http.Client{Transport: tr}
+		var wg sync.WaitGroup
+		first := true
+		tr.onMiss(func(k originKey) {
+			if k.host != "c.example" || !first {
+				return
+			}
+			first = false
+			// Between the lookup of c and its load: a.example evicts
+			// c's site, and another request for c adds a new one.
+			if err := get(client, "https://a.example/x"); err != nil {
+				t.Errorf("GET a.example: %v", err)
+			}
+			wg.Go(func() {
+				if err := get(client, "https://c.example/y"); err != nil {
+					t.Errorf("GET c.example/y: %v", err)
+				}
+			})
+		})
+		if err := get(client, "https://c.example/x"); err != nil {
+			t.Errorf("GET c.example/x: %v", err)
+		}
+		wg.Wait()
+		srv.check(t, func(string) time.Duration { return time.Second })
+		if n := srv.count("https://c.example:443"); n != 3 {
+			t.Errorf("%d arrivals at c.example, want robots.txt once and 2 pages: %v", n, srv.arrivals("https://c.example:443"))
+		}
+	})
+}
+
+func TestStoreSharedBetweenTransports(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200,
+			"User-agent: ABot\nDisallow: /a\n\nUser-agent: BBot\nDisallow: /b\n").Delay(time.Second))
+		store := &MemoryStore{}
+		a := &Transport{Base: mock, Agent: "ABot", Store: store}
+		b := &Transport{Base: mock, Agent: "BBot", Store: store}
+		var wg sync.WaitGroup
+		for i := range 100 {
+			wg.Go(func() {
+				tr, path, refused := a, "/a", true
+				switch i % 4 {
+				case 1:
+					path, refused = "/b", false
+				case 2:
+					tr = b
+				case 3:
+					tr, path = b, "/b"
+				}
+				if i%4 == 2 {
+					refused = false
+				}
+				err := get(&http.Client{Transport: tr}, "https://example.com"+path)
+				if errors.Is(err, ErrDisallowed) != refused {
+					t.Errorf("request %d: %v, want refused=%v", i, err, refused)
+				}
+			})
+		}
+		wg.Wait()
+		if n := calls(mock, exampleRobots); n != 1 {
+			t.Errorf("two Transports on one Store fetched %d times, want 1", n)
+		}
+		if sa, sb := a.Stats(), b.Stats(); sa.FetchSuccess+sb.FetchSuccess != 1 || sa.StoreHits+sb.StoreHits != 1 {
+			t.Errorf("stats a=%+v b=%+v, want one fetch and one store hit", sa, sb)
+		}
+
+		// A fresh Transport finds the entry in the Store.
+		c := &Transport{Base: mock, Agent: "ABot", Store: store}
+		wantRefused(t, &http.Client{Transport: c}, "https://example.com/a")
+		if n := calls(mock, exampleRobots); n != 1 {
+			t.Errorf("fetched %d times, want 1", n)
+		}
+
+		// An expired entry in the Store is fetched again, and put back.
+		time.Sleep(DefaultTTL)
+		refetch := time.Now()
+		wantRefused(t, &http.Client{Transport: c}, "https://example.com/a")
+		if n := calls(mock, exampleRobots); n != 2 {
+			t.Errorf("fetched %d times, want 2", n)
+		}
+		e, _ := store.Get(context.Background(), "https://example.com")
+		if e == nil || e.Access != AccessSuccess || e.FetchedAt.Before(refetch) {
+			t.Errorf("store entry %+v, want the new fetch", e)
+		}
+	})
+}
+
+// failingStore is a Store whose every call fails.
+type failingStore struct{ calls atomic.Int32 }
+
+func (s *failingStore) Get(context.Context, string) (*Entry, error) {
+	s.calls.Add(1)
+	return nil, errors.New("store down")
+}
+
+func (s *failingStore) Put(context.Context, string, *Entry) error {
+	s.calls.Add(1)
+	return errors.New("store down")
+}
+
+func TestStoreErrorsAreNotFatal(t *testing.T) {
+	mock := newMock()
+	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n"))
+	store := &failingStore{}
+	client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Store: store}}
+	wantRefused(t, client, "https://example.com/private")
+	wantAllowed(t, client, "https://example.com/public")
+	if n := store.calls.Load(); n != 2 {
+		t.Errorf("store called %d times, want a Get and a Put", n)
+	}
+}
+
+// stuckStore is a Store and Locker whose every call blocks until its
+// context is done, as a store on a server that stopped answering would.
+type stuckStore struct{}
+
+// TestStuckStoreDelaysLittle checks that a store that does not answer delays a load by
+// a few short timeouts at most, not by the FetchTimeout, and changes no
+// verdict.
+func TestStuckStoreDelaysLittle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n"))
+		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Store: stuckStore{}}}
+		start := time.Now()
+		wantRefused(t, client, "https://example.com/private")
+		// A Get, a TryLock and a Put.
+		if d := time.Since(start); d > 3*storeTimeout {
+			t.Errorf("a stuck store delayed the first request by %v, want at most %v", d, 3*storeTimeout)
+		}
+		wantAllowed(t, client, "https://example.com/page")
+		if n := calls(mock, exampleRobots); n != 1 {
+			t.Errorf("robots.txt fetched %d times, want 1", n)
+		}
+	})
+}
+
+// lateStore is a MemoryStore into which another user of the store puts a
+// fresh entry and releases the lock between this Transport's Get and its
+// TryLock, the first time.
+type lateStore struct {
+	MemoryStore
+	once sync.Once
+}
+
+func (s *lateStore) TryLock(ctx context.Context, origin string, ttl time.Duration) (func(), bool, error) {
+	s.once.Do(func() {
+		now := time.Now()
+		s.Put(ctx, origin, &Entry{Access: AccessSuccess, Body: []byte("User-agent: *\nDisallow: /other\n"),
+			FetchedAt: now, Expires: now.Add(time.Hour)})
+	})
+	return s.MemoryStore.TryLock(ctx, origin, ttl)
+}
+
+// TestStoreEntryPutBeforeLock checks that a Transport that takes the fetch
+// lock just after another holder put the entry and let it go uses that
+// entry instead of fetching again.
+func TestStoreEntryPutBeforeLock(t *testing.T) {
+	mock := newMock()
+	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n"))
+	store := &lateStore{}
+	client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Store: store}}
+	wantRefused(t, client, "https://example.com/other")
+	wantAllowed(t, client, "https://example.com/private")
+	if n := calls(mock, exampleRobots); n != 0 {
+		t.Errorf("robots.txt fetched %d times, want 0: the entry was in the store", n)
+	}
+	unlock, ok, _ := store.MemoryStore.TryLock(context.Background(), "https://example.com", time.Minute)
+	if !ok {
+		t.Fatal("the fetch lock was not released")
+	}
+	unlock()
+}
+
+// TestStoreBodyCutToMaxBodySize guards against this: MaxBodySize is "how many
+// bytes of a robots.txt body are read and parsed", and MaxBytes "bounds the
+// bytes the cache holds". In a fleet where one Transport allows larger files
+// (a bigger MaxBodySize) and shares a MemoryStore, another Transport takes
+// its entries whole: it obeys rules past its own limit and holds far more
+// than its MaxBytes (each state is kept even when it alone exceeds the
+// budget).
+func TestStoreBodyCutToMaxBodySize(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("User-agent: *\n")
+	for j := 0; b.Len() < 2<<20; j++ {
+		fmt.Fprintf(&b, "Disallow: /%x\n", j)
+	}
+	b.WriteString("Disallow: /late\n") // past 500 KiB
+	body := b.String()
+	srv := &fakeOrigins{handle: func(req *http.Request) (int, http.Header, string) {
+		if req.URL.Path == "/robots.txt" {
+			return 200, nil, body
+		}
+		return 200, nil, "page"
+	}}
+	store := &MemoryStore{}
+	big := &Transport{Base: srv, Agent: "ExampleBot", Store: store, MaxBodySize: 4 << 20}
+	const maxBytes = 4 << 20
+	small := &Transport{Base: srv, Agent: "ExampleBot", Store: store, MaxBytes: maxBytes}
+	var lateRefused int
+	for i := range 4 {
+		u, _ := url.Parse(fmt.Sprintf("https://h%d.example/late", i))
+		big.Check(context.Background(), u)
+		if err := small.Check(context.Background(), u); errors.Is(err, ErrDisallowed) {
+			lateRefused++
+		}
+	}
+	if lateRefused > 0 {
+		t.Errorf("%d of 4 origins refused /late by a rule past the Transport's MaxBodySize (500 KiB)", lateRefused)
+	}
+	var held int64
+	for i := range small.cache.shards {
+		sh := &small.cache.shards[i]
+		sh.mu.Lock()
+		held += sh.bytes
 		sh.mu.Unlock()
 	}
-	// A site evicted before its load began is added again for the same
-	// request (one load per origin at a time): that adds an origin with no
-	// new miss, so the cache may hold more than Stats' misses less evictions,
-	// never fewer.
-	if n > bound || uint64(n) < kept {
-		t.Errorf("%d origins in the cache, Stats say at most %d, bound %d", n, kept, bound)
+	if held > maxBytes {
+		t.Errorf("the cache holds %d MiB, MaxBytes is %d MiB", held>>20, maxBytes>>20)
 	}
-
-	runtime.GC()
-	runtime.GC() // twice, to empty the sync.Pools
-	var after runtime.MemStats
-	runtime.ReadMemStats(&after)
-	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	t.Logf("%d origins in %v", origins, elapsed.Round(time.Millisecond))
-	t.Logf("%d origins, %d kept (bound %d): heap held %d KiB (%d B per kept origin), peak live heap %d MiB, %d GCs",
-		origins, n, bound, held>>10, held/int64(max(n, 1)), peak>>20, after.NumGC-before.NumGC)
-	if held > 64<<20 {
-		t.Errorf("%d MiB held by a cache bounded to %d origins", held>>20, bound)
-	}
-
-	// An evicted origin is fetched again when it is used again.
-	req, _ := http.NewRequest(http.MethodGet, "http://o0.example/private/ok", nil)
-	if _, err := tr.RoundTrip(req); err != nil {
-		t.Errorf("GET o0.example/private/ok: %v", err)
-	}
-	if got := tr.Stats().FetchSuccess; got != uint64(origins)+1 {
-		t.Errorf("%d fetches after reusing an evicted origin, want %d", got, origins+1)
-	}
-	runtime.KeepAlive(tr)
 }
 
-// TestCacheKeepsRecentOrigins crawls a frontier that moves on: each origin
-// gets one page, then a second page after the next 100 origins have had
-// their first. With room for 1,000 origins, the second page finds its
-// origin cached, but for a few: the cache evicts the sites unused the
-// longest, not the ones it has just added. (While the cache first fills,
-// the hand's first round finds every older site used, and may take new
-// ones.)
-func TestCacheKeepsRecentOrigins(t *testing.T) {
-	base := &countingBase{fetches: map[string]int{}}
-	tr := &Transport{Base: base, Agent: "LoadBot", MaxOrigins: 1000}
-	get := func(i int) {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://o%d.example/private/ok", i), nil)
-		if _, err := tr.RoundTrip(req); err != nil {
-			t.Fatal(err)
-		}
-	}
-	const origins, lag, warm = 20_000, 100, 2000
-	for i := range origins + lag {
-		if i < origins {
-			get(i)
-		}
-		if i >= lag {
-			get(i - lag)
-		}
-	}
-	again := 0
-	for i := warm; i < origins; i++ {
-		if base.fetches[fmt.Sprintf("o%d.example", i)] > 1 {
-			again++
-		}
-	}
-	// The hand's sweeps are not LRU: allow one in a hundred.
-	if again > (origins-warm)/100 {
-		t.Errorf("%d of %d origins fetched robots.txt again for their second page: the cache evicted origins it had just added", again, origins-warm)
-	}
-	t.Logf("%d of %d origins fetched robots.txt again for their second page", again, origins-warm)
+// panicStore is a Store whose Get or Put panics.
+type panicStore struct {
+	MemoryStore
+	onGet, onPut bool
 }
 
-// countingBase is cannedBase, counting the robots.txt fetches of each host.
-type countingBase struct {
-	mu      sync.Mutex
-	fetches map[string]int
-}
-
-func (b *countingBase) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Path == "/robots.txt" {
-		b.mu.Lock()
-		b.fetches[req.URL.Host]++
-		b.mu.Unlock()
+func (s *panicStore) Get(ctx context.Context, origin string) (*Entry, error) {
+	if s.onGet {
+		panic("store kaput")
 	}
-	return cannedBase{}.RoundTrip(req)
+	return s.MemoryStore.Get(ctx, origin)
 }
 
-// TestCacheKeepsHotOriginUnderMaxBytes: eviction by bytes keeps the origins
-// used recently, as eviction by count does. With room for a few dozen
-// origins, one origin used every other request among 2,000 used once is
-// fetched once, whichever bound evicts.
-func TestCacheKeepsHotOriginUnderMaxBytes(t *testing.T) {
+func (s *panicStore) Put(ctx context.Context, origin string, e *Entry) error {
+	if s.onPut {
+		panic("store kaput")
+	}
+	return s.MemoryStore.Put(ctx, origin, e)
+}
+
+// panicPacer is a Pacer whose Reserve panics.
+type panicPacer struct{}
+
+// TestStorePacerPanicDuringFetch: a Store or Pacer that panics during the
+// fetch of robots.txt makes the origin unreachable, with or without a
+// deadline, and the flight ends (the next request is answered at once).
+func TestStorePacerPanicDuringFetch(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		tr   *Transport
+		set  func(tr *Transport)
 	}{
-		{"MaxBytes", &Transport{Agent: "LoadBot", MaxBytes: 64 << 10}},
-		{"MaxOrigins", &Transport{Agent: "LoadBot", MaxOrigins: 64}},
+		{"Store.Get", func(tr *Transport) { tr.Store = &panicStore{onGet: true} }},
+		{"Store.Put", func(tr *Transport) { tr.Store = &panicStore{onPut: true} }},
+		{"Pacer.Reserve", func(tr *Transport) { tr.Pacer = panicPacer{} }},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			base := &countingBase{fetches: map[string]int{}}
-			tr := c.tr
-			tr.Base = base
-			get := func(host string) {
-				t.Helper()
-				req, _ := http.NewRequest(http.MethodGet, "http://"+host+"/private/ok", nil)
-				if _, err := tr.RoundTrip(req); err != nil {
-					t.Fatal(err)
+		for _, deadline := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/deadline %v", c.name, deadline), func(t *testing.T) {
+				tr := &Transport{Base: newMock(), Agent: "FaultBot"}
+				c.set(tr)
+				checkRefusedForPanic(t, tr, "https://example.com/page", deadline, "request")
+				s := tr.cache.shard(originKey{"https", "example.com"}).get(originKey{"https", "example.com"})
+				if s == nil || s.loading() {
+					t.Errorf("the origin's flight did not end")
 				}
-			}
-			const origins = 2000
-			for i := range origins {
-				get("hot.example")
-				get(fmt.Sprintf("o%d.example", i))
-			}
-			if n := base.fetches["hot.example"]; n != 1 {
-				t.Errorf("the origin used every other request fetched robots.txt %d times, want 1", n)
-			}
-			if ev := tr.Stats().Evictions; ev < origins-100 {
-				t.Errorf("%d evictions, want the cache bounded", ev)
-			}
-			if held := tr.cache.bytes.Load(); tr.MaxBytes != 0 && held > tr.MaxBytes {
-				t.Errorf("the cache holds %d bytes, over MaxBytes", held)
-			}
-		})
+			})
+		}
 	}
 }
+
+// checkRefusedForPanic checks u through tr, with a deadline of noHang or
+// none, and fails unless the answer comes within noHang as a refusal for an
+// unreachable robots.txt that names the panic ("kaput") that caused it.
+func checkRefusedForPanic(t *testing.T, tr *Transport, u string, deadline bool, what string) {
+	t.Helper()
+	ctx := context.Background()
+	if deadline {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, noHang)
+		defer cancel()
+	}
+	done := make(chan error, 1)
+	go func() { done <- tr.Check(ctx, mustURL(u)) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "kaput") {
+			t.Errorf("%s: Check = %v, want an unreachable refusal that names the panic", what, err)
+		}
+	case <-time.After(noHang):
+		t.Fatalf("%s: no answer within %v", what, noHang)
+	}
+}
+
+func (stuckStore) Get(ctx context.Context, _ string) (*Entry, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (stuckStore) Put(ctx context.Context, _ string, _ *Entry) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (stuckStore) TryLock(ctx context.Context, _ string, _ time.Duration) (func(), bool, error) {
+	<-ctx.Done()
+	return nil, false, ctx.Err()
+}
+
+func (panicPacer) Reserve(context.Context, string, time.Duration, time.Duration) (time.Duration, bool, error) {
+	panic("pacer kaput")
+}
+
+func (panicPacer) Pause(context.Context, string, time.Time) error { return nil }

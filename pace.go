@@ -2,81 +2,34 @@ package robots
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"log/slog"
-	"math"
-	"net/http"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-const (
-	// DefaultMaxCrawlDelay caps the crawl-delay a Transport honours when
-	// MaxCrawlDelay is zero: a robots.txt that asks for more gets this.
-	DefaultMaxCrawlDelay = 30 * time.Second
-
-	// DefaultMaxRetryAfter caps the pause that the Retry-After header of
-	// a 429 or 503 response sets, when MaxRetryAfter is zero.
-	DefaultMaxRetryAfter = 5 * time.Minute
-)
-
-// Pacer spaces the requests sent to each origin. By default, a Transport
-// paces the origins it knows itself, in memory. Set Transport.Pacer to share
-// the pace of origins between Transports, for example across the processes
-// of a fleet of crawlers.
+// Pacer keeps the turns of each origin for the Transports that share it,
+// for example across the processes of a fleet (see Transport.Pacer).
+// Origins are named as for a [Store]. A Pacer must be safe for concurrent
+// use by multiple goroutines.
 //
-// Each turn keeps the interval it was taken with, and the next turn is
-// spaced from it by the larger of that interval and the next caller's. So a
-// Transport that has parsed no robots.txt of an origin (it shares no [Store],
-// or the Store no longer holds the entry), and fetches it, leaves at least
-// the crawl-delay of the latest turn after that turn, though it does not know
-// the crawl-delay itself. Sharing a Store as well spares the fleet a fetch of
-// robots.txt per Transport.
-//
-// A Transport never sends a request before a turn it knows of itself, so
-// that a Pacer that loses what it holds (a store that evicts or forgets a
-// key) cannot make it impolite: it keeps its own turns and the pauses it
-// knows of (its own, and a [PauseWatcher]'s copy) in memory, waits them out
-// before it calls Reserve, and then waits as long as Reserve says.
-//
-// Origins are named as for a [Store]. A Pacer must be safe for concurrent use
-// by multiple goroutines. If it returns an error, the Transport logs it and
-// paces the origin itself for that request, as if it had no Pacer; a request
-// whose context is done by then is not sent. Pause is called with a context
-// of its own, bounded by a short timeout (2 seconds), so that a pause
-// reaches the Pacer even when the request that met it is canceled.
+// A Transport also keeps the turns and pauses it knows of in memory, and
+// waits them out before it calls Reserve, so that a Pacer that loses its
+// state cannot make it send early. If a Pacer fails, the Transport logs the
+// error and paces the origin itself for that request.
 type Pacer interface {
-	// Reserve takes origin's next turn for one request and returns how
-	// long the caller must wait for it. It must not wait itself: the
-	// Transport waits, so that it can count the wait and give up with
-	// the request's context.
-	//
-	// Each turn taken keeps an interval. The turn is the first instant
-	// that is not before the end of a pause (see Pause) and is at least
-	// the larger of every and the interval of the origin's previous turn
-	// (the latest one taken, by any user of the Pacer) after that turn.
-	// The turn keeps every as its interval: a caller that knows the
-	// origin's rules, and passes zero because they ask for no delay, is
-	// spaced by the previous turn's interval but does not hand it on.
-	//
-	// A negative every says that the caller does not know the origin's
-	// rules (it fetches a robots.txt it has not parsed before) and asks
-	// for at least -every. The turn is spaced as for -every, and keeps
-	// the larger of -every and the previous turn's interval: it hands the
-	// origin's interval on to the next turn rather than dropping it.
-	// (A Pacer written before negative intervals meant this treats them
-	// as zero, as it always did.)
-	//
-	// If the wait would be longer than maxWait, Reserve takes no turn and
-	// returns ok false with the wait it foresees. A turn taken is never
-	// handed out again.
+	// Reserve takes origin's next turn and returns how long to wait for it,
+	// without waiting itself. The turn is the first instant after any pause
+	// that is at least max(every, prev) after the previous turn, prev being
+	// the interval that turn kept; the new turn keeps every. A negative
+	// every says the caller does not know the origin's rules: the turn is
+	// spaced as for -every and keeps max(-every, prev). If the wait would
+	// exceed maxWait, Reserve takes no turn and returns ok false with the
+	// wait it foresees.
 	Reserve(ctx context.Context, origin string, every, maxWait time.Duration) (wait time.Duration, ok bool, err error)
 
-	// Pause delays origin's turns until at least until. A later end
-	// than the one already set wins; an earlier one changes nothing.
+	// Pause delays origin's turns until at least until; an earlier end than
+	// the one set changes nothing. Its context is the Transport's own,
+	// bounded by 2 seconds, so that a pause outlives a canceled request.
 	Pause(ctx context.Context, origin string, until time.Time) error
 }
 
@@ -86,64 +39,34 @@ type Pacer interface {
 // matters (see pace.matters and cache.park), so that dropping a parsed
 // robots.txt never lets a request out early.
 //
-// # Turns and give-backs
-//
 // A turn is taken at max(now, last+max(every, lastEvery), pausedUntil) and
 // becomes the new last, keeping its interval as lastEvery, as the Pacer
-// contract says (every is the interval of the request that takes the turn,
-// negative if it does not know the origin's rules; see Pacer.Reserve). A pace
-// has no clock of its own, only times on the Transport's monotonic clock
-// (Transport.now): now, a pause end (now plus a Retry-After, when its
-// answer is read) and a Pacer's turn (now plus the wait it returned), so no
-// call can move a clock back. last only moves forward, except on a
-// give-back: a request that does not use its turn (its context ended while
-// it waited, or a pause began) restores the previous last and lastEvery
-// only if its turn is still the latest one taken (seq). Then no later turn was computed from
-// it, and restoring leaves the pace as if the turn had never been taken.
-// Otherwise the unused turn stays taken: a later turn was spaced from it,
-// and handing it out again would put the next request one interval after
-// the previous last, on a turn already held. A give-back can leave a gap,
-// never two requests in one interval.
-//
-// # Why not golang.org/x/time/rate
-//
-// A rate.Limiter can take turns from a pause's end, provided that every
-// call passes it one clock that never goes back (say the latest of now,
-// the pause end and any time passed before). Reserving at the pause end and
-// cancelling or reserving at now, as this package once did, moves its clock
-// back: the tokens counted at the pause end are counted again from now on,
-// and the turns queued behind the pause are handed out twice (with
-// Every(500ms), turns 2.5s, 3s and 3.5s queued at 0.5s, and one refused and
-// cancelled at 0.5s: the next two get 2.5s and 3s again).
-//
-// What a Limiter cannot express is an interval per request. It keeps
-// tokens, not the time of the latest turn: the time since that turn is
-// turned into tokens at the limit in force, and SetLimit prices again the
-// turns already reserved. Turns at 0 and 2s under Every(2s), then a request
-// under Every(500ms), all reserved at 0: the third turn is at 1s, before
-// the second. And a request under rate.Inf (no interval) takes no turn at
-// all, so the request after it is not spaced from it. The Transport needs
-// both: the fetch of robots.txt is spaced by the longest crawl-delay known
-// for its origin (none on a first visit) and the page after it by the one
-// it finds, and crawler agents with different crawl-delays share their
-// origin's turns. So a pace keeps the time of the latest turn itself, and
-// the Pacer contract, which redisstore follows, has the same model.
+// contract says. last only moves forward, except on a give-back (see
+// turn.giveBack). doc/design.md says why this is not a rate.Limiter.
 type pace struct {
 	pausedUntil atomic.Int64 // ns on the Transport's clock; written under mu
 
-	mu        sync.Mutex
-	last      time.Duration // guarded by mu: the latest turn taken; valid if seq != 0
+	mu sync.Mutex
+	// guarded by mu: the latest turn taken; valid if seq != 0
+	last      time.Duration
 	lastEvery time.Duration // guarded by mu: the interval that last keeps
-	seq       uint64        // guarded by mu: the reservation that took last; 0 if none
-	next      uint64        // guarded by mu: the last reservation number handed out
-	every     time.Duration // guarded by mu: the longest interval known for the origin
-	knows     bool          // guarded by mu: a robots.txt of the origin was parsed (see know)
-	dropped   atomic.Bool   // written under mu: dropped from the cache (see drop); no turn is taken here
+	// guarded by mu: the reservation that took last; 0 if none
+	seq uint64
+	// guarded by mu: the last reservation number handed out
+	next uint64
+	// guarded by mu: the longest interval known for the origin
+	every time.Duration
+	// guarded by mu: a robots.txt of the origin was parsed (see know)
+	knows bool
+	// written under mu: dropped from the cache (see drop); no turn is taken
+	// here
+	dropped atomic.Bool
 }
 
 // turn is one reservation of a pace, for a give-back.
 type turn struct {
-	p         *pace // nil for a turn taken in a Pacer, which cannot be given back
+	// nil for a turn taken in a Pacer, which cannot be given back
+	p         *pace
 	at        time.Duration
 	seq       uint64
 	prevLast  time.Duration
@@ -152,7 +75,8 @@ type turn struct {
 }
 
 // reserve takes p's next turn at now, spaced from the previous one by the
-// larger of every and its interval; see Pacer.Reserve. It panics if p has been dropped: use Transport.paceOf.
+// larger of every and its interval; see Pacer.Reserve. It panics if p has
+// been dropped: use Transport.paceOf.
 func (p *pace) reserve(now, every, maxWait time.Duration) (wait time.Duration, ok bool, tk turn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -329,433 +253,20 @@ func (p *pace) drop(now time.Duration) bool {
 	return p.dropped.Load()
 }
 
-// paceOf returns the pace of s's origin: s's own, unless it was dropped
-// with s from the cache, and then the pace of the origin's current site.
-func (t *Transport) paceOf(s *site) *pace {
-	for s.pace.dropped.Load() {
-		s = t.cache.siteOf(s.key, t.now())
-	}
-	return s.pace
-}
-
-// interval returns how far apart the requests to an origin decided by st
-// must be, for the crawler agent ("" for the Transport's own Agent).
-func (t *Transport) interval(st *state, agent string) time.Duration {
-	if agent == "" || st.robots == nil {
-		return st.every
-	}
-	return t.delayOf(st.robots.Group(agent).CrawlDelay())
-}
-
-// delayOf returns the interval for a group whose crawl-delay is d (ok false
-// if it states none), under the Transport's settings.
-func (t *Transport) delayOf(d time.Duration, ok bool) time.Duration {
-	if !ok || t.cfg.ignoreCrawlDelay {
-		d = 0
-	}
-	return max(min(d, t.cfg.maxCrawlDelay), t.cfg.minDelay)
-}
-
-// turnLimit is how far away a request's turn may be: the first instant on
-// the Transport's clock (see Transport.now) that it may not be at.
-type turnLimit struct {
-	until    time.Duration // math.MaxInt64 when the request waits for any turn
-	deadline bool          // until is the context's deadline, not MaxWait
-	maxWait  bool          // MaxWait applies (it may be later than the deadline)
-}
-
-// noLimit is the limit of a request that waits for its turn, however far.
-var noLimit = turnLimit{until: math.MaxInt64}
-
-// limitOf returns the limit of a request with context ctx that began at
-// start: MaxWait after start (see Transport.MaxWait and WithMaxWait), or its
-// deadline if that comes first.
-func (t *Transport) limitOf(ctx context.Context, start time.Duration) turnLimit {
-	l := noLimit
-	if mw := t.maxWaitOf(ctx); mw > 0 {
-		l.until, l.maxWait = start+mw+1, true // a turn MaxWait away is taken
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		if d := t.clock(dl); d < l.until {
-			l.until, l.deadline = d, true
-		}
-	}
-	return l
-}
-
-// left returns how long a request under l may wait from now: a wait of
-// that or more is refused.
-func (l turnLimit) left(now time.Duration) time.Duration {
-	if l.until == math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return l.until - now
-}
-
-// notYet returns the error of a request to s refused at now because its turn
-// is wait away, past l.
-func (t *Transport) notYet(ctx context.Context, s *site, now, wait time.Duration, l turnLimit) *TurnError {
-	t.stats.notYet.Add(1)
-	e := &TurnError{Origin: s.origin, At: t.epoch.Add(now + wait)}
-	if l.deadline {
-		e.Err = context.DeadlineExceeded
-	}
-	if t.debugging(ctx) {
-		t.debug(ctx, "robots: not sent yet", slog.String("origin", s.origin),
-			slog.Duration("in", wait), slog.Time("at", e.At), slog.Bool("deadline", l.deadline))
-	}
-	return e
-}
-
-// waitTurn waits for s's next turn, which is every after the previous one
-// and not during a pause, for a request that began at start (on the
-// Transport's clock). It returns at once, with a [*TurnError], if the turn
-// is further away than the request may wait (see turnLimit), and with an
-// error that wraps ctx's error if ctx is done while it waits. A request
-// refused so takes no turn.
-//
-// It is the one place where a request to an origin takes its turn: every
-// request the Transport sends, the fetch of robots.txt included, passes
-// here first. The fetch passes its flight f (nil for other requests): its
-// turn is taken even when no interval is known yet, and when it must wait,
-// f tells the requests waiting for it when it will be sent. (The fetch's
-// context has no MaxWait: see Transport.obtain.)
-//
-// A request that is not a fetch takes no turn when no interval applies and
-// the origin is not paused (the hot path), unless always is set: then it
-// takes one, so that a later request is spaced from it.
-func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, f *flight, always bool, start time.Duration) (time.Duration, error) {
-	if every <= 0 && f == nil && !always && !s.pace.dropped.Load() &&
-		(s.pace.pausedUntil.Load() == 0 || !s.pace.paused(t.now())) &&
-		(t.cfg.pacer == nil || t.watchedUnpaused(s.origin)) {
-		return noTurn, nil // the hot path: nothing to wait for
-	}
-	lim := t.limitOf(ctx, start)
-	var waited time.Duration
-	defer func() {
-		if waited > 0 {
-			t.stats.paceWaits.Add(1)
-			t.stats.paceWait.Add(int64(waited))
-		}
-	}()
-	for {
-		wait, tk, err := t.reserve(ctx, s, every, lim, f, &waited)
-		if err != nil {
-			return noTurn, err
-		}
-		if wait > 0 {
-			if f != nil {
-				f.sendAt.Store(time.Now().Add(wait).UnixNano())
-				f.wait()
-			}
-			t.debugWait(ctx, s, wait, f)
-			if err := t.sleep(ctx, s, wait, &waited); err != nil {
-				tk.giveBack()
-				return noTurn, err
-			}
-		}
-		// A pause that began while this request waited holds it back
-		// too: no request goes to a paused origin.
-		if !t.paused(ctx, s, wait > 0) {
-			now := t.now()
-			t.paceOf(s).departed(tk.at, now)
-			return max(tk.at, now), nil
-		}
-		tk.giveBack()
-	}
-}
-
-// debugWait writes a debug record of a request held for wait before its
-// turn; f is the flight of a fetch of robots.txt, or nil.
-func (t *Transport) debugWait(ctx context.Context, s *site, wait time.Duration, f *flight) {
-	if t.debugging(ctx) {
-		t.debug(ctx, "robots: waiting for the turn", slog.String("origin", s.origin),
-			slog.Duration("wait", wait), slog.Bool("robots_txt", f != nil))
-	}
-}
-
-// noTurn is what waitTurn returns for a request that took no turn.
-const noTurn = time.Duration(-1)
-
-// departed notes that the request that took the turn at of s (noTurn for
-// none) has had its answer at now; see pace.departed.
-func (t *Transport) departed(s *site, at time.Duration) {
-	if at != noTurn {
-		t.paceOf(s).departed(at, t.now())
-	}
-}
-
-// sleep waits for d, or until ctx is done, and adds the time it waited to
-// *waited.
-func (t *Transport) sleep(ctx context.Context, s *site, d time.Duration, waited *time.Duration) error {
-	start := time.Now()
-	timer := time.NewTimer(d)
-	defer func() { *waited += time.Since(start) }()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		timer.Stop()
-		return fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
-	}
-}
-
-// reserve takes s's next turn from everything the process knows: its own
-// turns and pauses (kept in memory whether or not there is a Pacer), the
-// copy of the fleet's pauses a PauseWatcher keeps, and the Pacer, if any.
-// Where they disagree, the later turn wins: a Pacer that forgot a turn or a
-// pause (its store evicted or lost it) cannot make a request leave before
-// a turn the process took or a pause it knows of.
-//
-// With a Pacer, reserve first waits out what the process knows, and then
-// asks the Pacer, once: its answer can only make the turn later. The turn
-// is recorded in memory too. If the Pacer fails, the turn is taken in
-// memory. A turn taken in memory can be given back; one taken in a Pacer
-// cannot.
-//
-// If the turn is at or past lim, reserve takes none and returns a
-// [*TurnError]; an error that wraps ctx's error if ctx is done.
-func (t *Transport) reserve(ctx context.Context, s *site, every time.Duration, lim turnLimit, f *flight, waited *time.Duration) (time.Duration, turn, error) {
-	p := t.cfg.pacer
-	if p == nil {
-		now := t.now()
-		wait, ok, tk := t.paceOf(s).reserve(now, every, lim.left(now))
-		if !ok {
-			return 0, turn{}, t.notYet(ctx, s, now, wait, lim)
-		}
-		return wait, tk, nil
-	}
-	t.knowWatchedPause(s)
-	for {
-		now := t.now()
-		known := t.paceOf(s).earliest(now, every) - now
-		if known <= 0 {
-			break
-		}
-		if known >= lim.left(now) {
-			return 0, turn{}, t.notYet(ctx, s, now, known, lim)
-		}
-		if f != nil {
-			f.sendAt.Store(time.Now().Add(known).UnixNano())
-			f.wait()
-		}
-		t.debugWait(ctx, s, known, f)
-		if err := t.sleep(ctx, s, known, waited); err != nil {
-			return 0, turn{}, err
-		}
-	}
-	now := t.now()
-	left := lim.left(now)
-	wait, ok, err := p.Reserve(ctx, s.origin, every, left)
-	if err == nil && ok && wait >= left && lim.until != math.MaxInt64 {
-		// A Pacer that rounds may hand out a turn at the limit itself.
-		ok = false
-	}
-	switch {
-	case err == nil && ok:
-		// Counted from the answer, not the question: the turn the
-		// process remembers is never earlier than the Pacer's.
-		at := t.now() + max(wait, 0)
-		t.paceOf(s).record(at, every)
-		return max(wait, 0), turn{at: at}, nil
-	case err == nil:
-		if wait <= 0 {
-			wait = time.Nanosecond // a Pacer that refuses a turn it says is now
-		}
-		return 0, turn{}, t.notYet(ctx, s, now, wait, lim)
-	case ctx.Err() != nil:
-		return 0, turn{}, fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
-	}
-	t.pacerFailed(ctx, s.origin, err)
-	now = t.now()
-	wait, ok, tk := t.paceOf(s).reserve(now, every, lim.left(now))
-	if !ok {
-		return 0, turn{}, t.notYet(ctx, s, now, wait, lim)
-	}
-	return wait, tk, nil
-}
-
-// knowWatchedPause copies into s's pace the pause that the Pacer's copy of
-// the fleet's pauses holds for s's origin, if it is a PauseWatcher and the
-// copy holds one: a pause known from any source holds, even when the copy
-// may be stale or the Pacer no longer holds it.
-func (t *Transport) knowWatchedPause(s *site) {
-	if t.cfg.watcher == nil {
-		return
-	}
-	if until, _ := t.cfg.watcher.WatchedPause(s.origin); !until.IsZero() && time.Now().Before(until) {
-		t.paceOf(s).pause(t.clock(until))
-	}
-}
-
-// pauseFor pauses s until the time resp's Retry-After asks for, capped at
-// MaxRetryAfter, if resp is a 429 or 503 that carries one.
-func (t *Transport) pauseFor(ctx context.Context, s *site, resp *http.Response) {
-	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
-		return
-	}
-	d, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now())
-	if !ok || d <= 0 {
-		return
-	}
-	t.pause(ctx, s, d)
-}
-
-// pause pauses s for d, capped at MaxRetryAfter, in memory and in the Pacer.
-func (t *Transport) pause(ctx context.Context, s *site, d time.Duration) {
-	d = min(d, t.cfg.maxRetryAfter)
-	t.stats.pauses.Add(1)
-	// The pause is kept in memory in any case, so that the requests of
-	// this Transport that wait for a turn see it at once.
-	t.paceOf(s).pause(t.now() + d)
-	if p := t.cfg.pacer; p != nil {
-		// The pause must reach the fleet even when the request that
-		// met the 429 or 503 is cancelled as the response comes back.
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-		defer cancel()
-		if err := p.Pause(pctx, s.origin, time.Now().Add(d)); err != nil {
-			t.pacerFailed(ctx, s.origin, err)
-		}
-	}
-}
-
-// PauseWatcher is implemented by a [Pacer] that keeps, in the process, a copy
-// of the pauses that any of its users set, kept up to date within a bound
-// that it documents (for example by a subscription to the pauses as they are
-// set). A Transport whose Pacer is a PauseWatcher does not call Reserve for a
-// request that no interval applies to (no crawl-delay, no MinDelay) when the
-// copy says that its origin is not paused: such a request takes no turn, as
-// it takes none in a Transport without a Pacer. Requests with an interval,
-// and the fetches of robots.txt, still call Reserve.
+// PauseWatcher is implemented by a [Pacer] that keeps in the process an
+// up-to-date copy of the pauses its users set. For a request with no
+// interval to keep (no crawl-delay, no MinDelay), a Transport does not call
+// Reserve when the copy says the origin is not paused.
 type PauseWatcher interface {
-	// WatchedPause returns when origin's pause ends according to the
-	// copy, or the zero time if the copy holds no pause of origin. It
-	// must not block or do I/O: it is called on every such request. ok
-	// is false when the copy may be stale (for example while its
-	// subscription is broken): then the Transport calls Reserve.
+	// WatchedPause returns when origin's pause ends, or the zero time; ok
+	// is false when the copy may be stale. It must not block.
 	WatchedPause(origin string) (until time.Time, ok bool)
 }
 
-// watchedUnpaused reports whether the Pacer is a PauseWatcher whose copy is
-// up to date and holds no pause of origin that has not ended.
-func (t *Transport) watchedUnpaused(origin string) bool {
-	if t.cfg.watcher == nil {
-		return false
-	}
-	until, ok := t.cfg.watcher.WatchedPause(origin)
-	return ok && (until.IsZero() || !time.Now().Before(until))
-}
-
-// PauseChecker is implemented by a [Pacer] that can tell whether an origin is
-// paused. A Transport asks it before it sends a request that has waited for
-// its turn, since another user of the Pacer may have paused the origin
-// meanwhile: the request then waits for a new turn after the pause. Without
-// it, a pause set elsewhere while a request waited is seen by the requests
-// that reserve after it only.
+// PauseChecker is implemented by a [Pacer] that can tell whether an origin
+// is paused. A Transport asks it before it sends a request that has waited
+// for its turn, since another user may have paused the origin meanwhile.
 type PauseChecker interface {
-	// PausedUntil returns when origin's pause ends, or the zero time if
-	// it is not paused.
+	// PausedUntil returns when origin's pause ends, or the zero time.
 	PausedUntil(ctx context.Context, origin string) (time.Time, error)
-}
-
-// paused reports whether s's origin is paused now, in memory or, when the
-// request waited for its turn and the Pacer can tell, in the Pacer.
-func (t *Transport) paused(ctx context.Context, s *site, waited bool) bool {
-	if t.paceOf(s).paused(t.now()) {
-		return true
-	}
-	pc, ok := t.cfg.pacer.(PauseChecker)
-	if !ok || !waited {
-		return false
-	}
-	until, err := pc.PausedUntil(ctx, s.origin)
-	if err != nil {
-		t.pacerFailed(ctx, s.origin, err)
-		return false
-	}
-	if !time.Now().Before(until) {
-		return false
-	}
-	// Kept in memory, so that the next turn waits it out before asking
-	// the Pacer again, even if the Pacer's own turn ignores it.
-	t.paceOf(s).pause(t.clock(until))
-	return true
-}
-
-// pacerLogInterval is the least time between two records of Pacer failures:
-// a Pacer is asked for every request, and when it fails, it fails for each.
-const pacerLogInterval = time.Minute
-
-// pacerFailed logs that the Pacer failed for origin, unless a failure was
-// logged in the last pacerLogInterval.
-func (t *Transport) pacerFailed(ctx context.Context, origin string, err error) {
-	if t.debugging(ctx) {
-		t.debug(ctx, "robots: pacing in memory", slog.String("origin", origin), slog.Any("err", err))
-	}
-	now := time.Now().UnixNano()
-	last := t.pacerLogged.Load()
-	if last != 0 && now-last < int64(pacerLogInterval) || !t.pacerLogged.CompareAndSwap(last, now) {
-		return
-	}
-	t.log(ctx, "robots: pacer failed; pacing in memory", "origin", origin, "err", err)
-}
-
-// NextTurn returns when a request for u, with context ctx and no User-Agent
-// header, could be sent: its origin's next turn (the crawl-delay of the
-// group it is decided by after the previous request, and the end of any
-// pause), or now if it could be sent now. It sends nothing and takes no
-// turn, so that a frontier can order its URLs by it; it fetches the
-// origin's robots.txt first if it is not cached, as [Transport.Check] does.
-//
-// If the fetch of robots.txt is further away than MaxWait (see
-// [WithMaxWait]), NextTurn returns the time a retry could find it, and a nil
-// error. It returns the zero time and the error Check returns if u would be
-// refused (a [*DisallowedError]), cannot be sent, or ctx is done first.
-//
-// With a Pacer, NextTurn knows the turns this Transport took and the pauses
-// it knows of, not the turns other users of the Pacer took since: a request
-// sent at the time it returns may still be refused with [ErrNotYet], or
-// wait, and RoundTrip decides.
-func (t *Transport) NextTurn(ctx context.Context, u *url.URL) (time.Time, error) {
-	t.once.Do(t.init)
-	if u == nil {
-		return time.Time{}, errors.New("robots: nil URL")
-	}
-	if !httpScheme(u) {
-		return time.Time{}, errScheme(u)
-	}
-	agent, ua, err := t.identity(ctx, nil)
-	if err != nil {
-		return time.Time{}, err
-	}
-	now := t.now()
-	var s *site
-	every := time.Duration(0)
-	if isRobotsTxt(u) {
-		k, err := keyOf(u)
-		if err != nil {
-			return time.Time{}, err
-		}
-		s = t.cache.siteOf(k, now)
-		every = t.paceOf(s).fetchEvery(t.cfg.minDelay)
-	} else {
-		s, _, every, err = t.check(ctx, u, "", agent, t.fetchAgent(nil, ua), now)
-		if te, ok := err.(*TurnError); ok && te.Err == nil {
-			return te.At, nil
-		}
-		if err != nil {
-			return time.Time{}, err
-		}
-	}
-	if t.cfg.pacer != nil {
-		t.knowWatchedPause(s)
-	}
-	now = t.now()
-	p := t.paceOf(s)
-	if every <= 0 {
-		// Such a request takes no turn (see waitTurn): only a pause
-		// holds it back.
-		return t.epoch.Add(max(now, time.Duration(p.pausedUntil.Load()))), nil
-	}
-	return t.epoch.Add(p.earliest(now, every)), nil
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
-	"net/url"
-	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,47 +15,6 @@ import (
 
 	"github.com/jarcoal/httpmock"
 )
-
-// arrivals records when each request reached a mock origin.
-type arrivals struct {
-	mu    sync.Mutex
-	times []time.Time
-}
-
-func (a *arrivals) record(r httpmock.Responder) httpmock.Responder {
-	return func(req *http.Request) (*http.Response, error) {
-		a.mu.Lock()
-		a.times = append(a.times, time.Now())
-		a.mu.Unlock()
-		return r(req)
-	}
-}
-
-// minGap returns the shortest time between two recorded arrivals.
-func (a *arrivals) minGap() time.Duration {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	gap := time.Duration(1<<63 - 1)
-	for i := 1; i < len(a.times); i++ {
-		gap = min(gap, a.times[i].Sub(a.times[i-1]))
-	}
-	return gap
-}
-
-func (a *arrivals) count() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.times)
-}
-
-// pacedOrigin registers robots.txt and pages of https://example.com on mock,
-// recording the arrival of every request, robots.txt included.
-func pacedOrigin(mock *httpmock.MockTransport, robots string) *arrivals {
-	a := &arrivals{}
-	mock.RegisterResponder("GET", exampleRobots, a.record(httpmock.NewStringResponder(200, robots)))
-	mock.RegisterRegexpResponder("GET", mustRegexp(`^https://example\.com/page`), a.record(httpmock.NewStringResponder(200, "page")))
-	return a
-}
 
 func TestCrawlDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -184,161 +143,6 @@ func TestCrawlDelaySettings(t *testing.T) {
 	}
 }
 
-func TestPaceDeadline(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mock := newMock()
-		a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 10\n")
-		tr := NewTransport(mock, "ExampleBot")
-		client := &http.Client{Transport: tr}
-		if err := tr.Check(context.Background(), mustURL("https://example.com/")); err != nil {
-			t.Fatal(err)
-		}
-		// The next turn is 10 s after the fetch of robots.txt.
-
-		// A deadline before the turn fails at once, and takes no turn.
-		ctx, cancel := context.WithTimeout(context.Background(), 9*time.Second)
-		defer cancel()
-		start := time.Now()
-		err := getCtx(ctx, client, "https://example.com/page1")
-		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrDisallowed) {
-			t.Errorf("err = %v, want context.DeadlineExceeded", err)
-		}
-		if d := time.Since(start); d != 0 {
-			t.Errorf("returned after %v, want at once", d)
-		}
-
-		// A deadline after the turn waits for it.
-		ctx2, cancel2 := context.WithTimeout(context.Background(), 11*time.Second)
-		defer cancel2()
-		if err := getCtx(ctx2, client, "https://example.com/page2"); err != nil {
-			t.Errorf("err = %v, want the request sent at its turn", err)
-		}
-		if d := time.Since(start); d != 10*time.Second {
-			t.Errorf("sent after %v, want 10s", d)
-		}
-
-		// Canceling while waiting gives up with context.Canceled.
-		ctx3, cancel3 := context.WithCancel(context.Background())
-		go func() {
-			time.Sleep(3 * time.Second)
-			cancel3()
-		}()
-		start = time.Now()
-		if err := getCtx(ctx3, client, "https://example.com/page3"); !errors.Is(err, context.Canceled) {
-			t.Errorf("err = %v, want context.Canceled", err)
-		}
-		if d := time.Since(start); d != 3*time.Second {
-			t.Errorf("gave up after %v, want 3s", d)
-		}
-		if n := a.count(); n != 2 {
-			t.Errorf("%d arrivals, want robots.txt and page2 only", n)
-		}
-	})
-}
-
-func TestRetryAfterPauses(t *testing.T) {
-	cases := []struct {
-		name       string
-		status     int
-		retryAfter string
-		tr         *Transport
-		want       time.Duration // wait of the next request
-	}{
-		{"503 seconds", 503, "60", &Transport{}, time.Minute},
-		{"429 seconds", 429, "30", &Transport{}, 30 * time.Second},
-		{"429 date", 429, "Sat, 01 Jan 2000 00:02:00 GMT", &Transport{}, 2 * time.Minute},
-		{"capped by default", 503, "86400", &Transport{}, DefaultMaxRetryAfter},
-		{"capped", 503, "86400", &Transport{MaxRetryAfter: time.Minute}, time.Minute},
-		{"ignored", 503, "60", &Transport{IgnoreRetryAfter: true}, 0},
-		{"500 is not a request to wait", 500, "60", &Transport{}, 0},
-		{"no header", 503, "", &Transport{}, 0},
-		{"malformed", 503, "soon", &Transport{}, 0},
-		{"past int64 seconds", 503, "9223372036854775808", &Transport{}, DefaultMaxRetryAfter},
-		{"20 digits", 429, "99999999999999999999", &Transport{MaxRetryAfter: time.Minute}, time.Minute},
-		{"negative past int64", 503, "-9223372036854775809", &Transport{}, 0},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				mock := newMock()
-				mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, ""))
-				mock.RegisterResponder("GET", "https://example.com/busy", httpmock.NewStringResponder(c.status, "").
-					HeaderSet(http.Header{"Retry-After": {c.retryAfter}}))
-				tr := &Transport{Base: mock, Agent: "ExampleBot", IgnoreRetryAfter: c.tr.IgnoreRetryAfter, MaxRetryAfter: c.tr.MaxRetryAfter}
-				client := &http.Client{Transport: tr}
-				wantAllowed(t, client, "https://example.com/busy") // the clock starts at 2000-01-01 00:00:00 UTC
-				start := time.Now()
-				wantAllowed(t, client, "https://example.com/next")
-				if d := time.Since(start); d != c.want {
-					t.Errorf("next request waited %v, want %v", d, c.want)
-				}
-				if want := uint64(btoi(c.want > 0)); tr.Stats().Pauses != want {
-					t.Errorf("Pauses = %d, want %d", tr.Stats().Pauses, want)
-				}
-			})
-		})
-	}
-}
-
-// TestRobotsTxtHugeRetryAfterPauses: a Retry-After on robots.txt's own 503
-// that is past int64 seconds pauses the origin for MaxRetryAfter, as a
-// shorter one does.
-func TestRobotsTxtHugeRetryAfterPauses(t *testing.T) {
-	for _, ra := range []string{"9223372036854775808", "99999999999999999999"} {
-		t.Run(ra, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				mock := newMock()
-				mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(503, "").
-					HeaderSet(http.Header{"Retry-After": {ra}}))
-				tr := &Transport{Base: mock, Agent: "ExampleBot", MaxRetryAfter: time.Minute}
-				client := &http.Client{Transport: tr}
-				wantRefused(t, client, "https://example.com/page")
-				if n := tr.Stats().Pauses; n != 1 {
-					t.Errorf("Pauses = %d, want 1", n)
-				}
-				start := time.Now()
-				resp, err := client.Get(exampleRobots) // not checked, but paced
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp.Body.Close()
-				if d := time.Since(start); d != time.Minute {
-					t.Errorf("robots.txt requested again after %v, want the pause of 1m", d)
-				}
-			})
-		})
-	}
-}
-
-func TestRetryAfterThenCrawlDelay(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mock := newMock()
-		a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 2\n")
-		mock.RegisterResponder("GET", "https://example.com/busy", httpmock.NewStringResponder(503, "").
-			HeaderSet(http.Header{"Retry-After": {"60"}}))
-		client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
-		wantAllowed(t, client, "https://example.com/busy")
-		paused := time.Now()
-		var wg sync.WaitGroup
-		for i := range 5 {
-			wg.Go(func() { wantAllowed(t, client, fmt.Sprintf("https://example.com/page%d", i)) })
-		}
-		wg.Wait()
-		// The requests held back leave one per crawl-delay after the pause.
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		pages := a.times[1:] // after robots.txt
-		if len(pages) != 5 || pages[0].Sub(paused) != time.Minute {
-			t.Fatalf("pages at %v, want the first 60s after the 503", pages)
-		}
-		for i := 1; i < len(pages); i++ {
-			if g := pages[i].Sub(pages[i-1]); g != 2*time.Second {
-				t.Errorf("pages %d and %d %v apart, want 2s", i-1, i, g)
-			}
-		}
-	})
-}
-
 // fakePacer is a Pacer that records its calls and asks for fixed waits.
 type fakePacer struct {
 	mu       sync.Mutex
@@ -421,16 +225,6 @@ func TestPacer(t *testing.T) {
 	})
 }
 
-func mustRegexp(s string) *regexp.Regexp { return regexp.MustCompile(s) }
-
-func mustURL(s string) *url.URL {
-	u, err := url.Parse(s)
-	if err != nil {
-		panic(err)
-	}
-	return u
-}
-
 // TestPaceKeepsInterval: the in-memory pace follows the Pacer contract. Each
 // turn keeps its interval; the next is spaced by the larger of its own and
 // the latest turn's; a turn of unknown rules hands the latest interval on,
@@ -468,270 +262,6 @@ func TestPaceKeepsInterval(t *testing.T) {
 	}
 }
 
-// wantNotYet fails t unless err is a *TurnError for ErrNotYet whose At is
-// at, and returns it.
-func wantNotYet(t *testing.T, err error, at time.Time) *TurnError {
-	t.Helper()
-	te, ok := errors.AsType[*TurnError](err)
-	if !ok || !errors.Is(err, ErrNotYet) {
-		t.Fatalf("err = %v, want a *TurnError for ErrNotYet", err)
-	}
-	if !te.At.Equal(at) {
-		t.Errorf("At = %v, want %v (%v from now)", te.At, at, time.Until(at))
-	}
-	return te
-}
-
-// TestMaxWaitRefusesNow: a request whose turn is further than MaxWait away
-// returns at once with the time of the turn, takes no turn, and a retry at
-// that time leaves then and not before.
-func TestMaxWaitRefusesNow(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mock := newMock()
-		a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 10\n")
-		tr := &Transport{Base: mock, Agent: "ExampleBot", MaxWait: time.Second}
-		client := &http.Client{Transport: tr}
-		start := time.Now()
-		// robots.txt is fetched at once; the page's turn is 10 s after it.
-		wantNotYet(t, get(client, "https://example.com/page0"), start.Add(10*time.Second))
-		if d := time.Since(start); d != 0 {
-			t.Errorf("refused after %v, want at once", d)
-		}
-		// The refused request kept no turn: the next one is refused
-		// with the same time, not 10 s later.
-		te := wantNotYet(t, get(client, "https://example.com/page1"), start.Add(10*time.Second))
-		if errors.Is(te, context.DeadlineExceeded) || te.Origin != "https://example.com" {
-			t.Errorf("TurnError %+v, want one for https://example.com that is not a deadline's", te)
-		}
-		// A retry 2 s before At is refused again; one within MaxWait
-		// of At waits, and leaves at At.
-		time.Sleep(time.Until(te.At) - 2*time.Second)
-		wantNotYet(t, get(client, "https://example.com/page0"), te.At)
-		time.Sleep(1500 * time.Millisecond)
-		wantAllowed(t, client, "https://example.com/page0")
-		wantNotYet(t, get(client, "https://example.com/page1"), te.At.Add(10*time.Second))
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		if len(a.times) != 2 || !a.times[0].Equal(start) || !a.times[1].Equal(te.At) {
-			t.Errorf("arrivals at %v, want robots.txt at %v and the page at %v", a.times, start, te.At)
-		}
-		if st := tr.Stats(); st.NotYet != 4 || st.PaceWaits != 1 || st.PaceWait != time.Second/2 {
-			t.Errorf("NotYet = %d, PaceWaits = %d, PaceWait = %v; want 4, 1 and 0.5s", st.NotYet, st.PaceWaits, st.PaceWait)
-		}
-	})
-}
-
-// TestMaxWaitWithinWaits: a turn MaxWait away or nearer is waited for, as
-// without MaxWait; WithMaxWait sets it for one request either way, and a
-// negative MaxWait is zero (wait however long).
-func TestMaxWaitWithinWaits(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mock := newMock()
-		a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 3\n")
-		tr := &Transport{Base: mock, Agent: "ExampleBot", MaxWait: 3 * time.Second}
-		client := &http.Client{Transport: tr}
-		start := time.Now()
-		wantAllowed(t, client, "https://example.com/page0") // robots.txt at 0, the page 3 s later: exactly MaxWait
-		wantAllowed(t, client, "https://example.com/page1")
-		if d := time.Since(start); d != 6*time.Second {
-			t.Errorf("took %v, want 6s", d)
-		}
-		now := time.Now()
-		short := WithMaxWait(context.Background(), time.Second)
-		wantNotYet(t, getCtx(short, client, "https://example.com/page2"), now.Add(3*time.Second))
-		// Two requests that wait whatever MaxWait says: the second's
-		// turn is 6 s away.
-		long := WithMaxWait(context.Background(), -time.Second)
-		var wg sync.WaitGroup
-		for i := range 2 {
-			wg.Go(func() {
-				if err := getCtx(long, client, fmt.Sprintf("https://example.com/page%d", 3+i)); err != nil {
-					t.Errorf("WithMaxWait(-1s): %v, want sent", err)
-				}
-			})
-		}
-		wg.Wait()
-		if d := time.Since(now); d != 6*time.Second {
-			t.Errorf("took %v, want 6s", d)
-		}
-		if n := len(a.times); n != 5 {
-			t.Errorf("%d arrivals, want 5", n)
-		}
-
-		mock2 := newMock()
-		pacedOrigin(mock2, "User-agent: *\nCrawl-delay: 3\n")
-		neg := &http.Client{Transport: &Transport{Base: mock2, Agent: "ExampleBot", MaxWait: -time.Hour}}
-		now = time.Now()
-		wantAllowed(t, neg, "https://example.com/page0")
-		wantAllowed(t, neg, "https://example.com/page1")
-		if d := time.Since(now); d != 6*time.Second {
-			t.Errorf("negative MaxWait: took %v, want 6s (it waits)", d)
-		}
-	})
-}
-
-// TestMaxWaitFetchInFlight: a request that needs a fetch of robots.txt still
-// in flight after MaxWait is refused then, with At a poll interval away; the
-// fetch goes on, and a retry after it is decided by what it found.
-func TestMaxWaitFetchInFlight(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mock := newMock()
-		var fetches atomic.Int32
-		mock.RegisterResponder("GET", exampleRobots, func(req *http.Request) (*http.Response, error) {
-			fetches.Add(1)
-			time.Sleep(3 * time.Second) // a slow site
-			return httpmock.NewStringResponse(200, "User-agent: *\nDisallow: /private\n"), nil
-		})
-		tr := &Transport{Base: mock, Agent: "ExampleBot", MaxWait: time.Second}
-		client := &http.Client{Transport: tr}
-		start := time.Now()
-		te := wantNotYet(t, get(client, "https://example.com/page"), start.Add(time.Second+fetchPoll))
-		if d := time.Since(start); d != time.Second {
-			t.Errorf("refused after %v, want MaxWait", d)
-		}
-		// Those that come back wait for the same fetch.
-		time.Sleep(time.Until(te.At))
-		now := time.Now()
-		wantNotYet(t, get(client, "https://example.com/page"), now.Add(time.Second+fetchPoll))
-		wantAllowed(t, client, "https://example.com/page") // at 3 s the fetch ends
-		wantRefused(t, client, "https://example.com/private")
-		if n := fetches.Load(); n != 1 {
-			t.Errorf("robots.txt fetched %d times, want 1", n)
-		}
-	})
-}
-
-// TestMaxWaitFetchWaitsForPause: a fetch of robots.txt that must wait for the
-// end of a pause refuses the requests that need it at once, with At when it
-// will be sent; the fetch itself waits, and is sent then.
-func TestMaxWaitFetchWaitsForPause(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mock := newMock()
-		var robotsAt []time.Time
-		mock.RegisterResponder("GET", exampleRobots, func(req *http.Request) (*http.Response, error) {
-			robotsAt = append(robotsAt, time.Now())
-			return httpmock.NewStringResponse(200, "User-agent: *\nAllow: /\n"), nil
-		})
-		mock.RegisterResponder("GET", "https://example.com/busy", httpmock.NewStringResponder(503, "").
-			HeaderSet(http.Header{"Retry-After": {"60"}}))
-		tr := &Transport{Base: mock, Agent: "ExampleBot", MaxWait: time.Second, TTL: time.Second}
-		client := &http.Client{Transport: tr}
-		wantAllowed(t, client, "https://example.com/busy") // pauses the origin for 60 s
-		paused := time.Now()
-		time.Sleep(2 * time.Second) // robots.txt expires
-		// The pause holds back the fetch of robots.txt too.
-		wantNotYet(t, get(client, "https://example.com/page"), paused.Add(time.Minute))
-		ctx, cancel := context.WithTimeout(WithMaxWait(context.Background(), 20*time.Second), 10*time.Second)
-		defer cancel()
-		te := wantNotYet(t, getCtx(ctx, client, "https://example.com/page"), paused.Add(time.Minute))
-		if !errors.Is(te, context.DeadlineExceeded) {
-			t.Errorf("%v: want a deadline's TurnError, since the deadline comes before the MaxWait of WithMaxWait", te)
-		}
-		time.Sleep(time.Until(te.At))
-		wantAllowed(t, client, "https://example.com/page")
-		if len(robotsAt) != 2 || !robotsAt[1].Equal(te.At) {
-			t.Errorf("robots.txt fetched at %v, want again at the pause's end %v", robotsAt, te.At)
-		}
-	})
-}
-
-// TestMaxWaitPause: during a pause, a request is refused with At at its end.
-func TestMaxWaitPause(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mock := newMock()
-		a := pacedOrigin(mock, "User-agent: *\n")
-		mock.RegisterResponder("GET", "https://example.com/busy", httpmock.NewStringResponder(429, "").
-			HeaderSet(http.Header{"Retry-After": {"30"}}))
-		tr := &Transport{Base: mock, Agent: "ExampleBot", MaxWait: time.Second}
-		client := &http.Client{Transport: tr}
-		wantAllowed(t, client, "https://example.com/busy")
-		end := time.Now().Add(30 * time.Second)
-		for range 3 {
-			wantNotYet(t, get(client, "https://example.com/page"), end)
-			time.Sleep(10 * time.Second)
-		}
-		wantAllowed(t, client, "https://example.com/page")
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		if n := len(a.times); n != 2 || !a.times[1].Equal(end) {
-			t.Errorf("arrivals %v, want robots.txt and the page at %v", a.times, end)
-		}
-	})
-}
-
-// TestDeadlineTurnError: without MaxWait, a turn past the deadline is refused
-// as before (context.DeadlineExceeded), as a TurnError that says when.
-func TestDeadlineTurnError(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mock := newMock()
-		pacedOrigin(mock, "User-agent: *\nCrawl-delay: 5\n")
-		client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
-		wantAllowed(t, client, "https://example.com/page0")
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		err := getCtx(ctx, client, "https://example.com/page1")
-		te := wantNotYet(t, err, time.Now().Add(5*time.Second))
-		if !errors.Is(err, context.DeadlineExceeded) || te.Err != context.DeadlineExceeded {
-			t.Errorf("err = %v, want it to match context.DeadlineExceeded", err)
-		}
-	})
-}
-
-// TestNextTurn: NextTurn says when a request could leave, fetching robots.txt
-// first, and takes no turn.
-func TestNextTurn(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mock := newMock()
-		a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 4\nDisallow: /private\n")
-		tr := NewTransport(mock, "ExampleBot")
-		client := &http.Client{Transport: tr}
-		ctx := context.Background()
-		start := time.Now()
-		at, err := tr.NextTurn(ctx, mustURL("https://example.com/page"))
-		if err != nil || !at.Equal(start.Add(4*time.Second)) {
-			t.Errorf("NextTurn = %v, %v; want 4 s after the fetch of robots.txt", at, err)
-		}
-		if at2, _ := tr.NextTurn(ctx, mustURL("https://example.com/page")); !at2.Equal(at) {
-			t.Errorf("NextTurn again = %v, want %v: NextTurn takes no turn", at2, at)
-		}
-		if _, err := tr.NextTurn(ctx, mustURL("https://example.com/private")); !errors.Is(err, ErrDisallowed) {
-			t.Errorf("NextTurn of a disallowed URL: %v, want ErrDisallowed", err)
-		}
-		wantAllowed(t, client, "https://example.com/page")
-		if !time.Now().Equal(at) {
-			t.Errorf("sent at %v, want %v", time.Now(), at)
-		}
-		if at, _ := tr.NextTurn(ctx, mustURL("https://fast.example/")); !at.Equal(time.Now()) {
-			t.Errorf("NextTurn of an origin with no delay = %v, want now", at)
-		}
-		if len(a.times) != 2 {
-			t.Errorf("%d requests to example.com, want robots.txt and the page", len(a.times))
-		}
-	})
-}
-
-// BenchmarkNotYetRetry is a frontier that ignores At and retries at once: each
-// try is refused, sends nothing, and allocates only its error.
-func BenchmarkNotYetRetry(b *testing.B) {
-	mock := newMock()
-	a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 30\n")
-	tr := &Transport{Base: mock, Agent: "ExampleBot", MaxWait: time.Millisecond}
-	req, _ := http.NewRequest("GET", "https://example.com/page", nil)
-	if _, err := tr.RoundTrip(req); !errors.Is(err, ErrNotYet) {
-		b.Fatalf("err = %v, want ErrNotYet", err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := tr.RoundTrip(req); err == nil {
-			b.Fatal("sent")
-		}
-	}
-	b.StopTimer()
-	if n := len(a.times); n != 1 {
-		b.Fatalf("%d requests sent, want robots.txt only", n)
-	}
-}
-
 // downWatcher is a Pacer whose Reserve fails (a store in its cooldown) and
 // whose copy of the fleet's pauses holds one.
 type downWatcher struct{ until time.Time }
@@ -764,40 +294,208 @@ func TestWatchedPauseHoldsWhenPacerFails(t *testing.T) {
 	})
 }
 
-// TestSpacedFromDeparture: the request after a fetch of robots.txt is spaced
-// from the fetch's answer, and a request that left after its turn (it woke
-// late) spaces the next from when it left.
-func TestSpacedFromDeparture(t *testing.T) {
+// TestFailingPacerPacesInMemory checks that when the Pacer fails, the
+// Transport still spaces the requests to an origin by its crawl-delay.
+func TestFailingPacerPacesInMemory(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mock := newMock()
-		var robotsAt time.Time
-		mock.RegisterResponder("GET", exampleRobots, func(*http.Request) (*http.Response, error) {
-			robotsAt = time.Now()
-			time.Sleep(time.Second) // a slow answer
-			return httpmock.NewStringResponse(200, "User-agent: *\nCrawl-delay: 2\n"), nil
-		})
-		var pageAt []time.Time
-		mock.RegisterResponder("GET", "https://example.com/page", func(*http.Request) (*http.Response, error) {
-			pageAt = append(pageAt, time.Now())
-			time.Sleep(500 * time.Millisecond) // a slow page
-			return httpmock.NewStringResponse(200, ""), nil
-		})
-		client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
-		wantAllowed(t, client, "https://example.com/page")
-		wantAllowed(t, client, "https://example.com/page")
-		if d := pageAt[0].Sub(robotsAt); d != 3*time.Second {
-			t.Errorf("the page left %v after robots.txt, want the 1s its answer took and the 2s crawl-delay", d)
+		a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 3\n")
+		p := &fakePacer{err: errors.New("pacer down")}
+		var log strings.Builder
+		logger := slog.New(slog.NewTextHandler(&log, nil))
+		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Pacer: p, Logger: logger}}
+		for i := range 4 {
+			wantAllowed(t, client, fmt.Sprintf("https://example.com/page%d", i))
 		}
-		if d := pageAt[1].Sub(pageAt[0]); d != 2500*time.Millisecond {
-			t.Errorf("the second page left %v after the first, want the 0.5s its answer took and the 2s crawl-delay", d)
+		// Once a minute at most, not once a request.
+		if n := strings.Count(log.String(), "pacer failed"); n != 1 {
+			t.Errorf("%d records of the Pacer failing in 4 requests, want 1:\n%s", n, log.String())
+		}
+		time.Sleep(time.Minute)
+		wantAllowed(t, client, "https://example.com/page4")
+		if n := strings.Count(log.String(), "pacer failed"); n != 2 {
+			t.Errorf("%d records of the Pacer failing, want 2 after a minute", n)
+		}
+		if g := a.minGap(); g < 3*time.Second {
+			t.Errorf("requests %v apart with a failing Pacer, want at least 3s (robots.txt included)", g)
+		}
+		if n := a.count(); n != 6 {
+			t.Errorf("%d arrivals, want 6", n)
 		}
 	})
+}
 
-	var p pace
-	p.reserve(0, 2*time.Second, time.Hour)
-	_, _, tk := p.reserve(0, 2*time.Second, time.Hour) // at 2s
-	p.departed(tk.at, 2500*time.Millisecond)           // left at 2.5s
-	if wait, _, _ := p.reserve(2500*time.Millisecond, 2*time.Second, time.Hour); wait != 2*time.Second {
-		t.Errorf("next turn %v after a request that left late, want 2s after it left", wait)
+// ctxPacer is a Pacer that waits for its context to be done, if it can be.
+type ctxPacer struct{}
+
+func (ctxPacer) Reserve(ctx context.Context, _ string, _, _ time.Duration) (time.Duration, bool, error) {
+	if ctx.Done() == nil {
+		return 0, true, nil
 	}
+	<-ctx.Done()
+	return 0, false, ctx.Err()
+}
+
+func (ctxPacer) Pause(context.Context, string, time.Time) error { return nil }
+
+// TestPacerErrorAfterContextDone checks that a request whose context ends
+// while the Pacer waits is not sent.
+func TestPacerErrorAfterContextDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nCrawl-delay: 3\n"))
+		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Pacer: ctxPacer{}}}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := getCtx(ctx, client, "https://example.com/page"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err = %v, want context.DeadlineExceeded", err)
+		}
+		if n := calls(mock, "https://example.com/page"); n != 0 {
+			t.Errorf("page sent %d times after its context ended, want 0", n)
+		}
+	})
+}
+
+// watchPacer is an atkPacer that is a PauseWatcher, whose copy of the
+// pauses the test sets, and that counts its Reserve calls.
+type watchPacer struct {
+	atkPacer
+	reserves atomic.Int32
+	stale    atomic.Bool
+	mu       sync.Mutex
+	watched  map[string]time.Time // guarded by mu
+}
+
+func (p *watchPacer) Reserve(ctx context.Context, origin string, every, maxWait time.Duration) (time.Duration, bool, error) {
+	p.reserves.Add(1)
+	return p.atkPacer.Reserve(ctx, origin, every, maxWait)
+}
+
+func (p *watchPacer) WatchedPause(origin string) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.watched[origin], !p.stale.Load()
+}
+
+// TestPauseWatcherSkipsReserve checks that a Transport whose Pacer is a
+// PauseWatcher does not call Reserve for requests with no interval to an
+// origin that the copy says is not paused, and does call it (and waits)
+// when the copy holds a pause, when the copy may be stale, and when the
+// origin has a crawl-delay.
+func TestPauseWatcherSkipsReserve(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n"))
+		mock.RegisterResponder("GET", "https://slow.example/robots.txt", httpmock.NewStringResponder(200, "User-agent: *\nCrawl-delay: 1\n"))
+		p := &watchPacer{atkPacer: atkPacer{epoch: time.Now()}, watched: map[string]time.Time{}}
+		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Pacer: p}}
+		for range 10 {
+			wantAllowed(t, client, "https://example.com/page")
+		}
+		if n := p.reserves.Load(); n != 1 {
+			t.Errorf("%d Reserve calls for a robots.txt fetch and 10 requests with no interval, want 1 (the fetch)", n)
+		}
+
+		// A pause in the copy (set by another process): the request
+		// asks the Pacer, which holds it back until the pause ends.
+		until := time.Now().Add(3 * time.Second)
+		p.mu.Lock()
+		p.watched["https://example.com"] = until
+		p.mu.Unlock()
+		p.Pause(context.Background(), "https://example.com", until)
+		p.reserves.Store(0)
+		wantAllowed(t, client, "https://example.com/page")
+		if n := p.reserves.Load(); n == 0 {
+			t.Error("no Reserve call for an origin paused in the copy")
+		}
+		if now := time.Now(); now.Before(until) {
+			t.Errorf("request sent %v before the end of the watched pause", until.Sub(now))
+		}
+
+		// Once the pause has ended, no call again.
+		p.reserves.Store(0)
+		wantAllowed(t, client, "https://example.com/page")
+		if n := p.reserves.Load(); n != 0 {
+			t.Errorf("%d Reserve calls after the watched pause ended, want 0", n)
+		}
+
+		// A stale copy is not trusted.
+		p.stale.Store(true)
+		for range 3 {
+			wantAllowed(t, client, "https://example.com/page")
+		}
+		if n := p.reserves.Load(); n != 3 {
+			t.Errorf("%d Reserve calls for 3 requests while the copy is stale, want 3", n)
+		}
+		p.stale.Store(false)
+
+		// An origin with a crawl-delay takes a turn per request.
+		p.reserves.Store(0)
+		for range 3 {
+			wantAllowed(t, client, "https://slow.example/page")
+		}
+		if n := p.reserves.Load(); n != 4 {
+			t.Errorf("%d Reserve calls for a robots.txt fetch and 3 paced requests, want 4", n)
+		}
+	})
+}
+
+// atkPacer is a correct Pacer kept in memory that can be made to fail.
+type atkPacer struct {
+	epoch time.Time
+	down  atomic.Bool
+	mu    sync.Mutex
+	paces map[string]*pace
+}
+
+func (p *atkPacer) pace(origin string) *pace {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.paces == nil {
+		p.paces = map[string]*pace{}
+	}
+	if p.paces[origin] == nil {
+		p.paces[origin] = new(pace)
+	}
+	return p.paces[origin]
+}
+
+func (p *atkPacer) Reserve(ctx context.Context, origin string, every, maxWait time.Duration) (time.Duration, bool, error) {
+	if p.down.Load() {
+		return 0, false, errors.New("pacer down")
+	}
+	wait, ok, _ := p.pace(origin).reserve(time.Since(p.epoch), every, maxWait)
+	return wait, ok, nil
+}
+
+func (p *atkPacer) Pause(ctx context.Context, origin string, until time.Time) error {
+	if p.down.Load() {
+		return errors.New("pacer down")
+	}
+	p.pace(origin).pause(until.Sub(p.epoch))
+	return nil
+}
+
+// TestPacerOutageKeepsOwnTurns guards against this: "If [the Pacer] returns
+// an error, the Transport ... paces the origin itself for that request, as if
+// it had no Pacer". Turns taken through the Pacer are not recorded in memory,
+// so the first request after the Pacer goes down leaves at once, a fraction
+// of the crawl-delay after the last one (a Redis blip in a fleet).
+func TestPacerOutageKeepsOwnTurns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &fakeOrigins{handle: func(req *http.Request) (int, http.Header, string) {
+			return 200, nil, "User-agent: *\nCrawl-delay: 10\n"
+		}}
+		p := &atkPacer{epoch: time.Now()}
+		client := &http.Client{Transport: &Transport{Base: srv, Agent: "ExampleBot", Pacer: p}}
+		for i := range 3 {
+			atkGet(context.Background(), client, fmt.Sprintf("https://example.com/up%d", i), nil)
+		}
+		time.Sleep(time.Second)
+		p.down.Store(true)
+		for i := range 2 {
+			atkGet(context.Background(), client, fmt.Sprintf("https://example.com/down%d", i), nil)
+		}
+		srv.minGap(t, "https://example.com:443", 10*time.Second)
+	})
 }

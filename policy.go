@@ -10,37 +10,24 @@ import (
 )
 
 const (
-	// DefaultTTL is how long a fetched robots.txt is used before it is
-	// fetched again, unless its Cache-Control max-age is shorter (RFC 9309
-	// §2.4: no longer than 24 hours, unless it is unreachable).
-	DefaultTTL = 24 * time.Hour
-
-	// MinTTL is the floor of the lifetime that a Cache-Control max-age
-	// (or no-cache, or no-store) can set: robots.txt is fetched at most
-	// once a minute per origin, whatever the server asks.
+	// MinTTL is the least lifetime a Cache-Control header can set.
 	MinTTL = time.Minute
 
-	// RetryMin is the wait before the first new fetch after an unreachable
-	// result. Each further unreachable result doubles it, up to RetryMax.
-	// A Retry-After header that asks for longer is honoured, up to
-	// DefaultTTL.
+	// RetryMin is the wait before fetching again after an unreachable
+	// result; it doubles at each further one, up to RetryMax.
 	RetryMin = time.Minute
 
-	// RetryMax caps the back-off between fetches of an unreachable
-	// robots.txt.
+	// RetryMax caps that back-off.
 	RetryMax = time.Hour
 
-	// UnreachableAllowAfter is how long an origin whose robots.txt has
-	// never been reached stays disallowed. After that many days of
-	// uninterrupted unreachable fetches, its URLs are allowed, as Google
-	// does; fetches are still retried, and the first one that reaches
-	// the origin decides again. An origin with an earlier good copy keeps
-	// obeying that copy instead.
+	// UnreachableAllowAfter is how long an origin never reached stays
+	// disallowed; then its URLs are allowed until a fetch reaches it.
 	UnreachableAllowAfter = 30 * 24 * time.Hour
 )
 
 // classify maps the final status of a robots.txt fetch (after redirects) to
-// its access result, as in the table of RFC 9309 §2.3.1 and SPEC section 2.
+// its access result, as in the table of RFC 9309 §2.3.1 (see the package
+// documentation).
 func classify(status int) Access {
 	switch {
 	case status >= 200 && status <= 299:
@@ -156,13 +143,16 @@ func backoff(n int) time.Duration {
 
 // fetchResult is what one robots.txt fetch found.
 type fetchResult struct {
-	access     Access
-	body       []byte        // when access is AccessSuccess
-	status     int           // final HTTP status, or 0 on a network error
-	lifetime   time.Duration // when access is not AccessUnreachable
-	retryAfter time.Duration // asked by the server on an unreachable status; 0 if not
-	err        error         // why access is AccessUnreachable; nil otherwise
-	from       string        // the origin whose answer this is, when a redirect led away from the one asked; "" otherwise
+	access   Access
+	body     []byte        // when access is AccessSuccess
+	status   int           // final HTTP status, or 0 on a network error
+	lifetime time.Duration // when access is not AccessUnreachable
+	// asked by the server on an unreachable status; 0 if not
+	retryAfter time.Duration
+	err        error // why access is AccessUnreachable; nil otherwise
+	// the origin whose answer this is, when a redirect led away from the one
+	// asked; "" otherwise
+	from string
 }
 
 // next returns the entry that follows prev (nil if there is none) after a

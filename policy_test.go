@@ -1,9 +1,19 @@
 package robots
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/jarcoal/httpmock"
 )
 
 func TestClassify(t *testing.T) {
@@ -167,5 +177,402 @@ func TestNext(t *testing.T) {
 	// Recovery clears the unreachable run.
 	if e5 := next(e3, good, now.Add(4*time.Hour)); !e5.UnreachableSince.IsZero() || e5.Failures != 0 || e5.Error != "" {
 		t.Errorf("after recovery: %+v", e5)
+	}
+}
+
+func TestAccessResults(t *testing.T) {
+	const rules = "User-agent: *\nDisallow: /private\n"
+	cases := []struct {
+		name    string
+		resp    httpmock.Responder
+		private bool // /private allowed
+		public  bool // /public allowed
+		whole   bool // refused whole: Err set, Rule empty
+	}{
+		{"200", httpmock.NewStringResponder(200, rules), false, true, false},
+		{"204 empty", httpmock.NewStringResponder(204, ""), true, true, false},
+		{"299", httpmock.NewStringResponder(299, rules), false, true, false},
+		{"400", httpmock.NewStringResponder(400, rules), true, true, false},
+		{"401", httpmock.NewStringResponder(401, "User-agent: *\nDisallow: /"), true, true, false},
+		{"403", httpmock.NewStringResponder(403, "User-agent: *\nDisallow: /"), true, true, false},
+		{"404", httpmock.NewStringResponder(404, "User-agent: *\nDisallow: /"), true, true, false},
+		{"410", httpmock.NewStringResponder(410, ""), true, true, false},
+		{"451", httpmock.NewStringResponder(451, ""), true, true, false},
+		{"429", httpmock.NewStringResponder(429, rules), false, false, true},
+		{"500", httpmock.NewStringResponder(500, rules), false, false, true},
+		{"502", httpmock.NewStringResponder(502, ""), false, false, true},
+		{"503", httpmock.NewStringResponder(503, ""), false, false, true},
+		{"599", httpmock.NewStringResponder(599, ""), false, false, true},
+		{"1xx", httpmock.NewStringResponder(103, ""), false, false, true},
+		{"600", httpmock.NewStringResponder(600, rules), false, false, true},
+		{"3xx without Location", httpmock.NewStringResponder(304, ""), true, true, false},
+		{"network error", httpmock.NewErrorResponder(errors.New("connection reset by peer")), false, false, true},
+		{"connection failure", httpmock.ConnectionFailure, false, false, true},
+		{"truncated body", truncatedResponder(rules), false, false, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			mock := newMock()
+			mock.RegisterResponder("GET", exampleRobots, c.resp)
+			client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+			for _, p := range []struct {
+				path    string
+				allowed bool
+			}{{"/private", c.private}, {"/public", c.public}} {
+				u := "https://example.com" + p.path
+				err := get(client, u)
+				if p.allowed {
+					if err != nil {
+						t.Errorf("GET %s: %v, want allowed", p.path, err)
+					}
+					continue
+				}
+				de, ok := errors.AsType[*DisallowedError](err)
+				if !ok {
+					t.Errorf("GET %s: %v, want refused", p.path, err)
+					continue
+				}
+				if c.whole && (de.Err == nil || de.Rule != "" || de.Line != 0) {
+					t.Errorf("GET %s: Err=%v Rule=%q Line=%d, want the whole origin refused with a cause", p.path, de.Err, de.Rule, de.Line)
+				}
+				if !c.whole && (de.Rule != "Disallow: /private" || de.Line != 2 || de.Err != nil) {
+					t.Errorf("GET %s: Rule=%q Line=%d Err=%v, want Disallow: /private on line 2", p.path, de.Rule, de.Line, de.Err)
+				}
+			}
+			if n := calls(mock, exampleRobots); n != 1 {
+				t.Errorf("robots.txt fetched %d times, want 1", n)
+			}
+		})
+	}
+}
+
+// truncatedResponder answers 200 with a body that ends early: it promises
+// more bytes than it sends.
+func truncatedResponder(body string) httpmock.Responder {
+	return func(req *http.Request) (*http.Response, error) {
+		resp := httpmock.NewStringResponse(200, body)
+		resp.Body = io.NopCloser(io.MultiReader(strings.NewReader(body), errReader{io.ErrUnexpectedEOF}))
+		resp.ContentLength = int64(len(body)) + 100
+		return resp, nil
+	}
+}
+
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
+
+func TestUnreachableCauseIsKept(t *testing.T) {
+	cause := errors.New("dial tcp: lookup example.com: no such host")
+	mock := newMock()
+	mock.RegisterResponder("GET", exampleRobots, httpmock.NewErrorResponder(cause))
+	client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+	de := wantRefused(t, client, "https://example.com/")
+	if !errors.Is(de, cause) {
+		t.Errorf("DisallowedError.Err = %v, want it to wrap %v", de.Err, cause)
+	}
+	if !strings.Contains(de.Error(), "unreachable") || !strings.Contains(de.Error(), "no such host") {
+		t.Errorf("Error() = %q, want it to say unreachable and why", de.Error())
+	}
+}
+
+func TestLifetime(t *testing.T) {
+	for _, c := range []struct {
+		cacheControl string
+		ttl          time.Duration // Transport.TTL
+		want         time.Duration
+	}{
+		{"", 0, 24 * time.Hour},
+		{"max-age=3600", 0, time.Hour},
+		{"public, max-age=600", 0, 10 * time.Minute},
+		{"max-age=0", 0, MinTTL},
+		{"no-store", 0, MinTTL},
+		{"max-age=999999", 0, 24 * time.Hour},
+		{"", 2 * time.Hour, 2 * time.Hour},
+		{"max-age=86400", 48 * time.Hour, 24 * time.Hour},
+	} {
+		t.Run(fmt.Sprintf("%q ttl=%v", c.cacheControl, c.ttl), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mock := newMock()
+				mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n").
+					HeaderSet(http.Header{"Cache-Control": {c.cacheControl}}))
+				client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", TTL: c.ttl}}
+				wantAllowed(t, client, "https://example.com/a")
+				time.Sleep(c.want - time.Second)
+				wantAllowed(t, client, "https://example.com/b")
+				if n := calls(mock, exampleRobots); n != 1 {
+					t.Errorf("before %v: fetched %d times, want 1", c.want, n)
+				}
+				time.Sleep(time.Second)
+				wantAllowed(t, client, "https://example.com/c")
+				if n := calls(mock, exampleRobots); n != 2 {
+					t.Errorf("at %v: fetched %d times, want 2", c.want, n)
+				}
+			})
+		})
+	}
+}
+
+// switchable returns a responder that answers with whatever *cur holds.
+func switchable(cur *atomic.Pointer[httpmock.Responder]) httpmock.Responder {
+	return func(req *http.Request) (*http.Response, error) {
+		return (*cur.Load())(req)
+	}
+}
+
+func respond(cur *atomic.Pointer[httpmock.Responder], r httpmock.Responder) { cur.Store(&r) }
+
+func TestStaleIfError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var cur atomic.Pointer[httpmock.Responder]
+		respond(&cur, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n"))
+		mock := newMock()
+		mock.RegisterResponder("GET", exampleRobots, switchable(&cur))
+		tr := NewTransport(mock, "ExampleBot")
+		client := &http.Client{Transport: tr}
+		wantRefused(t, client, "https://example.com/private")
+
+		respond(&cur, httpmock.NewStringResponder(503, ""))
+		time.Sleep(DefaultTTL)
+		for range 10 {
+			wantRefused(t, client, "https://example.com/private")
+			wantAllowed(t, client, "https://example.com/public")
+		}
+		if n := calls(mock, exampleRobots); n != 2 {
+			t.Errorf("fetched %d times, want 2: one refresh, then a back-off", n)
+		}
+		// Long past the copy's lifetime, it is still obeyed, and
+		// fetches back off.
+		time.Sleep(40 * 24 * time.Hour)
+		wantRefused(t, client, "https://example.com/private")
+		wantAllowed(t, client, "https://example.com/public")
+		if n := calls(mock, exampleRobots); n > 3 {
+			t.Errorf("fetched %d times, want 3 (one per request that found the back-off over)", n)
+		}
+
+		respond(&cur, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /public\n"))
+		time.Sleep(RetryMax)
+		wantAllowed(t, client, "https://example.com/private")
+		wantRefused(t, client, "https://example.com/public")
+		if s := tr.Stats(); s.FetchSuccess != 2 || s.FetchUnreachable != 2 {
+			t.Errorf("stats %+v, want 2 successful and 2 unreachable fetches", s)
+		}
+	})
+}
+
+func TestUnreachableBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(500, ""))
+		client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+		var at []time.Duration
+		start := time.Now()
+		prev := 0
+		for time.Since(start) < 5*time.Hour {
+			wantRefused(t, client, "https://example.com/x")
+			if n := calls(mock, exampleRobots); n != prev {
+				at = append(at, time.Since(start))
+				prev = n
+			}
+			time.Sleep(10 * time.Second)
+		}
+		// Fetches at 0, then after 1m, 2m, 4m, ... capped at 1h.
+		want := []time.Duration{0, time.Minute, 3 * time.Minute, 7 * time.Minute, 15 * time.Minute,
+			31 * time.Minute, 63 * time.Minute, 123 * time.Minute, 183 * time.Minute, 243 * time.Minute}
+		if len(at) != len(want) {
+			t.Fatalf("fetches at %v, want %v", at, want)
+		}
+		for i := range want {
+			// Requests come every 10 s, so a fetch follows its due time within 10 s.
+			if at[i] < want[i] || at[i] > want[i]+10*time.Second*time.Duration(i+1) {
+				t.Errorf("fetch %d at %v, want at %v", i, at[i], want[i])
+			}
+		}
+	})
+}
+
+func TestRetryAfterOnRobotsTxt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var cur atomic.Pointer[httpmock.Responder]
+		respond(&cur, httpmock.NewStringResponder(503, "").HeaderSet(http.Header{"Retry-After": {"7200"}}))
+		mock := newMock()
+		mock.RegisterResponder("GET", exampleRobots, switchable(&cur))
+		client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+		wantRefused(t, client, "https://example.com/x")
+		respond(&cur, httpmock.NewStringResponder(200, ""))
+		time.Sleep(2*time.Hour - time.Second)
+		wantRefused(t, client, "https://example.com/x")
+		time.Sleep(time.Second)
+		wantAllowed(t, client, "https://example.com/x")
+		if n := calls(mock, exampleRobots); n != 2 {
+			t.Errorf("fetched %d times, want 2", n)
+		}
+	})
+}
+
+func TestThirtyDayRule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := newMock()
+		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(503, ""))
+		client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+		de := wantRefused(t, client, "https://example.com/x")
+		if de.Err == nil || !strings.Contains(de.Err.Error(), "503") {
+			t.Errorf("Err = %v, want it to name the 503", de.Err)
+		}
+		time.Sleep(UnreachableAllowAfter - time.Hour)
+		wantRefused(t, client, "https://example.com/x")
+		time.Sleep(time.Hour)
+		wantAllowed(t, client, "https://example.com/x")
+		n := calls(mock, exampleRobots)
+		if n > 2+30*24 {
+			t.Errorf("fetched %d times in 30 days, want at most one an hour", n)
+		}
+	})
+}
+
+func TestMaxAgeHeaderLines(t *testing.T) {
+	for _, c := range []struct {
+		lines []string
+		want  time.Duration
+		ok    bool
+	}{
+		{nil, 0, false},
+		{[]string{"public", "max-age=120"}, 2 * time.Minute, true},
+		{[]string{"max-age=60, max-age=86400"}, time.Minute, true},
+		{[]string{"max-age=300", "max-age=60"}, 5 * time.Minute, true},
+		{[]string{"max-age=abc", "max-age=600"}, 0, true}, // an invalid first max-age: stale
+		{[]string{"max-age=-1, max-age=600"}, 0, true},
+		{[]string{"max-age", "max-age=600"}, 0, true},
+		{[]string{"max-age=+60"}, 0, true},
+		{[]string{`max-age="120"`, "max-age=600"}, 2 * time.Minute, true},
+		{[]string{`max-age="120`}, 0, true},
+		{[]string{"MAX-AGE = 120 "}, 2 * time.Minute, true},
+		{[]string{"max-age=99999999999999999999999"}, time.Duration(1<<63-1) / time.Second * time.Second, true},
+		{[]string{`private="x, y"`, "max-age=300"}, 5 * time.Minute, true},
+		{[]string{"max-age=600", "no-cache"}, 0, true},
+		{[]string{"no-store", "max-age=600"}, 0, true},
+		{[]string{"", "s-maxage=60"}, 0, false},
+	} {
+		got, ok := maxAge(c.lines...)
+		if got != c.want || ok != c.ok {
+			t.Errorf("maxAge(%q) = %v, %v want %v, %v", c.lines, got, ok, c.want, c.ok)
+		}
+	}
+	for _, c := range []struct {
+		lines []string
+		want  time.Duration
+	}{
+		{[]string{"public", "max-age=7200"}, 2 * time.Hour},
+		{[]string{"max-age=60, max-age=86400"}, MinTTL},
+		{[]string{"max-age=3600", "max-age=1"}, time.Hour},
+		{[]string{"max-age=3600", "no-cache"}, MinTTL},
+		{[]string{"max-age=abc", "max-age=3600"}, MinTTL},
+		{[]string{"max-age=99999999999"}, DefaultTTL},
+	} {
+		if got := lifetime(DefaultTTL, c.lines...); got != c.want {
+			t.Errorf("lifetime(%v, %q) = %v want %v", DefaultTTL, c.lines, got, c.want)
+		}
+	}
+}
+
+func TestCacheControlHeaderLines(t *testing.T) {
+	for _, c := range []struct {
+		lines []string
+		want  time.Duration
+	}{
+		{[]string{"public", "max-age=120"}, 2 * time.Minute},
+		{[]string{"max-age=60, max-age=86400"}, MinTTL},
+		{[]string{"max-age=300", "max-age=86400"}, 5 * time.Minute},
+		{[]string{"max-age=300", "no-store"}, MinTTL},
+	} {
+		t.Run(strings.Join(c.lines, "|"), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mock := newMock()
+				mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n").
+					HeaderSet(http.Header{"Cache-Control": c.lines}))
+				client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+				wantAllowed(t, client, "https://example.com/a")
+				time.Sleep(c.want - time.Second)
+				wantAllowed(t, client, "https://example.com/b")
+				if n := calls(mock, exampleRobots); n != 1 {
+					t.Errorf("before %v: fetched %d times, want 1", c.want, n)
+				}
+				time.Sleep(time.Second)
+				wantAllowed(t, client, "https://example.com/c")
+				if n := calls(mock, exampleRobots); n != 2 {
+					t.Errorf("at %v: fetched %d times, want 2", c.want, n)
+				}
+			})
+		})
+	}
+}
+
+// TestEntryZeroFields: what an Entry from a Store means with each of its
+// fields left at the zero value (or out of range). The zero Access refuses
+// (TestZeroEntryRefuses); the rest:
+//   - Body nil with AccessSuccess is an empty robots.txt: everything is
+//     allowed, as for a file fetched empty (a Store that encodes entries
+//     cannot tell nil from empty);
+//   - a zero Expires is long past: the entry is not used as it is, the
+//     origin is fetched again, and the entry stays the last good copy if
+//     that fetch fails;
+//   - a zero FetchedAt is used like any other until Expires, and is older
+//     than any Forget;
+//   - Failures out of range (negative, or the largest int) give a back-off
+//     within RetryMin..RetryMax and a count that stays positive.
+func TestEntryZeroFields(t *testing.T) {
+	const rules = "User-agent: *\nDisallow: /private\n"
+	far := time.Now().Add(time.Hour)
+	type result struct {
+		private bool // whether /private is allowed
+		fetches int  // robots.txt fetches
+	}
+	for _, c := range []struct {
+		name   string
+		entry  *Entry
+		status int // of the robots.txt the origin serves
+		forget bool
+		want   result
+	}{
+		{"success, nil Body", &Entry{Access: AccessSuccess, Expires: far}, 200, false, result{true, 0}},
+		{"success, zero Expires", &Entry{Access: AccessSuccess, Body: []byte("User-agent: *\nDisallow: /\n")}, 200, false, result{false, 1}},
+		{"success, zero Expires, origin unreachable", &Entry{Access: AccessSuccess, Body: []byte("User-agent: *\nAllow: /private\nDisallow: /\n")}, 503, false, result{true, 1}},
+		{"unavailable, zero Expires", &Entry{Access: AccessUnavailable}, 200, false, result{false, 1}},
+		{"unreachable, zero Expires", &Entry{}, 200, false, result{false, 1}},
+		{"unavailable", &Entry{Access: AccessUnavailable, Expires: far}, 200, false, result{true, 0}},
+		{"zero FetchedAt", &Entry{Access: AccessSuccess, Body: []byte("User-agent: *\nAllow: /\n"), Expires: far}, 200, false, result{true, 0}},
+		{"zero FetchedAt, forgotten", &Entry{Access: AccessSuccess, Body: []byte("User-agent: *\nAllow: /\n"), Expires: far}, 200, true, result{false, 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var fetches atomic.Int32
+			base := rtFunc(func(req *http.Request) (*http.Response, error) {
+				if req.URL.Path == "/robots.txt" {
+					fetches.Add(1)
+					return &http.Response{StatusCode: c.status, Body: io.NopCloser(strings.NewReader(rules)), Request: req}, nil
+				}
+				return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
+			})
+			store := &MemoryStore{}
+			store.Put(context.Background(), "https://example.com", c.entry)
+			tr := &Transport{Base: base, Agent: "ExampleBot", Store: store}
+			if c.forget {
+				// Forget drops what the Transport holds: load it first.
+				if err := tr.Check(context.Background(), mustURL("https://example.com/private")); err != nil || fetches.Load() != 0 {
+					t.Fatalf("before Forget: %v after %d fetches", err, fetches.Load())
+				}
+				tr.Forget(mustURL("https://example.com/"))
+			}
+			err := tr.Check(context.Background(), mustURL("https://example.com/private"))
+			if got := (result{err == nil, int(fetches.Load())}); got != c.want {
+				t.Errorf("allowed %v (err %v) after %d fetches, want %+v", got.private, err, got.fetches, c.want)
+			}
+		})
+	}
+
+	for _, failures := range []int{-5, 0, math.MaxInt} {
+		e := next(&Entry{Failures: failures}, &fetchResult{err: errors.New("down")}, time.Now())
+		wait := time.Until(e.Expires)
+		if e.Failures < 1 || wait < RetryMin-time.Second || wait > RetryMax {
+			t.Errorf("Failures %d: next has Failures %d and waits %v", failures, e.Failures, wait)
+		}
 	}
 }

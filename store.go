@@ -6,26 +6,21 @@ import (
 	"time"
 )
 
-// Access is what fetching an origin's robots.txt found, in the terms of
-// RFC 9309 §2.3.1: the file was fetched, it is unavailable (everything is
-// allowed), or it is unreachable (everything is disallowed, for now).
+// Access is what the fetch of an origin's robots.txt found (RFC 9309
+// §2.3.1); see "Access results" in the package documentation.
 type Access int
 
 const (
-	// AccessUnreachable means the last fetch failed with a 429, a 5xx, a
-	// network error or a response that could not be read, and no earlier
-	// fetch succeeded: every URL of the origin is disallowed (RFC 9309
-	// §2.3.1.4). It is the zero Access, so that an Entry that says nothing
-	// refuses rather than allows.
+	// AccessUnreachable: no fetch reached the origin (a 429, a 5xx, a
+	// network error, an unreadable body); every URL is disallowed. It is
+	// the zero Access, so that an empty Entry refuses.
 	AccessUnreachable Access = iota
 
-	// AccessSuccess means robots.txt was fetched with a 2xx status, after
-	// at most five redirects; its rules are in Entry.Body (§2.3.1.1).
+	// AccessSuccess: a 2xx answer; Entry.Body holds the rules.
 	AccessSuccess
 
-	// AccessUnavailable means robots.txt answered a 4xx status other than
-	// 429, or redirected more than five times: every URL is allowed
-	// (§2.3.1.2, §2.3.1.3).
+	// AccessUnavailable: a 4xx other than 429, or too many redirects;
+	// every URL is allowed.
 	AccessUnavailable
 )
 
@@ -42,63 +37,52 @@ func (a Access) String() string {
 	return "unknown"
 }
 
-// Entry is the cached robots.txt of one origin, as a [Store] keeps it. It is
-// a plain struct of exported fields so that a store can encode it (for
-// example with encoding/json or encoding/gob).
-//
-// An Entry whose last fetch was unreachable but which holds an earlier good
-// copy keeps Access and Body of that copy, and sets UnreachableSince: the
-// copy is obeyed while the origin stays unreachable (RFC 9309 §2.4).
+// Entry is the cached robots.txt of one origin, as a [Store] keeps it: plain
+// exported fields that a store can encode (with encoding/json, say). An
+// unreachable fetch keeps the Access and Body of an earlier good copy, which
+// is obeyed meanwhile (RFC 9309 §2.4), and sets UnreachableSince.
 type Entry struct {
-	// Access is the result of the last fetch that reached the origin, or
-	// AccessUnreachable if none did.
+	// Access is the result of the last fetch that reached the origin,
+	// or AccessUnreachable if none did.
 	Access Access
 
-	// Body is the robots.txt body when Access is AccessSuccess, at most
-	// the Transport's MaxBodySize bytes. It is nil otherwise. A Store must
-	// not modify it.
+	// Body is the robots.txt body when Access is AccessSuccess, else nil.
+	// A Store must not modify it.
 	Body []byte
 
-	// FetchedAt is when Access and Body were fetched; it is the zero time
-	// when no fetch has reached the origin.
+	// FetchedAt is when Access and Body were fetched; zero if never.
 	FetchedAt time.Time
 
-	// Expires is when the entry must be fetched again. Until then it is
-	// used as it is, without a request to the origin.
+	// Expires is when the entry must be fetched again.
 	Expires time.Time
 
-	// UnreachableSince is when the origin's current run of unreachable
-	// fetches began, or the zero time if the last fetch reached it.
+	// UnreachableSince is when the current run of unreachable fetches
+	// began, or zero if the last fetch reached the origin.
 	UnreachableSince time.Time
 
-	// Failures counts the unreachable fetches of the current run; it
-	// sets the back-off before the next fetch.
+	// Failures counts the unreachable fetches of the run (the back-off).
 	Failures int
 
-	// Error says why the last fetch was unreachable; it is "" otherwise.
+	// Error says why the last fetch was unreachable, or is "".
 	Error string
 }
 
-// Store keeps robots.txt entries by origin, so that several Transports
-// (for example, one per process of a fleet of crawlers) share one fetch per
-// origin. A Transport keeps its own in-process cache in front of the Store
-// and consults the Store only when that cache misses or has expired, and
-// puts every fetch result into it.
+// Store keeps robots.txt entries by origin, so that several Transports (the
+// processes of a fleet, say) share one fetch per origin. A Transport reads
+// it when its own cache misses or has expired, and puts every fetch result.
 //
-// Origins are given as scheme "://" host, with a ":" port when the port is
-// not the scheme's default; the host is lower case and in IDNA ASCII form,
-// e.g. "https://example.com" or "http://[::1]:8080". An IPv6 zone is kept,
-// escaped as in a URL ("http://[fe80::1%25en0]"); a URL whose zone holds
-// other characters than letters, digits, '-', '.', '_' and '~' is refused
-// with an error, since no origin string names it.
+// Origins are named scheme "://" host [":" port], with a lower-case IDNA
+// ASCII host and the port only when it is not the scheme's default:
+// "https://example.com", "http://[::1]:8080". An IPv6 zone is kept, escaped
+// as in a URL ("http://[fe80::1%25en0]").
 //
-// A Store must be safe for concurrent use by multiple goroutines, and return
-// when its context is done: a Transport bounds each call by a short timeout
-// (2 seconds, or FetchTimeout if shorter). Its errors are not fatal: a
-// Transport logs them and goes on as if the store were empty.
+// A Store must be safe for concurrent use by multiple goroutines and return
+// when its context is done; each call is bounded by 2 seconds (or
+// FetchTimeout if shorter). Its errors are logged, and the Transport goes on
+// as if the store were empty.
 type Store interface {
-	// Get returns the entry of origin, or nil and a nil error if there is
-	// none. The caller does not modify the returned Entry.
+	// Get returns the entry of origin, or nil, nil if there is none. The
+	// caller does not modify it.
 	Get(ctx context.Context, origin string) (*Entry, error)
 
 	// Put stores e as the entry of origin. The caller does not modify e
@@ -107,53 +91,40 @@ type Store interface {
 }
 
 // Locker is implemented by a [Store] that can make one fetch per origin
-// happen across all of its users, not only within one Transport.
-//
-// Before fetching an origin's robots.txt, a Transport whose Store is a
-// Locker calls TryLock. If it gets the lock it fetches, puts the result and
-// calls unlock. If another holder has it (ok is false), the Transport polls
-// the Store for the entry the holder will put, and fetches on its own only
-// when that does not come within its FetchTimeout.
+// happen among all of its users. The Transport that gets the lock fetches
+// and puts the result; the others poll the Store for it, and fetch on their
+// own if it does not come within FetchTimeout.
 type Locker interface {
-	// TryLock tries to take the fetch lock of origin without waiting. On
-	// success it returns ok and a func that releases the lock; the lock
-	// is released after ttl in any case.
+	// TryLock takes origin's fetch lock without waiting, and returns ok
+	// and its release; the lock is released after ttl in any case.
 	TryLock(ctx context.Context, origin string, ttl time.Duration) (unlock func(), ok bool, err error)
 }
 
-// DefaultMaxStoreEntries is the bound on the entries of a MemoryStore whose
-// MaxEntries is zero.
-const DefaultMaxStoreEntries = 10000
+// The defaults of a MemoryStore's fields, used when a field is zero.
+const (
+	DefaultMaxStoreEntries = 10000     // MaxEntries
+	DefaultMaxStoreBytes   = 128 << 20 // MaxBytes
+)
 
-// DefaultMaxStoreBytes is the bound on the bytes of a MemoryStore whose
-// MaxBytes is zero.
-const DefaultMaxStoreBytes = 128 << 20
-
-// MemoryStore is a [Store] and [Locker] that keeps entries in memory. Give
-// one MemoryStore to several Transports (for example, crawlers with different
-// product tokens) so that they fetch each robots.txt once between them.
-//
-// The zero value is an empty store ready to use. MemoryStore is safe for
-// concurrent use by multiple goroutines.
+// MemoryStore is a [Store] and [Locker] in memory, for Transports in one
+// process (crawlers with different product tokens, say) that should fetch
+// each robots.txt once between them. The zero value is an empty store. A
+// MemoryStore is safe for concurrent use by multiple goroutines.
 type MemoryStore struct {
-	// MaxEntries bounds the number of entries. When a Put would exceed
-	// it, an arbitrary entry is removed first. If zero,
-	// DefaultMaxStoreEntries is used.
+	// MaxEntries bounds the entries; a Put beyond it removes an arbitrary
+	// one first. If zero, DefaultMaxStoreEntries is used.
 	MaxEntries int
 
-	// MaxBytes bounds the bytes the entries hold: their bodies, their
-	// errors and their origins, and 256 bytes each beside. When a Put
-	// would exceed it, arbitrary entries are removed first; an entry
-	// larger than MaxBytes on its own is kept alone. If zero,
-	// DefaultMaxStoreBytes (128 MiB) is used. A Transport that uses the
-	// store counts the bodies it holds in its own MaxBytes too; they are
-	// the same bytes while both hold an entry.
+	// MaxBytes bounds the bytes of the entries (bodies, errors, origins,
+	// and 256 bytes each), as MaxEntries does; an entry larger on its own
+	// is kept alone. If zero, DefaultMaxStoreBytes is used.
 	MaxBytes int64
 
 	mu      sync.Mutex
 	entries map[string]*Entry   // guarded by mu; lazily initialised
 	locks   map[string]*memLock // guarded by mu; lazily initialised
-	bytes   int64               // guarded by mu: the sum of entrySize over entries
+	// guarded by mu: the sum of entrySize over entries
+	bytes int64
 }
 
 type memLock struct{ until time.Time }

@@ -20,7 +20,7 @@ const examplesPerKind = 5
 // follow other rules than ours in places (temoto matches user agents by
 // prefix, does not percent-normalise, and rejects some files; grobotstxt
 // compares rule paths as written and treats index.html specially; see
-// SPEC.md section 9), so a disagreement is not a failure. It fails only if
+// ../doc/design.md, "Where sources differ"), so a disagreement is not a failure. It fails only if
 // the queries cannot be asked at all.
 func TestAgreement(t *testing.T) {
 	cs := needCorpusSet(t)

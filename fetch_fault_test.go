@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -25,7 +24,7 @@ import (
 )
 
 // The fault suite runs the Transport against real servers on loopback that
-// misbehave, and checks that each fault gets the verdict of SPEC section 2
+// misbehave, and checks that each fault gets the verdict of RFC 9309 §2.3.1
 // within noHang, that no refused request reaches the server, and that no
 // goroutine outlives the test.
 
@@ -94,7 +93,7 @@ func checkOrigin(t *testing.T, tr *Transport, srv *faultServer, origin string, w
 	return refusals
 }
 
-func TestFaults(t *testing.T) {
+func TestFaultyServerVerdicts(t *testing.T) {
 	rulesResp := func(hdr string) string {
 		return fmt.Sprintf("HTTP/1.1 200 OK\r\n%sContent-Length: %d\r\n\r\n%s", hdr, len(faultRules), faultRules)
 	}
@@ -160,7 +159,7 @@ func TestFaults(t *testing.T) {
 		{"negative Content-Length", raw("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n" + faultRules), unreachable, nil},
 
 		// Bodies that are not robots.txt: what can be parsed is, the rest
-		// is ignored (SPEC section 4).
+		// is ignored (RFC 9309 §2.6).
 		{"Content-Length shorter than body", raw("HTTP/1.1 200 OK\r\nContent-Length: 14\r\nConnection: close\r\n\r\n" + faultRules), noRules, nil},
 		{"gzip, Content-Encoding set", reply(200, "Content-Encoding: gzip\r\n", gzipString(faultRules)), rules, nil},
 		{"gzip, no Content-Encoding", reply(200, "", gzipString(faultRules)), noRules, nil},
@@ -659,14 +658,6 @@ func TestFaultRobotsChanges(t *testing.T) {
 	}
 	srv.Close()
 }
-
-// quietLog returns a logger for servers whose errors are expected.
-func quietLog() *log.Logger { return log.New(io.Discard, "", 0) }
-
-// rtFunc is a base transport made of a func.
-type rtFunc func(*http.Request) (*http.Response, error)
-
-func (f rtFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // TestFaultBaseBreaksContract gives the Transport a base that breaks the
 // RoundTripper contract as hand-written test doubles often do: a response

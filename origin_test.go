@@ -13,6 +13,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/jarcoal/httpmock"
 )
 
 // vhostServer is a server on 127.0.0.1 that answers as the site its
@@ -265,4 +267,215 @@ func (p *namingPacer) names() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Clone(p.got)
+}
+
+func TestInvalidHost(t *testing.T) {
+	mock := newMock()
+	client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+	err := get(client, "https://a\uFFFDb.example/x")
+	if err == nil || errors.Is(err, ErrDisallowed) || !strings.Contains(err.Error(), "robots: invalid host") {
+		t.Errorf("err = %v, want an invalid host error", err)
+	}
+	if n := mock.GetTotalCallCount(); n != 0 {
+		t.Errorf("%d requests sent, want 0", n)
+	}
+}
+
+func TestOrigins(t *testing.T) {
+	mock := newMock()
+	mock.RegisterResponder("GET", "http://www.xn--exmple-cua.com/robots.txt", httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /idn\n"))
+	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /tls\n"))
+	mock.RegisterResponder("GET", "http://example.com/robots.txt", httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /plain\n"))
+	mock.RegisterResponder("GET", "https://example.com:8443/robots.txt", httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /port\n"))
+	mock.RegisterResponder("GET", "http://127.0.0.1/robots.txt", httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /v4\n"))
+	mock.RegisterResponder("GET", "http://[::1]:8080/robots.txt", httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /v6\n"))
+	mock.RegisterResponder("GET", "https://shop.example.com/robots.txt", httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /shop\n"))
+	client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+
+	for _, c := range []struct {
+		url     string
+		allowed bool
+	}{
+		{"http://www.exämple.com/idn", false},
+		{"http://WWW.EXÄMPLE.COM/idn", false},
+		{"http://www.xn--exmple-cua.com/idn", false},
+		{"http://www.xn--exmple-cua.com:80/idn", false},
+		{"http://www.exämple.com/tls", true},
+		{"https://example.com/tls", false},
+		{"https://EXAMPLE.com:443/tls", false},
+		{"HTTPS://example.com/tls", false},
+		{"https://example.com/plain", true},
+		{"http://example.com/plain", false},
+		{"http://example.com:80/plain", false},
+		{"http://example.com/tls", true},
+		{"https://example.com:8443/port", false},
+		{"https://example.com:8443/tls", true},
+		{"http://127.0.0.1/v4", false},
+		{"http://127.0.0.1:80/v4", false},
+		{"http://127.0.0.1/plain", true},
+		{"http://[::1]:8080/v6", false},
+		{"http://[::1]:8080/v4", true},
+		{"https://shop.example.com/shop", false},
+		{"https://shop.example.com/tls", true},
+	} {
+		err := get(client, c.url)
+		if got := err == nil; got != c.allowed {
+			t.Errorf("GET %s: %v, want allowed=%v", c.url, err, c.allowed)
+		}
+	}
+	for _, u := range []string{
+		"http://www.xn--exmple-cua.com/robots.txt", exampleRobots, "http://example.com/robots.txt",
+		"https://example.com:8443/robots.txt", "http://127.0.0.1/robots.txt", "http://[::1]:8080/robots.txt",
+	} {
+		if n := calls(mock, u); n != 1 {
+			t.Errorf("%s fetched %d times, want 1", u, n)
+		}
+	}
+}
+
+func TestOriginKey(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"https://example.com/x", "https://example.com"},
+		{"https://Example.COM:443/x", "https://example.com"},
+		{"https://example.com:/x", "https://example.com"},
+		{"http://example.com:443/x", "http://example.com:443"},
+		{"ftp://example.com:21/x", "ftp://example.com"},
+		{"http://www.exämple.com/", "http://www.xn--exmple-cua.com"},
+		{"http://www.exämple.com:8080/", "http://www.xn--exmple-cua.com:8080"},
+		{"http://[::1]/", "http://[::1]"},
+		{"http://[::1]:80/", "http://[::1]"},
+		{"http://[2001:DB8::1]:8080/", "http://[2001:db8::1]:8080"},
+		{"http://user:pass@example.com/", "http://example.com"},
+		{"http://[fe80::1%25en0]:8080/", "http://[fe80::1%25en0]:8080"},
+	} {
+		u, err := url.Parse(c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := keyOf(u)
+		if err != nil || k.String() != c.want {
+			t.Errorf("keyOf(%s) = %s, %v; want %s", c.in, k, err, c.want)
+		}
+	}
+	// An IPv6 zone that url.Parse takes but no origin string can name
+	// again: raw non-ASCII bytes, a space, a sub-delim.
+	for _, in := range []string{"/relative", "http:///path", "http://a\uFFFDb.example/",
+		"http://[::%25\x96]/", "https://[fe80::1%25\xc3\xa4]:8080/", "http://[::%25a%20b]/", "http://[::%25a!b]/"} {
+		u, err := url.Parse(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k, err := keyOf(u); err == nil {
+			t.Errorf("keyOf(%s) = %s, want an error", in, k)
+		}
+	}
+	// A URL built by hand may hold a host url.Parse would refuse.
+	if k, err := keyOf(&url.URL{Scheme: "http", Host: "x::", Path: "/"}); err == nil {
+		t.Errorf("keyOf(host x::) = %s, want an error", k)
+	}
+}
+
+// TestIPv6SpellingsAreOneOrigin guards against this: "An origin is a scheme,
+// host and port", and the README says spellings are folded into one origin.
+// [::1] and [0:0:0:0:0:0:0:1] are one host (the URL standard serialises IPv6
+// hosts canonically), but get two robots.txt fetches and two paces.
+func TestIPv6SpellingsAreOneOrigin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &fakeOrigins{handle: func(req *http.Request) (int, http.Header, string) {
+			return 200, nil, "User-agent: *\nCrawl-delay: 5\n"
+		}}
+		tr := NewTransport(srv, "ExampleBot")
+		client := &http.Client{Transport: tr}
+		for _, u := range []string{"http://[::1]:8080/a", "http://[0:0:0:0:0:0:0:1]:8080/b", "http://[0::0001]:8080/c"} {
+			if err := atkGet(context.Background(), client, u, nil); err != nil {
+				t.Fatalf("GET %s: %v", u, err)
+			}
+		}
+		if n := tr.Stats().FetchSuccess; n != 1 {
+			t.Errorf("%d fetches of robots.txt for one host, want 1", n)
+		}
+		// Compare by address, as the server sees it.
+		srv.mu.Lock()
+		var times []time.Time
+		for _, h := range srv.hits {
+			times = append(times, h.at)
+		}
+		srv.mu.Unlock()
+		for i := 1; i < len(times); i++ {
+			if d := times[i].Sub(times[i-1]); d < 5*time.Second {
+				t.Errorf("requests %d and %d to [::1]:8080 only %v apart, want 5s", i-1, i, d)
+			}
+		}
+	})
+}
+
+// TestPortSpellings: a port is a number, and an explicit default port is no
+// port: one origin, one robots.txt, one pace.
+func TestPortSpellings(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &fakeOrigins{robots: func(string) string { return "User-agent: *\nCrawl-delay: 2\n" }}
+		tr := NewTransport(srv, "ExampleBot")
+		client := &http.Client{Transport: tr}
+		for _, u := range []string{
+			"http://h.example:8080/a", "http://h.example:08080/b", "http://h.example:0008080/c",
+			"http://h.example/d", "http://h.example:80/e", "http://h.example:080/f", "http://H.example:0080/g",
+		} {
+			if err := get(client, u); err != nil {
+				t.Errorf("GET %s: %v", u, err)
+			}
+		}
+		srv.check(t, func(string) time.Duration { return 2 * time.Second })
+		if got := tr.Stats().FetchSuccess; got != 2 {
+			t.Errorf("%d fetches of robots.txt, want 2 (ports 8080 and 80)", got)
+		}
+	})
+	for _, in := range []string{"http://h:65536/", "http://h:99999999999999999999/"} {
+		if k, err := keyOf(mustURL(in)); err == nil {
+			t.Errorf("keyOf(%s) = %v, want an error", in, k)
+		}
+	}
+}
+
+// FuzzOriginKey checks the origin key of URLs with arbitrary schemes and
+// hosts: no panic; a key is lower-case ASCII and non-empty; and the origin a
+// key names, parsed again, has that key, so that a Store's origin strings
+// round-trip.
+func FuzzOriginKey(f *testing.F) {
+	for _, s := range []struct{ scheme, host string }{
+		{"https", "example.com"}, {"HTTPS", "Example.COM:443"}, {"http", "example.com:80"},
+		{"http", "example.com:8080"}, {"https", "www.exämple.com"}, {"https", "WWW.XN--EXMPLE-CUA.COM"},
+		{"http", "[::1]:80"}, {"http", "[::1]"}, {"http", "[fe80::1%25en0]:8080"}, {"ftp", "x:21"},
+		{"http", ":80"}, {"http", "[]"}, {"https", "ä:"}, {"https", "xn--"}, {"http", "a..b"},
+		{"https", "ÄÖÜ.example:8443"}, {"http", "x::"}, {"http", "\u200d.example"}, {"http", "ß.example"},
+	} {
+		f.Add(s.scheme, s.host)
+	}
+	f.Fuzz(func(t *testing.T, scheme, host string) {
+		// Requests carry parsed URLs: keyOf sees the hosts url.Parse
+		// accepts.
+		in, err := url.Parse(scheme + "://" + host + "/")
+		if err != nil || in.Scheme == "" || in.Opaque != "" {
+			return
+		}
+		k, err := keyOf(in)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "robots: ") {
+				t.Fatalf("error %q without the package prefix", err)
+			}
+			return
+		}
+		if k.host == "" || k.scheme == "" || !isASCII(k.host) || hasUpper(k.host) || hasUpper(k.scheme) {
+			t.Fatalf("keyOf(%q, %q) = %q", scheme, host, k)
+		}
+		u, err := url.Parse(k.String() + "/robots.txt")
+		if err != nil || u.Host == "" || u.Scheme != k.scheme {
+			return // not a URL: its fetch fails, and the origin is refused
+		}
+		// A degenerate host ("::") may name no origin once written out;
+		// its fetch then fails and the origin is refused. Any other must
+		// name the same origin again.
+		if k2, err := keyOf(u); err == nil && k2 != k {
+			t.Fatalf("keyOf(%q, %q) = %q, but the key of %q is %q (%v)", scheme, host, k, u, k2, err)
+		}
+	})
 }

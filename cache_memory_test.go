@@ -2,7 +2,6 @@ package robots
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -225,35 +224,5 @@ func TestMemoryHostileOrigins(t *testing.T) {
 			}
 			runtime.KeepAlive(tr)
 		})
-	}
-}
-
-// TestMemoryStoreMaxBytes: a MemoryStore drops entries to stay within its
-// MaxBytes, counts an entry put again once, and keeps an entry larger than
-// MaxBytes alone.
-func TestMemoryStoreMaxBytes(t *testing.T) {
-	ctx := context.Background()
-	body := make([]byte, 100<<10)
-	s := &MemoryStore{MaxBytes: 1 << 20}
-	for i := range 50 {
-		s.Put(ctx, fmt.Sprint("https://o", i, ".example"), &Entry{Access: AccessSuccess, Body: body})
-		s.Put(ctx, fmt.Sprint("https://o", i, ".example"), &Entry{Access: AccessSuccess, Body: body}) // again: counted once
-	}
-	n := 0
-	for i := range 50 {
-		if e, _ := s.Get(ctx, fmt.Sprint("https://o", i, ".example")); e != nil {
-			n++
-		}
-	}
-	if e, _ := s.Get(ctx, "https://o49.example"); e == nil || n != 10 || s.bytes > s.MaxBytes {
-		t.Errorf("%d entries of 100 KiB kept in 1 MiB, counted %d bytes; the last one kept: %v", n, s.bytes, e != nil)
-	}
-	s.Put(ctx, "https://big.example", &Entry{Access: AccessSuccess, Body: make([]byte, 2<<20)})
-	if e, _ := s.Get(ctx, "https://big.example"); e == nil || len(s.entries) != 1 {
-		t.Errorf("an entry over MaxBytes: kept %v, with %d entries in all; want it kept alone", e != nil, len(s.entries))
-	}
-	s.Put(ctx, "https://small.example", &Entry{Access: AccessUnavailable})
-	if len(s.entries) != 1 || s.bytes != entrySize("https://small.example", &Entry{}) {
-		t.Errorf("after a small entry: %d entries, %d bytes; want the large one dropped", len(s.entries), s.bytes)
 	}
 }

@@ -7,12 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httptrace"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/jarcoal/httpmock"
@@ -183,22 +182,6 @@ func TestDefaultUserAgent(t *testing.T) {
 	}
 }
 
-// TestAllowedRequestDoesNotAllocate: the hot path stays free of allocations
-// when the request has a User-Agent.
-func TestAllowedRequestDoesNotAllocate(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocations are counted without the race detector")
-	}
-	base := benchBase{page: &http.Response{StatusCode: 200, Body: http.NoBody}}
-	tr := NewTransport(base, "ExampleBot")
-	req, _ := http.NewRequest("GET", "https://example.com/page", nil)
-	req.Header.Set("User-Agent", "ExampleBot/1.0")
-	tr.RoundTrip(req)
-	if n := testing.AllocsPerRun(100, func() { tr.RoundTrip(req) }); n != 0 {
-		t.Errorf("%v allocations per allowed request, want 0", n)
-	}
-}
-
 // TestDefaultTransportAssignment: the README's one line works, and so does a
 // zero Transport put in its place.
 func TestDefaultTransportAssignment(t *testing.T) {
@@ -233,75 +216,6 @@ func TestDefaultTransportAssignment(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a request through http.DefaultTransport did not return")
 	}
-}
-
-// TestRefusalsToldApart: a rule, an unreachable robots.txt and a scheme the
-// Transport cannot check are three different errors.
-func TestRefusalsToldApart(t *testing.T) {
-	mock := newMock()
-	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /no\n"))
-	mock.RegisterResponder("GET", "https://down.example/robots.txt", httpmock.NewStringResponder(503, ""))
-	client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
-
-	err := get(client, "https://example.com/no")
-	if !errors.Is(err, ErrDisallowed) || errors.Is(err, ErrUnreachable) {
-		t.Errorf("rule: err = %v, want ErrDisallowed only", err)
-	}
-	start := time.Now()
-	err = get(client, "https://down.example/page")
-	de, _ := errors.AsType[*DisallowedError](err)
-	if !errors.Is(err, ErrDisallowed) || !errors.Is(err, ErrUnreachable) || de == nil || de.RetryAt.Before(start.Add(RetryMin-time.Second)) {
-		t.Errorf("unreachable: err = %v (%+v), want ErrDisallowed and ErrUnreachable, RetryAt about a minute away", err, de)
-	}
-	err = get(client, "ftp://example.com/file")
-	if err == nil || errors.Is(err, ErrDisallowed) || !strings.Contains(err.Error(), "unsupported protocol scheme") {
-		t.Errorf("ftp: err = %v, want an unsupported scheme, not a refusal", err)
-	}
-	if n := calls(mock, "ftp://example.com/robots.txt"); n != 0 {
-		t.Errorf("%d fetches of an ftp robots.txt", n)
-	}
-}
-
-// TestInspect: what robots.txt says, through the Transport, with one fetch.
-func TestInspect(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mock := newMock()
-		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200,
-			"User-agent: *\nCrawl-delay: 2\nDisallow: /x\n\nUser-agent: Google-Extended\nDisallow: /\n\nSitemap: https://example.com/sitemap.xml\n"))
-		tr := NewTransport(mock, "ExampleBot")
-		ctx := context.Background()
-		u := mustURL("https://example.com/article")
-		rt, err := tr.RobotsTxt(ctx, u)
-		if err != nil || rt.Access != AccessSuccess || rt.Origin != "https://example.com" {
-			t.Fatalf("RobotsTxt = %+v, %v", rt, err)
-		}
-		if sm := rt.Robots.Sitemaps(); len(sm) != 1 || sm[0] != "https://example.com/sitemap.xml" {
-			t.Errorf("Sitemaps = %q", sm)
-		}
-		if d, err := tr.CrawlDelay(ctx, u); d != 2*time.Second || err != nil {
-			t.Errorf("CrawlDelay = %v, %v, want 2s", d, err)
-		}
-		if err := tr.Check(WithAgent(ctx, "Google-Extended"), u); !errors.Is(err, ErrDisallowed) {
-			t.Errorf("Check as Google-Extended: %v, want refused", err)
-		}
-		if err := tr.Check(ctx, u); err != nil {
-			t.Errorf("Check as ExampleBot: %v, want allowed", err)
-		}
-		if n := calls(mock, exampleRobots); n != 1 {
-			t.Errorf("%d fetches, want 1", n)
-		}
-		tr.Forget(u)
-		if _, err := tr.RobotsTxt(ctx, u); err != nil {
-			t.Fatal(err)
-		}
-		if n := calls(mock, exampleRobots); n != 2 {
-			t.Errorf("%d fetches after Forget, want 2", n)
-		}
-		// The pace outlives Forget: the fetch after it waited its turn.
-		if st := tr.Stats(); st.PaceWaits == 0 {
-			t.Errorf("the fetch after Forget did not wait for its turn: %+v", st)
-		}
-	})
 }
 
 // TestWithAgentPerRequest: one Transport, several identities.
@@ -376,70 +290,6 @@ func TestWithAgentStarLeavesAsDecided(t *testing.T) {
 			t.Errorf("sent %q, want robots.txt and one /private", sent)
 		}
 		mu.Unlock()
-	}
-}
-
-// TestZeroEntryRefuses: an Entry from a Store that says nothing but when it
-// expires refuses until then; so do entries whose fields are left at zero or
-// out of range.
-func TestZeroEntryRefuses(t *testing.T) {
-	far := time.Now().Add(time.Hour)
-	for name, e := range map[string]*Entry{
-		"only Expires":               {Expires: far},
-		"unreachable, no since":      {Access: AccessUnreachable, Expires: far, Failures: 3},
-		"unknown Access":             {Access: Access(7), Expires: far},
-		"negative Access":            {Access: Access(-1), Expires: far},
-		"unreachable 31 days, since": {Access: AccessUnreachable, Expires: far, UnreachableSince: time.Now().Add(-time.Hour)},
-	} {
-		store := &MemoryStore{}
-		store.Put(context.Background(), "https://example.com", e)
-		mock := newMock()
-		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Store: store}}
-		err := get(client, "https://example.com/page")
-		if !errors.Is(err, ErrUnreachable) {
-			t.Errorf("%s: err = %v, want refused as unreachable", name, err)
-		}
-		if n := mock.GetTotalCallCount(); n != 0 {
-			t.Errorf("%s: %d requests sent", name, n)
-		}
-	}
-	// The 30-day rule still holds for an entry that says since when.
-	store := &MemoryStore{}
-	store.Put(context.Background(), "https://example.com", &Entry{Expires: far, UnreachableSince: time.Now().Add(-UnreachableAllowAfter - time.Hour)})
-	client := &http.Client{Transport: &Transport{Base: newMock(), Agent: "ExampleBot", Store: store}}
-	wantAllowed(t, client, "https://example.com/page")
-}
-
-// TestFetchCarriesNoCallerTrace: the caller's httptrace hooks see its own
-// request only, not the Transport's fetch of robots.txt.
-func TestFetchCarriesNoCallerTrace(t *testing.T) {
-	var mu sync.Mutex
-	var traced []string
-	base := rtFunc(func(req *http.Request) (*http.Response, error) {
-		if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.GetConn != nil {
-			tr.GetConn(req.URL.Host)
-			mu.Lock()
-			traced = append(traced, req.URL.Path)
-			mu.Unlock()
-		}
-		return httpmock.NewStringResponse(200, ""), nil
-	})
-	tr := NewTransport(base, "ExampleBot")
-	for _, deadline := range []bool{false, true} {
-		traced = nil
-		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{GetConn: func(string) {}})
-		if deadline {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, time.Minute)
-			defer cancel()
-		}
-		req, _ := http.NewRequestWithContext(ctx, "GET", "https://t"+map[bool]string{false: "1", true: "2"}[deadline]+".example/page", nil)
-		if _, err := tr.RoundTrip(req); err != nil {
-			t.Fatal(err)
-		}
-		if strings.Join(traced, ",") != "/page" {
-			t.Errorf("deadline %v: traced %q, want the caller's request only", deadline, traced)
-		}
 	}
 }
 
@@ -557,6 +407,101 @@ func TestDecidedAsItLeaves(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+func TestProductToken(t *testing.T) {
+	for _, c := range []struct{ ua, want string }{
+		{"Mozilla/5.0 (compatible; ExampleBot/1.0; +https://example.com/bot)", "ExampleBot"},
+		{"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", "Googlebot"},
+		{"Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm) Chrome/116.0.1938.76 Safari/537.36", "bingbot"},
+		{"Mozilla/5.0 (Linux; Android 6.0.1; Nexus 5X Build/MMB29P) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Mobile Safari/537.36 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", "Googlebot"},
+		{"Mozilla/5.0 (compatible; MJ12bot/v1.4.8; http://mj12bot.com/)", "MJ12bot"},
+		{"Mozilla/5.0 (compatible; ExampleBot; +https://example.com/bot)", "ExampleBot"},
+		{"ExampleBot/1.0", "ExampleBot"},
+		{"ExampleBot/1.0 (+https://example.com/bot)", "ExampleBot"},
+		{"Mozilla/5.0 ExampleBot/1.0", "ExampleBot"},
+		{"curl/8.5.0", "curl"},
+		{"Go-http-client/1.1", "Go-http-client"},
+		{"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36", ""},
+		{"Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1", ""},
+		{"Mozilla/5.0 (compatible; MSIE 10.0; Windows NT 6.2; Trident/6.0)", ""},
+		{"Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:121.0) Gecko/20100101 Firefox/121.0", ""},
+		{"", ""},
+		{"(((", ""},
+		{"just words", "just"}, // two products (RFC 9110 §10.1.5); the first names the crawler
+		{"ExampleBot", "ExampleBot"},
+		{"ExampleBot (+https://example.com/bot)", "ExampleBot"},
+	} {
+		if got := productToken(c.ua); got != c.want {
+			t.Errorf("productToken(%q) = %q, want %q", c.ua, got, c.want)
+		}
+	}
+}
+
+func TestAgentFromUserAgent(t *testing.T) {
+	mock := newMock()
+	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200,
+		"User-agent: ExampleBot\nDisallow: /bot\n\nUser-agent: *\nDisallow: /star\n"))
+	client := &http.Client{Transport: &Transport{Base: mock}} // the zero Transport, but for Base
+	do := func(ua, path string) error {
+		req, _ := http.NewRequest("GET", "https://example.com"+path, nil)
+		req.Header.Set("User-Agent", ua)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	bot := "Mozilla/5.0 (compatible; ExampleBot/1.0; +https://example.com/bot)"
+	browser := "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"
+	for _, c := range []struct {
+		ua, path string
+		allowed  bool
+	}{
+		{bot, "/bot", false}, {bot, "/star", true},
+		{browser, "/bot", true}, {browser, "/star", false},
+		{"", "/star", false},
+		{bot, "/bot", false},
+	} {
+		err := do(c.ua, c.path)
+		if (err == nil) != c.allowed {
+			t.Errorf("%q %s: %v, want allowed=%v", c.ua, c.path, err, c.allowed)
+		}
+		if de, ok := errors.AsType[*DisallowedError](err); ok {
+			if want := map[bool]string{true: "ExampleBot", false: "*"}[c.ua == bot]; de.Agent != want {
+				t.Errorf("%q %s: Agent %q, want %q", c.ua, c.path, de.Agent, want)
+			}
+		}
+	}
+}
+
+func TestFetchUserAgent(t *testing.T) {
+	for _, c := range []struct {
+		agent, header, want string
+	}{
+		{"ExampleBot", "Mozilla/5.0 (compatible; ExampleBot/1.0; +https://example.com/bot)", "Mozilla/5.0 (compatible; ExampleBot/1.0; +https://example.com/bot)"},
+		{"ExampleBot", "", "ExampleBot"},
+		{"", "ExampleBot/2.0", "ExampleBot/2.0"},
+	} {
+		mock := newMock()
+		var got atomic.Value
+		mock.RegisterResponder("GET", exampleRobots, func(req *http.Request) (*http.Response, error) {
+			got.Store(req.Header.Get("User-Agent"))
+			return httpmock.NewStringResponse(404, ""), nil
+		})
+		req, _ := http.NewRequest("GET", "https://example.com/", nil)
+		if c.header != "" {
+			req.Header.Set("User-Agent", c.header)
+		}
+		resp, err := (&Transport{Base: mock, Agent: c.agent}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got.Load() != c.want {
+			t.Errorf("agent %q, header %q: robots.txt fetched as %q, want %q", c.agent, c.header, got.Load(), c.want)
 		}
 	}
 }

@@ -90,7 +90,7 @@ func TestUsageOf(t *testing.T) {
 	}
 }
 
-// TestUsageOfKeepsFetchedCopy checks SPEC 10.4: the preference of a
+// TestUsageOfKeepsFetchedCopy checks that the preference of a
 // response is that of the robots.txt copy in use when it was fetched,
 // whatever robots.txt says later.
 func TestUsageOfKeepsFetchedCopy(t *testing.T) {

@@ -9,17 +9,19 @@ import (
 	"github.com/f9014239/robots/matcher"
 )
 
-// Usage preferences (SPEC.md section 10): Content-Usage and Content-Signal
-// lines of robots.txt, and a response's own Content-Usage header, say how
-// what is fetched may be used. They never change whether a request is
-// sent, unless Transport.Uses asks for it.
+// Usage preferences: Content-Usage lines (draft-ietf-aipref-attach) and
+// Content-Signal lines (Cloudflare's Content Signals Policy) of robots.txt,
+// and a response's own Content-Usage header, say how what is fetched may be
+// used. They never change whether a request is sent, unless Transport.Uses
+// asks for it.
 
 // usageKey is the context key of a responseUsage, on the context of the
 // Request of a response whose origin's robots.txt states a preference.
 type usageKey struct{}
 
 // responseUsage is what UsageOf needs of the robots.txt copy that was in
-// use when a response was fetched (SPEC 10.4): holding it keeps that copy.
+// use when a response was fetched: a preference applies to the copy in
+// use when the response was fetched, so holding it keeps that copy.
 type responseUsage struct {
 	group  *matcher.Group
 	target string
@@ -78,14 +80,11 @@ func useRank(use string) int {
 	return 0
 }
 
-// UsageOf returns the usage preference of a response (SPEC.md section
-// 10): what the robots.txt of its origin says of its URL for the crawler
-// that sent it, as that copy of robots.txt said when the response was
-// fetched (a later change of robots.txt does not reach back), combined
-// with the response's own Content-Usage header, label by label, most
-// restrictive first. For a response that did not come through a
-// [Transport], or whose origin's robots.txt states no preference, it is
-// what the header says. It fetches nothing.
+// UsageOf returns the usage preference of a response: what the robots.txt of
+// its origin said of its URL, for the crawler that sent it, when it was
+// fetched, combined with the response's own Content-Usage header (see "Usage
+// preferences" in the package documentation). For a response that did not
+// come through a Transport, it is what the header says. It fetches nothing.
 //
 //	resp, err := client.Get("https://example.com/article")
 //	...
@@ -106,10 +105,8 @@ func UsageOf(resp *http.Response) matcher.Usage {
 }
 
 // CheckUsage is [Transport.Check] that also returns the usage preference
-// that the robots.txt of u, as now cached, states for u (SPEC.md section
-// 10.3): the zero Usage when u is refused or robots.txt states none. A
-// response's own Content-Usage header is not known before it is fetched;
-// [UsageOf] adds it.
+// that the cached robots.txt of u states for u: the zero Usage when u is
+// refused or none is stated. [UsageOf] adds a response's own header.
 func (t *Transport) CheckUsage(ctx context.Context, u *url.URL) (matcher.Usage, error) {
 	t.once.Do(t.init)
 	if u == nil {

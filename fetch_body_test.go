@@ -9,14 +9,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/jarcoal/httpmock"
@@ -158,83 +155,6 @@ func TestCutLineThroughTransport(t *testing.T) {
 	})
 }
 
-func TestMaxAgeHeaderLines(t *testing.T) {
-	for _, c := range []struct {
-		lines []string
-		want  time.Duration
-		ok    bool
-	}{
-		{nil, 0, false},
-		{[]string{"public", "max-age=120"}, 2 * time.Minute, true},
-		{[]string{"max-age=60, max-age=86400"}, time.Minute, true},
-		{[]string{"max-age=300", "max-age=60"}, 5 * time.Minute, true},
-		{[]string{"max-age=abc", "max-age=600"}, 0, true}, // an invalid first max-age: stale
-		{[]string{"max-age=-1, max-age=600"}, 0, true},
-		{[]string{"max-age", "max-age=600"}, 0, true},
-		{[]string{"max-age=+60"}, 0, true},
-		{[]string{`max-age="120"`, "max-age=600"}, 2 * time.Minute, true},
-		{[]string{`max-age="120`}, 0, true},
-		{[]string{"MAX-AGE = 120 "}, 2 * time.Minute, true},
-		{[]string{"max-age=99999999999999999999999"}, time.Duration(1<<63-1) / time.Second * time.Second, true},
-		{[]string{`private="x, y"`, "max-age=300"}, 5 * time.Minute, true},
-		{[]string{"max-age=600", "no-cache"}, 0, true},
-		{[]string{"no-store", "max-age=600"}, 0, true},
-		{[]string{"", "s-maxage=60"}, 0, false},
-	} {
-		got, ok := maxAge(c.lines...)
-		if got != c.want || ok != c.ok {
-			t.Errorf("maxAge(%q) = %v, %v want %v, %v", c.lines, got, ok, c.want, c.ok)
-		}
-	}
-	for _, c := range []struct {
-		lines []string
-		want  time.Duration
-	}{
-		{[]string{"public", "max-age=7200"}, 2 * time.Hour},
-		{[]string{"max-age=60, max-age=86400"}, MinTTL},
-		{[]string{"max-age=3600", "max-age=1"}, time.Hour},
-		{[]string{"max-age=3600", "no-cache"}, MinTTL},
-		{[]string{"max-age=abc", "max-age=3600"}, MinTTL},
-		{[]string{"max-age=99999999999"}, DefaultTTL},
-	} {
-		if got := lifetime(DefaultTTL, c.lines...); got != c.want {
-			t.Errorf("lifetime(%v, %q) = %v want %v", DefaultTTL, c.lines, got, c.want)
-		}
-	}
-}
-
-func TestCacheControlHeaderLines(t *testing.T) {
-	for _, c := range []struct {
-		lines []string
-		want  time.Duration
-	}{
-		{[]string{"public", "max-age=120"}, 2 * time.Minute},
-		{[]string{"max-age=60, max-age=86400"}, MinTTL},
-		{[]string{"max-age=300", "max-age=86400"}, 5 * time.Minute},
-		{[]string{"max-age=300", "no-store"}, MinTTL},
-	} {
-		t.Run(strings.Join(c.lines, "|"), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				mock := newMock()
-				mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n").
-					HeaderSet(http.Header{"Cache-Control": c.lines}))
-				client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
-				wantAllowed(t, client, "https://example.com/a")
-				time.Sleep(c.want - time.Second)
-				wantAllowed(t, client, "https://example.com/b")
-				if n := calls(mock, exampleRobots); n != 1 {
-					t.Errorf("before %v: fetched %d times, want 1", c.want, n)
-				}
-				time.Sleep(time.Second)
-				wantAllowed(t, client, "https://example.com/c")
-				if n := calls(mock, exampleRobots); n != 2 {
-					t.Errorf("at %v: fetched %d times, want 2", c.want, n)
-				}
-			})
-		})
-	}
-}
-
 // panicBody is a response body whose Read or Close panics.
 type panicBody struct {
 	onRead, onClose any // the panic values; nil for none
@@ -252,24 +172,6 @@ func (b *panicBody) Close() error {
 		panic(b.onClose)
 	}
 	return nil
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestBasePanics(t *testing.T) {
@@ -370,7 +272,7 @@ func TestBasePanics(t *testing.T) {
 				if st := tr.Stats(); st.FetchUnreachable != 1 {
 					t.Errorf("Stats = %+v, want one unreachable fetch", st)
 				}
-				if l := logs.String(); !strings.Contains(l, "Base panicked") || !strings.Contains(l, "fetch_hostile_test.go") {
+				if l := logs.String(); !strings.Contains(l, "Base panicked") || !strings.Contains(l, "fetch_body_test.go") {
 					t.Errorf("log has no record of the panic with its stack:\n%s", l)
 				}
 			})
@@ -596,77 +498,6 @@ func TestBasePanicsWithPanickingLogger(t *testing.T) {
 	}
 }
 
-// TestEntryZeroFields: what an Entry from a Store means with each of its
-// fields left at the zero value (or out of range). The zero Access refuses
-// (TestZeroEntryRefuses); the rest:
-//   - Body nil with AccessSuccess is an empty robots.txt: everything is
-//     allowed, as for a file fetched empty (a Store that encodes entries
-//     cannot tell nil from empty);
-//   - a zero Expires is long past: the entry is not used as it is, the
-//     origin is fetched again, and the entry stays the last good copy if
-//     that fetch fails;
-//   - a zero FetchedAt is used like any other until Expires, and is older
-//     than any Forget;
-//   - Failures out of range (negative, or the largest int) give a back-off
-//     within RetryMin..RetryMax and a count that stays positive.
-func TestEntryZeroFields(t *testing.T) {
-	const rules = "User-agent: *\nDisallow: /private\n"
-	far := time.Now().Add(time.Hour)
-	type result struct {
-		private bool // whether /private is allowed
-		fetches int  // robots.txt fetches
-	}
-	for _, c := range []struct {
-		name   string
-		entry  *Entry
-		status int // of the robots.txt the origin serves
-		forget bool
-		want   result
-	}{
-		{"success, nil Body", &Entry{Access: AccessSuccess, Expires: far}, 200, false, result{true, 0}},
-		{"success, zero Expires", &Entry{Access: AccessSuccess, Body: []byte("User-agent: *\nDisallow: /\n")}, 200, false, result{false, 1}},
-		{"success, zero Expires, origin unreachable", &Entry{Access: AccessSuccess, Body: []byte("User-agent: *\nAllow: /private\nDisallow: /\n")}, 503, false, result{true, 1}},
-		{"unavailable, zero Expires", &Entry{Access: AccessUnavailable}, 200, false, result{false, 1}},
-		{"unreachable, zero Expires", &Entry{}, 200, false, result{false, 1}},
-		{"unavailable", &Entry{Access: AccessUnavailable, Expires: far}, 200, false, result{true, 0}},
-		{"zero FetchedAt", &Entry{Access: AccessSuccess, Body: []byte("User-agent: *\nAllow: /\n"), Expires: far}, 200, false, result{true, 0}},
-		{"zero FetchedAt, forgotten", &Entry{Access: AccessSuccess, Body: []byte("User-agent: *\nAllow: /\n"), Expires: far}, 200, true, result{false, 1}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			var fetches atomic.Int32
-			base := rtFunc(func(req *http.Request) (*http.Response, error) {
-				if req.URL.Path == "/robots.txt" {
-					fetches.Add(1)
-					return &http.Response{StatusCode: c.status, Body: io.NopCloser(strings.NewReader(rules)), Request: req}, nil
-				}
-				return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
-			})
-			store := &MemoryStore{}
-			store.Put(context.Background(), "https://example.com", c.entry)
-			tr := &Transport{Base: base, Agent: "ExampleBot", Store: store}
-			if c.forget {
-				// Forget drops what the Transport holds: load it first.
-				if err := tr.Check(context.Background(), mustURL("https://example.com/private")); err != nil || fetches.Load() != 0 {
-					t.Fatalf("before Forget: %v after %d fetches", err, fetches.Load())
-				}
-				tr.Forget(mustURL("https://example.com/"))
-			}
-			err := tr.Check(context.Background(), mustURL("https://example.com/private"))
-			if got := (result{err == nil, int(fetches.Load())}); got != c.want {
-				t.Errorf("allowed %v (err %v) after %d fetches, want %+v", got.private, err, got.fetches, c.want)
-			}
-		})
-	}
-
-	for _, failures := range []int{-5, 0, math.MaxInt} {
-		e := next(&Entry{Failures: failures}, &fetchResult{err: errors.New("down")}, time.Now())
-		wait := time.Until(e.Expires)
-		if e.Failures < 1 || wait < RetryMin-time.Second || wait > RetryMax {
-			t.Errorf("Failures %d: next has Failures %d and waits %v", failures, e.Failures, wait)
-		}
-	}
-}
-
 // TestDeflateBomb: a deflate body (zlib-wrapped or raw) that decodes to far
 // more than the limit is read only as far as the limit needs, in little
 // memory, and the line the limit cuts is dropped.
@@ -710,150 +541,6 @@ func TestDeflateBomb(t *testing.T) {
 			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
 				t.Errorf("%d MiB allocated to read a deflate bomb limited to 500 KiB", alloc>>20)
 			}
-		})
-	}
-}
-
-// panicStore is a Store whose Get or Put panics.
-type panicStore struct {
-	MemoryStore
-	onGet, onPut bool
-}
-
-func (s *panicStore) Get(ctx context.Context, origin string) (*Entry, error) {
-	if s.onGet {
-		panic("store kaput")
-	}
-	return s.MemoryStore.Get(ctx, origin)
-}
-
-func (s *panicStore) Put(ctx context.Context, origin string, e *Entry) error {
-	if s.onPut {
-		panic("store kaput")
-	}
-	return s.MemoryStore.Put(ctx, origin, e)
-}
-
-// panicPacer is a Pacer whose Reserve panics.
-type panicPacer struct{}
-
-func (panicPacer) Reserve(context.Context, string, time.Duration, time.Duration) (time.Duration, bool, error) {
-	panic("pacer kaput")
-}
-func (panicPacer) Pause(context.Context, string, time.Time) error { return nil }
-
-// TestStorePacerPanicDuringFetch: a Store or Pacer that panics during the
-// fetch of robots.txt makes the origin unreachable, with or without a
-// deadline, and the flight ends (the next request is answered at once).
-func TestStorePacerPanicDuringFetch(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		set  func(tr *Transport)
-	}{
-		{"Store.Get", func(tr *Transport) { tr.Store = &panicStore{onGet: true} }},
-		{"Store.Put", func(tr *Transport) { tr.Store = &panicStore{onPut: true} }},
-		{"Pacer.Reserve", func(tr *Transport) { tr.Pacer = panicPacer{} }},
-	} {
-		for _, deadline := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/deadline %v", c.name, deadline), func(t *testing.T) {
-				tr := &Transport{Base: newMock(), Agent: "FaultBot"}
-				c.set(tr)
-				checkRefusedForPanic(t, tr, "https://example.com/page", deadline, "request")
-				s := tr.cache.shard(originKey{"https", "example.com"}).get(originKey{"https", "example.com"})
-				if s == nil || s.loading() {
-					t.Errorf("the origin's flight did not end")
-				}
-			})
-		}
-	}
-}
-
-// checkRefusedForPanic checks u through tr, with a deadline of noHang or
-// none, and fails unless the answer comes within noHang as a refusal for an
-// unreachable robots.txt that names the panic ("kaput") that caused it.
-func checkRefusedForPanic(t *testing.T, tr *Transport, u string, deadline bool, what string) {
-	t.Helper()
-	ctx := context.Background()
-	if deadline {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, noHang)
-		defer cancel()
-	}
-	done := make(chan error, 1)
-	go func() { done <- tr.Check(ctx, mustURL(u)) }()
-	select {
-	case err := <-done:
-		if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "kaput") {
-			t.Errorf("%s: Check = %v, want an unreachable refusal that names the panic", what, err)
-		}
-	case <-time.After(noHang):
-		t.Fatalf("%s: no answer within %v", what, noHang)
-	}
-}
-
-// closeTracker is a body that records whether it was closed.
-type closeTracker struct {
-	io.Reader
-	closed atomic.Bool
-}
-
-func (c *closeTracker) Close() error {
-	c.closed.Store(true)
-	return nil
-}
-
-// TestFetchTimeoutBoundsBase: a Base that ignores its request's context,
-// with a RoundTrip that does not return or a body whose Read blocks, cannot
-// hold the fetch past FetchTimeout: the fetch ends as unreachable, a request
-// without a deadline is refused then, the origin is fetched again after the
-// back-off, and a response that Base returns late has its body closed. No
-// goroutine is left once Base returns (synctest.Test fails on one that is
-// blocked at its end).
-func TestFetchTimeoutBoundsBase(t *testing.T) {
-	for _, hang := range []string{"RoundTrip", "Read"} {
-		t.Run(hang, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				release := make(chan struct{})
-				var calls atomic.Int32
-				late := &closeTracker{Reader: strings.NewReader("User-agent: *\nAllow: /\n")}
-				base := rtFunc(func(req *http.Request) (*http.Response, error) {
-					if req.URL.Path != "/robots.txt" {
-						return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
-					}
-					if calls.Add(1) > 1 {
-						return &http.Response{StatusCode: 200, ContentLength: -1, Request: req,
-							Body: io.NopCloser(strings.NewReader("User-agent: *\nAllow: /\n"))}, nil
-					}
-					if hang == "RoundTrip" {
-						<-release // ignoring req.Context()
-						return &http.Response{StatusCode: 200, ContentLength: -1, Request: req, Body: late}, nil
-					}
-					return &http.Response{StatusCode: 200, ContentLength: -1, Request: req,
-						Body: io.NopCloser(chanReader(release))}, nil
-				})
-				tr := &Transport{Base: base, Agent: "ExampleBot", FetchTimeout: 10 * time.Second}
-				start := time.Now()
-				req, _ := http.NewRequest(http.MethodGet, "https://example.com/page", nil) // no deadline
-				_, err := tr.RoundTrip(req)
-				if !errors.Is(err, ErrUnreachable) || !errors.Is(err, context.DeadlineExceeded) {
-					t.Errorf("err = %v, want ErrUnreachable from the fetch's deadline", err)
-				}
-				if d := time.Since(start); d != 10*time.Second {
-					t.Errorf("refused after %v, want FetchTimeout, 10s", d)
-				}
-				time.Sleep(RetryMin)
-				req, _ = http.NewRequest(http.MethodGet, "https://example.com/page", nil)
-				resp, err := tr.RoundTrip(req)
-				if err != nil {
-					t.Fatalf("after the back-off: %v, want a new fetch and the page", err)
-				}
-				resp.Body.Close()
-				close(release)
-				synctest.Wait()
-				if hang == "RoundTrip" && !late.closed.Load() {
-					t.Error("the body of the response Base returned after FetchTimeout was not closed")
-				}
-			})
 		})
 	}
 }

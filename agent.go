@@ -1,0 +1,224 @@
+package robots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// agentKey is the context key of WithAgent.
+type agentKey struct{}
+
+// agentValue is what WithAgent puts in a context.
+type agentValue struct {
+	token string
+	ua    string // the User-Agent of requests that have none
+	err   error
+}
+
+// WithAgent returns a copy of ctx under which a Transport decides and sends
+// as the crawler that agent names (a token or a User-Agent header, as for
+// Transport.Agent), in place of Agent: for a crawler with several
+// identities, or to Check for another token such as "Google-Extended". A
+// request with no User-Agent leaves with agent as its User-Agent, except
+// under WithAgent(ctx, "*"), which no User-Agent names: such a request
+// fails. An agent that names no token makes the request fail.
+func WithAgent(ctx context.Context, agent string) context.Context {
+	tok, err := tokenOf(agent)
+	if err == nil && tok == "" {
+		err = errors.New("robots: WithAgent: empty agent")
+	}
+	ua := agent
+	if tok == "*" {
+		ua = ""
+	}
+	return context.WithValue(ctx, agentKey{}, &agentValue{token: tok, ua: ua, err: err})
+}
+
+// identity returns the product token that decides a request with context ctx
+// and header hdr (nil for none), and the User-Agent of ours it leaves with if
+// it has none.
+func (t *Transport) identity(ctx context.Context, hdr http.Header) (token, ua string, err error) {
+	if v, _ := ctx.Value(agentKey{}).(*agentValue); v != nil {
+		if v.ua == "" { // WithAgent(ctx, "*"): see errStarAnonymous
+			return v.token, "", v.err
+		}
+		return v.token, v.ua, v.err
+	}
+	if t.cfg.err != nil {
+		return "", "", t.cfg.err
+	}
+	if t.cfg.agent != "" {
+		return t.cfg.agent, t.cfg.userAgent, nil
+	}
+	if vs := hdr["User-Agent"]; len(vs) > 0 {
+		return t.agentOf(vs[0]), t.cfg.userAgent, nil
+	}
+	return t.cfg.anonAgent, t.cfg.userAgent, nil
+}
+
+// errStarAnonymous is the error of a request under WithAgent(ctx, "*") that
+// has no User-Agent header: it has no identity to leave with that the "*"
+// group it is decided by governs.
+var errStarAnonymous = errors.New(`robots: request under WithAgent(ctx, "*") has no User-Agent header: ` +
+	`it would be decided by the "*" group but leave as another agent; set its User-Agent header`)
+
+// starAnonymous reports whether a request decided as agent with context ctx,
+// header hdr and ua as the User-Agent of ours it would leave with, is under
+// WithAgent(ctx, "*") with no User-Agent header (see errStarAnonymous).
+func starAnonymous(ctx context.Context, hdr http.Header, agent, ua string) bool {
+	if agent != "*" || ua != "" {
+		return false
+	}
+	if _, ok := hdr["User-Agent"]; ok {
+		return false
+	}
+	v, _ := ctx.Value(agentKey{}).(*agentValue)
+	return v != nil && v.token == "*"
+}
+
+// fetchAgent returns the User-Agent a fetch of robots.txt caused by a
+// request with header hdr is sent with: the request's, or else the
+// Transport's own (UserAgent, or Agent as given), or else ua, the one the
+// request leaves with. One fetch serves every token, so a request under
+// [WithAgent] (a token such as Google-Extended, say, that no crawler sends)
+// does not give the fetch its identity when the Transport has one.
+func (t *Transport) fetchAgent(hdr http.Header, ua string) func() string {
+	own := t.cfg.userAgent
+	return func() string {
+		if v := hdr.Get("User-Agent"); v != "" {
+			return v
+		}
+		if own != "" {
+			return own
+		}
+		return ua
+	}
+}
+
+// tokenOf returns the product token that agent, a token or a User-Agent
+// header, names; "" for "", and an error if it names none.
+func tokenOf(agent string) (string, error) {
+	if agent == "" || agent == "*" {
+		return agent, nil
+	}
+	if tokenPrefix(agent) == agent {
+		return agent, nil
+	}
+	if tok := productToken(agent); tok != "" {
+		// Words ("My Crawler") are not a User-Agent header: a header
+		// names the crawler as Name/version, or in a compatible
+		// comment, and the first word alone is not its token.
+		if strings.ContainsAny(agent, " \t") && !strings.Contains(agent, tok+"/") && compatibleToken(agent) != tok {
+			return "", fmt.Errorf("robots: agent %q is words, not a product token (want one word of letters, digits, '-' and '_', as in \"ExampleBot\", or a User-Agent header such as \"ExampleBot/1.0 (+https://example.com/bot)\")", agent)
+		}
+		return tok, nil
+	}
+	return "", fmt.Errorf("robots: agent %q names no product token (want a name of letters, digits, '-' and '_', as in \"ExampleBot\" or \"ExampleBot/1.0\")", agent)
+}
+
+// uaToken is one derivation of a product token from a User-Agent header.
+type uaToken struct{ header, token string }
+
+// agentOf returns the product token of the User-Agent header ua, or "*" if
+// it names none (see Transport.Agent for the rule). The last answer is
+// remembered, since a crawler usually sends one User-Agent.
+func (t *Transport) agentOf(ua string) string {
+	if c := t.ua.Load(); c != nil && c.header == ua {
+		return c.token
+	}
+	tok := productToken(ua)
+	if tok == "" {
+		tok = "*"
+	}
+	t.ua.Store(&uaToken{ua, tok})
+	return tok
+}
+
+// productToken finds the crawler's product token in a User-Agent header, or
+// returns "".
+func productToken(ua string) string {
+	if tok := compatibleToken(ua); tok != "" {
+		return tok
+	}
+	return firstProduct(ua)
+}
+
+// compatibleToken returns the crawler's product token that a "compatible"
+// comment names, "(compatible; Bot/1.0; …)", or "".
+func compatibleToken(ua string) string {
+	for rest := ua; ; {
+		open := strings.IndexByte(rest, '(')
+		if open < 0 {
+			break
+		}
+		end := strings.IndexByte(rest[open:], ')')
+		var comment string
+		if end < 0 {
+			comment, rest = rest[open+1:], ""
+		} else {
+			comment, rest = rest[open+1:open+end], rest[open+end+1:]
+		}
+		compatible := false
+		for item := range strings.SplitSeq(comment, ";") {
+			item = strings.TrimSpace(item)
+			if !compatible {
+				compatible = strings.EqualFold(item, "compatible")
+				continue
+			}
+			name, _, _ := strings.Cut(item, "/")
+			if tok := tokenPrefix(name); tok != "" && tok == name && !browserish(tok) {
+				return tok
+			}
+		}
+	}
+	return ""
+}
+
+// firstProduct returns the first product outside comments of the User-Agent
+// header ua that is not a browser's, with or without a version (RFC 9110
+// §10.1.5), or "".
+func firstProduct(ua string) string {
+	depth := 0
+	for f := range strings.FieldsSeq(ua) {
+		if depth > 0 || strings.HasPrefix(f, "(") {
+			depth += strings.Count(f, "(") - strings.Count(f, ")")
+			continue
+		}
+		name, _, versioned := strings.Cut(f, "/")
+		tok := tokenPrefix(name)
+		if !versioned && tok != name {
+			continue // a bare product ("ExampleBot") counts only whole
+		}
+		if tok != "" && !browserish(tok) {
+			return tok
+		}
+	}
+	return ""
+}
+
+// tokenPrefix returns the leading run of letters, digits, '-' and '_' of s.
+func tokenPrefix(s string) string {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// browserish reports whether tok is a product of browsers' User-Agent
+// headers rather than a crawler's name.
+func browserish(tok string) bool {
+	switch strings.ToLower(tok) {
+	case "mozilla", "applewebkit", "chrome", "chromium", "safari", "gecko", "firefox",
+		"version", "mobile", "edge", "edg", "edga", "edgios", "opr", "opera", "presto",
+		"trident", "khtml", "crios", "fxios", "samsungbrowser", "ucbrowser", "yabrowser",
+		"msie", "headlesschrome":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,108 @@
+// Package robots makes an [http.Client] obey robots.txt (RFC 9309).
+//
+// A [Transport] wraps another [http.RoundTripper]. Before it sends a request,
+// it fetches the robots.txt of the request's origin (once, then from its
+// cache) and either forwards the request or refuses it with a
+// [*DisallowedError], which matches [ErrDisallowed]:
+//
+//	client := &http.Client{Transport: robots.NewTransport(nil, "ExampleBot")}
+//	resp, err := client.Get("https://example.com/private/page")
+//	if errors.Is(err, robots.ErrDisallowed) {
+//		// robots.txt of https://example.com disallows the page for ExampleBot
+//	}
+//
+// Every request is checked, whatever its method, and so is every redirect
+// the client follows. A request for /robots.txt itself is always allowed.
+//
+// # Access results
+//
+// What the fetch of robots.txt finds decides for the whole origin (RFC 9309
+// §2.3.1):
+//
+//	2xx                   the rules in the body (its first 500 KiB) decide
+//	3xx                   followed, across hosts, up to 5 times; the rules
+//	                      found govern the origin asked; a 6th: as 4xx
+//	4xx except 429        unavailable: every URL is allowed
+//	429, 5xx, any other   unreachable: every URL is disallowed; an earlier
+//	status, network       good copy is obeyed instead; after 30 days
+//	error, unreadable     without one, every URL is allowed
+//	body
+//
+// A fetched robots.txt is used for 24 hours ([DefaultTTL]), or for its
+// Cache-Control max-age if that is shorter, but at least a minute. An
+// unreachable one is fetched again after a minute, then after twice as long
+// at each failure, up to an hour (or as long as a Retry-After header asks,
+// up to the TTL).
+//
+// # Origins
+//
+// An origin is a scheme, host and port: https://example.com and
+// https://example.com:443 are one origin; http://example.com and
+// https://shop.example.com are others. A host name is the same origin as its
+// IDNA ASCII form. A request's origin is the authority it is sent to: its
+// Host ([http.Request.Host]) when that is set, else its URL's host. So a
+// request to http://192.0.2.1:8080/page with Host shop.example is decided by
+// the robots.txt of http://shop.example:8080, fetched from 192.0.2.1:8080
+// with that Host.
+//
+// # Product tokens
+//
+// A crawler obeys the robots.txt group of its product token, such as
+// ExampleBot, matched case-insensitively (RFC 9309 §2.2.1). [Transport.Agent]
+// and [WithAgent] take a token or a User-Agent header that names one; when
+// Agent is empty, each request's token is read from its User-Agent header.
+// The token of a header is:
+//
+//   - the first name after "compatible" in a parenthesised comment, as in
+//     "Mozilla/5.0 (compatible; ExampleBot/1.0; +https://example.com/bot)";
+//   - else the first product outside comments, as in "ExampleBot/1.0";
+//   - cut to its leading letters, digits, '-' and '_'; browsers' product
+//     names (Mozilla, AppleWebKit, Chrome, Safari, Gecko, …) do not count.
+//
+// A header that names no token obeys the "*" group. A request without a
+// User-Agent is decided as it leaves: as the token of [Transport.UserAgent];
+// else, when Base is an [*http.Transport], as Go-http-client; else by the
+// "*" group. An Agent that names no token, such as "/1.0", is an error:
+// [NewTransport] panics, and a Transport made otherwise fails every request.
+// One fetch of robots.txt serves every token: the file is cached, not the
+// verdicts.
+//
+// # Pacing
+//
+// A Transport spaces the requests to each origin by the crawl-delay of the
+// group it obeys (at most [Transport.MaxCrawlDelay]), or by
+// [Transport.MinDelay] if that is longer, each counted from the answer to the
+// request before (its response headers, or its error), so that the site sees
+// them an interval apart however long each took; origins do not slow each
+// other down. A fetch of robots.txt is a request like any other: it waits for
+// its turn, spaced by the longest crawl-delay known for the origin, and the
+// request after it is spaced from its answer. A 429 or 503 response with a
+// Retry-After header pauses its origin (for at most
+// [Transport.MaxRetryAfter]): nothing is sent to it meanwhile, robots.txt
+// included.
+//
+// A request waits for its turn until its context is done. Under
+// [Transport.MaxWait] or [WithMaxWait], a request whose turn is further away
+// is not sent: RoundTrip returns at once a [*TurnError], which matches
+// [ErrNotYet] and says when to come back, and the request takes no turn. So
+// a worker pool can requeue it and serve the origins that are ready.
+// [Transport.NextTurn] says when an origin's next turn is, without taking it.
+//
+// A [Pacer] shares the turns of each origin between Transports, for example
+// across the processes of a fleet; a [Store] shares the fetched files.
+//
+// # Usage preferences
+//
+// A robots.txt may say how what is crawled may be used: Content-Usage lines
+// (draft-ietf-aipref-attach, with the labels of draft-ietf-aipref-vocab) and
+// Content-Signal lines (Cloudflare's Content Signals Policy). They never
+// change what may be fetched. For a URL, the most specific matching line of
+// each kind applies; preferences are combined label by label, "n" over "y",
+// and Content-Signal's "use" takes the least of immediate < reference <
+// full. Content-Signal's "ai-train" is read as "train-ai".
+//
+// [UsageOf] returns the preference for a response, with its own
+// Content-Usage header; [Transport.CheckUsage] returns it for a URL. Set
+// [Transport.Uses] to refuse, before they are sent, the requests whose URL
+// is marked "n" for a use the crawler makes.
+package robots

@@ -1,0 +1,354 @@
+package robots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// lookup returns the state that decides for origin k at now: the cached one
+// if it is fresh, or else the result of a load that the caller waits for.
+func (t *Transport) lookup(ctx context.Context, k originKey, now time.Duration, userAgent func() string) (*site, *state, error) {
+	sh := t.cache.shard(k)
+	s := sh.get(k)
+	if s != nil {
+		if s.used.Load() < usedAgain {
+			s.used.Store(usedAgain)
+		}
+		if st := s.cur.Load(); st != nil && st.fresh(now) {
+			t.stats.hit()
+			return s, st, nil
+		}
+	} else {
+		var evicted int
+		s, evicted = t.cache.add(sh, k, now)
+		t.stats.evictions.Add(uint64(evicted))
+	}
+	t.stats.misses.Add(1)
+	if h := t.missed; h != nil {
+		h(k)
+	}
+	st, err := t.wait(ctx, s, userAgent, false, now)
+	for tries := 1; err == errSiteGone; tries++ {
+		// s was evicted before its load began: wait for the origin's
+		// current site instead, so that an origin has one load at a
+		// time (two would send two requests for robots.txt at once,
+		// each on a pace that knows no crawl-delay). After a few tries
+		// under such churn, load on s as it is.
+		var evicted int
+		s, evicted = t.cache.add(sh, k, now)
+		t.stats.evictions.Add(uint64(evicted))
+		st, err = t.wait(ctx, s, userAgent, tries >= 8, now)
+	}
+	return s, st, err
+}
+
+// errSiteGone is the error of Transport.wait for a site evicted before its
+// load began.
+var errSiteGone = errors.New("robots: site evicted")
+
+// wait returns the site's state once it is fresh, starting a load unless
+// one is in progress, for a request that began at start (on the Transport's
+// clock). It gives up when ctx is done, and, with a [*TurnError], when the
+// request may not wait so long (see turnLimit): at once if the load waits
+// for a turn past that limit, or when MaxWait runs out while the fetch is in
+// flight. The load goes on for the other callers. It returns errSiteGone if
+// s has been evicted, unless evenGone is set.
+func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string, evenGone bool, start time.Duration) (*state, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("robots: waiting for %s/robots.txt: %w", s.origin, err)
+	}
+	// Under the shard's lock, s is either gone or, once its flight is
+	// set, not evicted (a loading site is not): a load never starts on a
+	// site that the cache no longer holds.
+	sh := t.cache.shard(s.key)
+	sh.mu.Lock()
+	if s.gone && !evenGone {
+		sh.mu.Unlock()
+		return nil, errSiteGone
+	}
+	s.mu.Lock()
+	sh.mu.Unlock()
+	if st := s.cur.Load(); st != nil && st.fresh(t.now()) {
+		s.mu.Unlock()
+		return st, nil
+	}
+	lim := t.limitOf(ctx, start)
+	f := s.flight
+	if f == nil {
+		f = &flight{done: make(chan struct{}), waiting: make(chan struct{})}
+		s.flight = f
+		s.mu.Unlock()
+		if ctx.Done() == nil && lim.until == math.MaxInt64 {
+			// This caller cannot give up: load on its goroutine.
+			t.load(ctx, s, f, userAgent())
+			return f.st, nil
+		}
+		go t.load(ctx, s, f, userAgent())
+	} else {
+		s.mu.Unlock()
+	}
+	var waiting <-chan struct{}
+	var timeout <-chan time.Time
+	if lim.until != math.MaxInt64 {
+		waiting = f.waiting
+		if !lim.deadline {
+			// MaxWait, before the deadline if any.
+			timer := time.NewTimer(max(lim.left(t.now())-1, 0))
+			defer timer.Stop()
+			timeout = timer.C
+		}
+	}
+	for {
+		select {
+		case <-f.done:
+			return f.st, nil
+		case <-waiting:
+			waiting = nil
+			sendAt := time.Unix(0, f.sendAt.Load())
+			if now := t.now(); t.clock(sendAt) >= lim.until {
+				return nil, t.notYet(ctx, s, now, max(t.clock(sendAt)-now, time.Nanosecond), lim)
+			}
+		case <-timeout:
+			select {
+			case <-f.done:
+				return f.st, nil
+			default:
+			}
+			return nil, t.notYet(ctx, s, t.now(), fetchPoll, lim)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("robots: waiting for %s/robots.txt: %w", s.origin, ctx.Err())
+		}
+	}
+}
+
+// flight is one load of a site's robots.txt. st is written once before done
+// is closed, and read only after. When the fetch must wait for its turn,
+// sendAt is set and waiting closed, so that a request that cannot wait so
+// long gives up at once.
+type flight struct {
+	done     chan struct{}
+	st       *state
+	waiting  chan struct{}
+	waitOnce sync.Once
+	// when the fetch is sent, in Unix ns; set before waiting is closed, and
+	// again if it waits more
+	sendAt atomic.Int64
+}
+
+// wait tells the requests waiting for f that its fetch waits for its turn,
+// until sendAt.
+func (f *flight) wait() { f.waitOnce.Do(func() { close(f.waiting) }) }
+
+// fetchPoll is how long after a refusal a request that found a fetch of
+// robots.txt in flight, with no known end, may try again (TurnError.At).
+const fetchPoll = 100 * time.Millisecond
+
+// load obtains a new state for s, publishes it and ends f. ctx is the
+// context of the request that started it, for the log only: the load serves
+// every request that waits for it, so it is neither canceled with that
+// request nor carries its values (its httptrace hooks, say). A panic while
+// loading (in Base, a Store, a Pacer or the Logger) ends the load with the
+// origin unreachable, and is logged; it is not raised again, since the load
+// may run on a goroutine of its own. The flight ends whatever happens.
+func (t *Transport) load(ctx context.Context, s *site, f *flight, userAgent string) {
+	ctx = context.WithoutCancel(ctx)
+	var st *state
+	defer func() {
+		// Deferred first, so it runs last: even if what follows panics,
+		// the flight ends and its waiters are answered.
+		if st == nil {
+			st = t.panicked(s, "robots: panic while loading "+s.origin+"/robots.txt")
+		}
+		// An unreachable robots.txt says nothing of the origin's
+		// rules: the pace knows them only from one that was read.
+		t.paceOf(s).know(st.every, st.entry != nil && st.entry.Access != AccessUnreachable)
+		s.cur.Store(st)
+		t.stats.evictions.Add(uint64(t.cache.account(s, st.bytes, t.now())))
+		s.mu.Lock()
+		s.flight = nil
+		s.mu.Unlock()
+		f.st = st
+		close(f.done)
+	}()
+	defer func() {
+		if v := recover(); v != nil {
+			msg := fmt.Sprintf("robots: panic while loading %s/robots.txt: %v", s.origin, v)
+			st = t.panicked(s, msg)
+			func() {
+				defer func() { recover() }() // a Logger that panics too
+				t.log(ctx, msg, "stack", string(debug.Stack()))
+			}()
+		}
+	}()
+	st = t.obtain(ctx, s, f, s.cur.Load(), userAgent)
+}
+
+// panicked returns the state of s after a load that panicked: the fetch
+// failed as unreachable, with msg as its error, and the last good copy (if
+// any) is kept, as for any unreachable fetch.
+func (t *Transport) panicked(s *site, msg string) *state {
+	err := errors.New(msg)
+	r := &fetchResult{access: AccessUnreachable, err: err}
+	return t.compileFetched(next(entryOf(s.cur.Load()), r, time.Now()), r, s.cur.Load())
+}
+
+// entryOf returns st's entry, or nil if st is nil.
+func entryOf(st *state) *Entry {
+	if st == nil {
+		return nil
+	}
+	return st.entry
+}
+
+// obtain returns the state of s that follows prevSt (nil if none): an entry
+// another user of the Store has fetched, or else the result of a fetch. The
+// fetch takes the origin's turn before it is sent, like any request, and
+// while it holds the Store's lock, so that no other user of the Store and
+// Pacer sees the new entry before the fetch is counted as a turn.
+func (t *Transport) obtain(logCtx context.Context, s *site, f *flight, prevSt *state, userAgent string) *state {
+	// The load's own context: no caller's values, no cancellation, and
+	// no MaxWait, so that the fetch and its redirects wait for their
+	// turns however far away.
+	ctx := context.WithValue(context.Background(), maxWaitKey{}, time.Duration(0))
+	prev := entryOf(prevSt)
+	store := t.cfg.store
+	if store != nil {
+		sctx, cancel := context.WithTimeout(ctx, t.cfg.fetchTimeout)
+		defer cancel()
+		var notBefore time.Time
+		if ns := s.forget.Swap(0); ns != 0 {
+			notBefore = time.Unix(0, ns)
+		}
+		if e := t.storeGet(sctx, logCtx, s.origin); e != nil {
+			if time.Now().Before(e.Expires) && !e.FetchedAt.Before(notBefore) {
+				t.stats.storeHits.Add(1)
+				return t.compile(e, nil)
+			}
+			if prev == nil || e.Expires.After(prev.Expires) {
+				prev, prevSt = e, nil // the Store's entry has its Body
+			}
+		}
+		if l, ok := store.(Locker); ok {
+			unlock, e := t.lockOrWait(sctx, logCtx, l, s.origin, notBefore)
+			if e != nil {
+				t.stats.storeHits.Add(1)
+				return t.compile(e, nil)
+			}
+			if unlock != nil {
+				defer unlock()
+			}
+		}
+	}
+
+	// The fetch is a request to the origin: it waits for its turn,
+	// spaced by the interval last known for the origin (on a first visit,
+	// by the interval of the origin's latest turn in a shared Pacer; see
+	// Pacer.Reserve) and never during a pause. With no deadline, waitTurn
+	// fails only if the Pacer and the memory both fail, which they cannot.
+	every := t.paceOf(s).fetchEvery(t.cfg.minDelay)
+	if prev != nil && prevSt == nil {
+		// The Store's entry says what this Transport may not have
+		// seen: the crawl-delay that the fleet keeps.
+		every = max(every, t.cfg.minDelay, t.compile(prev, nil).every)
+	}
+	at, _ := t.waitTurn(ctx, s, every, f, true, t.now())
+
+	r := t.fetch(ctx, s.origin, s.route.Load(), userAgent)
+	// The request after the fetch is spaced from its answer, not from
+	// when it left: the site sees the two at least an interval apart,
+	// however long the fetch took.
+	t.departed(s, at)
+	if r.retryAfter > 0 && !t.cfg.ignoreRetryAfter {
+		// A robots.txt that asks to wait pauses its origin like a
+		// page does: the last good copy is obeyed, but no request
+		// goes out until the pause ends.
+		t.pause(logCtx, s, r.retryAfter)
+	}
+	now := time.Now()
+	e := next(prev, r, now)
+	t.stats.fetched(r.access)
+	t.logFetch(logCtx, s.origin, r, e)
+	if store != nil {
+		pctx, cancel := t.storeCtx(ctx)
+		if err := store.Put(pctx, s.origin, e); err != nil {
+			t.log(logCtx, "robots: store put failed", "origin", s.origin, "err", err)
+		}
+		cancel()
+	}
+	return t.compileFetched(e, r, prevSt)
+}
+
+// storeTimeout bounds each call to a Store, so that a slow store delays a
+// load by little more than that before the Transport goes on without it.
+const storeTimeout = 2 * time.Second
+
+// storeCtx returns ctx bounded for one call to the Store.
+func (t *Transport) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, min(storeTimeout, t.cfg.fetchTimeout))
+}
+
+// storeGet returns the Store's entry of origin, or nil if it has none or
+// fails.
+func (t *Transport) storeGet(ctx, logCtx context.Context, origin string) *Entry {
+	ctx, cancel := t.storeCtx(ctx)
+	defer cancel()
+	e, err := t.cfg.store.Get(ctx, origin)
+	if err != nil {
+		t.log(logCtx, "robots: store get failed", "origin", origin, "err", err)
+		return nil
+	}
+	return e
+}
+
+// lockTTL is how long a Store's fetch lock is held at most: the fetch's
+// wait for its turn, the fetch and the Put.
+func (t *Transport) lockTTL() time.Duration {
+	return t.cfg.maxCrawlDelay + t.cfg.maxRetryAfter + t.cfg.fetchTimeout + 2*storeTimeout
+}
+
+// lockOrWait takes the Store's fetch lock of origin, or waits for the entry
+// its holder will put. It returns the unlock func when the caller should
+// fetch holding the lock, a fresh entry when the holder put one, or neither
+// when the caller should fetch without the lock (ctx done, or a store error).
+// An entry fetched before notBefore is not taken (see Transport.Forget).
+func (t *Transport) lockOrWait(ctx, logCtx context.Context, l Locker, origin string, notBefore time.Time) (unlock func(), e *Entry) {
+	usable := func(e *Entry) bool {
+		return e != nil && time.Now().Before(e.Expires) && !e.FetchedAt.Before(notBefore)
+	}
+	delay := 50 * time.Millisecond
+	for {
+		lctx, cancel := t.storeCtx(ctx)
+		unlock, ok, err := l.TryLock(lctx, origin, t.lockTTL())
+		cancel()
+		if err != nil {
+			t.log(logCtx, "robots: store lock failed", "origin", origin, "err", err)
+			return nil, nil
+		}
+		if ok {
+			// The last holder may have put its entry and unlocked
+			// since this load looked: then there is nothing to fetch.
+			if e := t.storeGet(ctx, logCtx, origin); usable(e) {
+				unlock()
+				return nil, e
+			}
+			return unlock, nil
+		}
+		timer := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, nil
+		case <-timer.C:
+		}
+		delay = min(2*delay, time.Second)
+		if e := t.storeGet(ctx, logCtx, origin); usable(e) {
+			return nil, e
+		}
+	}
+}

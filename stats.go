@@ -1,0 +1,99 @@
+package robots
+
+import (
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+)
+
+// Stats are a Transport's counters since it was created. Misses counts the
+// requests that waited for a load (a fetch, or the Store), whether or not
+// they started it; Evictions counts the origins dropped under MaxOrigins
+// and under MaxBytes. Refused is the sum of the three Refused counters.
+// AllowedNoRules counts requests allowed with no rules to obey (robots.txt
+// unavailable, or unreachable for 30 days). PaceWait is the total time of
+// the PaceWaits requests that waited for their turn.
+type Stats struct {
+	Hits      uint64 // requests decided by a fresh copy in memory
+	Misses    uint64 // requests that waited for a load
+	Evictions uint64 // origins dropped from memory
+
+	// requests sent through Base (fetches not included)
+	Sent               uint64
+	Refused            uint64 // requests refused (ErrDisallowed)
+	RefusedRule        uint64 // refused by a rule of robots.txt
+	RefusedUnreachable uint64 // refused as robots.txt is unreachable
+	RefusedUsage       uint64 // refused by a usage preference (Uses)
+	AllowedNoRules     uint64 // allowed with no rules to obey
+
+	FetchSuccess     uint64 // fetches of robots.txt with a 2xx answer
+	FetchUnavailable uint64 // fetches with a 4xx, or too many redirects
+	FetchUnreachable uint64 // fetches with no answer, a 429 or a 5xx
+	StoreHits        uint64 // fresh entries taken from Store, not fetched
+
+	NotYet    uint64        // requests not sent, their turn too far (ErrNotYet)
+	PaceWaits uint64        // requests that waited for their turn
+	PaceWait  time.Duration // the time they waited, in total
+	Pauses    uint64        // origins paused by Retry-After
+}
+
+// Stats returns the Transport's counters, each read atomically (together,
+// not one instant's).
+func (t *Transport) Stats() Stats {
+	s := &t.stats
+	return Stats{
+		Hits:               s.hitCount.load(),
+		Misses:             s.misses.Load(),
+		Evictions:          s.evictions.Load(),
+		Sent:               s.sent.load(),
+		Refused:            s.refusedRule.Load() + s.refusedUnreachable.Load() + s.refusedUsage.Load(),
+		RefusedRule:        s.refusedRule.Load(),
+		RefusedUnreachable: s.refusedUnreachable.Load(),
+		RefusedUsage:       s.refusedUsage.Load(),
+		AllowedNoRules:     s.noRules.load(),
+		FetchSuccess:       s.fetches[AccessSuccess].Load(),
+		FetchUnavailable:   s.fetches[AccessUnavailable].Load(),
+		FetchUnreachable:   s.fetches[AccessUnreachable].Load(),
+		StoreHits:          s.storeHits.Load(),
+		NotYet:             s.notYet.Load(),
+		PaceWaits:          s.paceWaits.Load(),
+		PaceWait:           time.Duration(s.paceWait.Load()),
+		Pauses:             s.pauses.Load(),
+	}
+}
+
+// stats holds the counters. Those counted on the hot path, from many
+// goroutines at once, are striped over cache lines.
+type stats struct {
+	hitCount, sent, noRules                       striped
+	misses, evictions, storeHits                  atomic.Uint64
+	refusedRule, refusedUnreachable, refusedUsage atomic.Uint64
+	fetches                                       [3]atomic.Uint64 // by Access
+	paceWaits, pauses, notYet                     atomic.Uint64
+	paceWait                                      atomic.Int64 // nanoseconds
+}
+
+// striped is a counter over cache lines: each add goes to a stripe chosen at
+// random, so that goroutines that count at once seldom share a line.
+type striped [16]struct {
+	n atomic.Uint64
+	_ [56]byte
+}
+
+func (c *striped) add() { c[rand.Uint32()%uint32(len(c))].n.Add(1) }
+
+func (c *striped) load() uint64 {
+	var n uint64
+	for i := range c {
+		n += c[i].n.Load()
+	}
+	return n
+}
+
+func (s *stats) hit() { s.hitCount.add() }
+
+func (s *stats) fetched(a Access) {
+	if int(a) < len(s.fetches) {
+		s.fetches[a].Add(1)
+	}
+}
