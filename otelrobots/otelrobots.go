@@ -202,12 +202,18 @@ func count(n uint64) int64 {
 }
 
 // version returns the version of this module in the running binary's build
-// information, or "" if it is not known (as in a development build).
+// information, or "" if it is not known.
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return ""
 	}
+	return versionOf(bi)
+}
+
+// versionOf returns the version of this module in bi: "" in a development
+// build, or when the module is replaced by a directory.
+func versionOf(bi *debug.BuildInfo) string {
 	v := ""
 	if bi.Main.Path == ScopeName {
 		v = bi.Main.Version
@@ -215,6 +221,9 @@ func version() string {
 	for _, d := range bi.Deps {
 		if d.Path == ScopeName {
 			v = d.Version
+			if d.Replace != nil {
+				v = d.Replace.Version // "" when replaced by a directory
+			}
 		}
 	}
 	if v == "(devel)" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -413,6 +414,28 @@ func TestCount(t *testing.T) {
 	}{{0, 0}, {1 << 62, 1 << 62}, {1<<63 - 1, 1<<63 - 1}, {1 << 63, 1<<63 - 1}, {1<<64 - 1, 1<<63 - 1}} {
 		if got := count(c.n); got != c.want {
 			t.Errorf("count(%d) = %d, want %d", c.n, got, c.want)
+		}
+	}
+}
+
+func TestVersionOf(t *testing.T) {
+	dep := func(v string, r *debug.Module) *debug.Module {
+		return &debug.Module{Path: ScopeName, Version: v, Replace: r}
+	}
+	for _, c := range []struct {
+		name string
+		bi   debug.BuildInfo
+		want string
+	}{
+		{"main, devel", debug.BuildInfo{Main: debug.Module{Path: ScopeName, Version: "(devel)"}}, ""},
+		{"main, tagged", debug.BuildInfo{Main: debug.Module{Path: ScopeName, Version: "v1.2.3"}}, "v1.2.3"},
+		{"absent", debug.BuildInfo{Main: debug.Module{Path: "example.com/app"}}, ""},
+		{"dependency", debug.BuildInfo{Deps: []*debug.Module{{Path: "example.com/other", Version: "v9.0.0"}, dep("v1.2.3", nil)}}, "v1.2.3"},
+		{"replaced by a directory", debug.BuildInfo{Deps: []*debug.Module{dep("v0.0.0", &debug.Module{Path: "../otelrobots"})}}, ""},
+		{"replaced by a version", debug.BuildInfo{Deps: []*debug.Module{dep("v1.2.3", &debug.Module{Path: "example.com/fork", Version: "v1.2.4"})}}, "v1.2.4"},
+	} {
+		if got := versionOf(&c.bi); got != c.want {
+			t.Errorf("%s: versionOf = %q, want %q", c.name, got, c.want)
 		}
 	}
 }
