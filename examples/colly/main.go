@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"strings"
@@ -124,7 +125,17 @@ func crawl(starts []string, o options, base http.RoundTripper, out io.Writer) (*
 	if tr.MaxWait == 0 {
 		tr.MaxWait = defaultMaxWait
 	}
-	c.WithTransport(tr)
+	// Colly's own client, but redirects are not followed: a redirect's
+	// target is visited like a link (see OnError). A hop the client
+	// followed could be refused with ErrNotYet after the first was sent,
+	// and each Retry would spend the site's turn on the first again.
+	jar, _ := cookiejar.New(nil)
+	c.SetClient(&http.Client{
+		Transport:     tr,
+		Jar:           jar,
+		Timeout:       10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	})
 
 	var mu sync.Mutex // guards res, out and the fields below: the Collector is Async
 	res := &result{Refused: make(map[string]string)}
@@ -173,6 +184,9 @@ func crawl(starts []string, o options, base http.RoundTripper, out io.Writer) (*
 				mu.Unlock()
 			}
 			return
+		}
+		if r.StatusCode/100 == 3 && r.Headers != nil && r.Headers.Get("Location") != "" {
+			r.Request.Visit(r.Headers.Get("Location")) // errors (visited, other host) are expected
 		}
 		mu.Lock()
 		defer mu.Unlock()

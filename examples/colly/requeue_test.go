@@ -63,7 +63,7 @@ func (pipeAddr) String() string  { return "pipe" }
 
 // delayedSite is a site of a web told apart by Host: its robots.txt has
 // delay as Crawl-delay and disallows /private/; its home page links to
-// /private/x and to /1 … /pages.
+// /private/x, to /moved (a redirect to /1) and to /1 … /pages.
 type delayedSite struct {
 	host  string
 	delay time.Duration
@@ -97,10 +97,12 @@ func delayedWeb(sites []delayedSite) (http.Handler, func(host string) []arrival)
 				fmt.Fprintf(w, "User-agent: *\nDisallow: /private/\nCrawl-delay: %g\n", s.delay.Seconds())
 			case "/":
 				w.Header().Set("Content-Type", "text/html")
-				io.WriteString(w, `<a href="/private/x">x</a>`)
+				io.WriteString(w, `<a href="/private/x">x</a> <a href="/moved">moved</a>`)
 				for n := 1; n <= s.pages; n++ {
 					fmt.Fprintf(w, `<a href="/%d">%d</a>`, n, n)
 				}
+			case "/moved":
+				http.Redirect(w, r, "/1", http.StatusMovedPermanently)
 			default:
 				w.Header().Set("Content-Type", "text/html")
 				io.WriteString(w, `<a href="/">home</a>`)
@@ -156,7 +158,7 @@ func TestCrawlRequeue(t *testing.T) {
 			for _, a := range as {
 				got[a.path]++
 			}
-			want := map[string]int{"/robots.txt": 1, "/": 1}
+			want := map[string]int{"/robots.txt": 1, "/": 1, "/moved": 1}
 			for n := 1; n <= s.pages; n++ {
 				want["/"+strconv.Itoa(n)] = 1
 			}
@@ -168,16 +170,16 @@ func TestCrawlRequeue(t *testing.T) {
 					t.Errorf("%s: %s came %v after %s; its Crawl-delay is %v", s.host, as[i].path, gap, as[i-1].path, s.delay)
 				}
 			}
-			// robots.txt, the home page and each page: a turn each.
-			if bound := time.Duration(s.pages+1) * s.delay; len(as) > 0 && as[len(as)-1].at.Sub(begin) != bound {
+			// robots.txt, the home page, /moved and each page: a turn each.
+			if bound := time.Duration(s.pages+2) * s.delay; len(as) > 0 && as[len(as)-1].at.Sub(begin) != bound {
 				t.Errorf("%s: last request %v after the start, want %v", s.host, as[len(as)-1].at.Sub(begin), bound)
 			}
 		}
-		if d, want := end.Sub(begin), 20*time.Second; d != want {
+		if d, want := end.Sub(begin), 24*time.Second; d != want {
 			t.Errorf("crawl returned after %v, want %v: slow.test's last turn", d, want)
 		}
-		if len(res.Fetched) != 2+4+8 || len(res.Refused) != 2 || len(res.Failed) != 0 {
-			t.Errorf("fetched %d, refused %v, failed %v; want 14 fetched, the 2 /private/x refused\n%s", len(res.Fetched), res.Refused, res.Failed, out.String())
+		if len(res.Fetched) != 2*2+4+8 || len(res.Refused) != 2 || len(res.Failed) != 0 {
+			t.Errorf("fetched %d, refused %v, failed %v; want 16 fetched, the 2 /private/x refused\n%s", len(res.Fetched), res.Refused, res.Failed, out.String())
 		}
 		if res.Retries == 0 {
 			t.Errorf("no request was retried at its turn")

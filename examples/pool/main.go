@@ -70,19 +70,24 @@ func main() {
 	defer base.CloseIdleConnections()
 
 	tr := &robots.Transport{Base: base, Agent: "examplebot", MaxWait: *maxWait}
-	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	var seeds []string
 	for _, s := range demoSites {
 		seeds = append(seeds, "http://"+s.host+"/")
 	}
 
 	start := time.Now()
-	res := crawl(context.Background(), client, seeds, *workers, os.Stdout)
+	res := crawl(context.Background(), tr, seeds, *workers, os.Stdout)
 	fmt.Printf("\n%d fetched, %d refused by robots.txt, %d failed, in %v with %d workers;\n",
 		res.Fetched, res.Refused, res.Failed, time.Since(start).Round(10*time.Millisecond), *workers)
 	fmt.Printf("%d requests were not sent yet and requeued, %v spent waiting for a turn inside the Transport\n",
 		tr.Stats().NotYet, tr.Stats().PaceWait.Round(time.Millisecond))
 }
+
+// noRedirects is the CheckRedirect of the crawl's http.Client: the frontier
+// queues a redirect's target like a link, and the Transport checks it then. A hop the client followed could
+// be refused with ErrNotYet after the first was sent, and a retry of the
+// first URL would spend its site's turn on it again.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // A job is a URL and the earliest time it may be sent.
 type job struct {
@@ -121,13 +126,14 @@ type result struct {
 }
 
 // crawl fetches seeds and the pages they link to, each once, with n workers
-// that send through client, and writes a line per URL to out, with the time
+// that send through rt, a [robots.Transport] with a MaxWait, and writes a line per URL to out, with the time
 // since the start. It returns
 // when every URL found is done, or when ctx is done.
 //
 // Only this function's loop touches the frontier; the workers get URLs
 // that are due on todo and hand back what happened on done.
-func crawl(ctx context.Context, client *http.Client, seeds []string, n int, out io.Writer) result {
+func crawl(ctx context.Context, rt http.RoundTripper, seeds []string, n int, out io.Writer) result {
+	client := &http.Client{Transport: rt, CheckRedirect: noRedirects, Timeout: time.Minute}
 	var res result
 	todo := make(chan string)
 	done := make(chan outcome, n) // a worker never blocks on it: at most n jobs are out
@@ -225,12 +231,14 @@ func fetch(ctx context.Context, client *http.Client, u string) outcome {
 	if err != nil {
 		return outcome{url: u, what: "failed", line: "error   " + u + ": " + err.Error()}
 	}
-	return outcome{
-		url:   u,
-		what:  "fetched",
-		line:  fmt.Sprintf("%d     %s", resp.StatusCode, u),
-		links: links(body, resp.Request.URL),
+	o := outcome{url: u, what: "fetched", line: fmt.Sprintf("%d     %s", resp.StatusCode, u)}
+	if loc, err := resp.Location(); err == nil {
+		o.line += "  redirect to " + loc.String()
+		o.links = []string{loc.String()}
+	} else {
+		o.links = links(body, resp.Request.URL)
 	}
+	return o
 }
 
 // href finds links in the demo web's pages; a real crawler parses HTML.

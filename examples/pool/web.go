@@ -45,8 +45,9 @@ type arrival struct {
 func newWeb(sites []site) *web { return &web{sites: sites} }
 
 // handler serves each site: a robots.txt with its Crawl-delay that
-// disallows /private/; a home page that links to /1, to /private/staff, and
-// to the next site's home page; and pages /1 to /pages, each linking to the
+// disallows /private/; a home page that links to its pages, to
+// /private/staff, to /moved (a redirect to /1) and to the next site's home
+// page; and pages /1 to /pages, each linking to the
 // next, so that a site's pages are found one by one.
 func (w *web) handler() http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
@@ -76,9 +77,14 @@ func (w *web) handler() http.Handler {
 				fmt.Fprintf(&b, "<a href=\"/%d\">page %d</a>\n", n, n)
 			}
 			b.WriteString("<a href=\"/private/staff\">staff</a>\n")
+			if s.pages > 0 {
+				b.WriteString("<a href=\"/moved\">moved</a>\n")
+			}
 			next := w.sites[(i+1)%len(w.sites)].host
 			fmt.Fprintf(&b, "<a href=\"http://%s/#top\">%s</a>\n", next, next)
 			io.WriteString(rw, b.String())
+		case p == "/moved":
+			http.Redirect(rw, r, "/1", http.StatusMovedPermanently)
 		default:
 			n, err := strconv.Atoi(strings.TrimPrefix(p, "/"))
 			if err != nil || n < 1 || n > s.pages {
