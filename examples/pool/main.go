@@ -16,7 +16,7 @@
 //
 // It serves a small web on 127.0.0.1 (quick.test with no Crawl-delay,
 // half.test with 0.5 s, and three sites with 1 s), crawls it, and prints a
-// line per URL and how long the crawl took: about 4 s, the time the
+// line per URL and how long the crawl took: about 5 s, the time the
 // Crawl-delays require. With -maxwait 0 the workers wait for each turn
 // instead, and the same crawl takes about twice as long.
 package main
@@ -58,15 +58,7 @@ func main() {
 	srv := &http.Server{Handler: newWeb(demoSites).handler(), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	defer srv.Close()
-	base := &http.Transport{
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if host, _, _ := net.SplitHostPort(addr); !strings.HasSuffix(host, ".test") {
-				return nil, fmt.Errorf("pool: %s is not a host of the demo web", addr)
-			}
-			var d net.Dialer
-			return d.DialContext(ctx, network, ln.Addr().String())
-		},
-	}
+	base := demoBase(ln.Addr().String())
 	defer base.CloseIdleConnections()
 
 	tr := &robots.Transport{Base: base, Agent: "examplebot", MaxWait: *maxWait}
@@ -83,10 +75,25 @@ func main() {
 		tr.Stats().NotYet, tr.Stats().PaceWait.Round(time.Millisecond))
 }
 
+// demoBase returns a transport that connects every *.test host to addr, and
+// refuses other hosts.
+func demoBase(addr string) *http.Transport {
+	return &http.Transport{
+		DialContext: func(ctx context.Context, network, hostport string) (net.Conn, error) {
+			if host, _, _ := net.SplitHostPort(hostport); !strings.HasSuffix(host, ".test") {
+				return nil, fmt.Errorf("pool: %s is not a host of the demo web", hostport)
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		},
+	}
+}
+
 // noRedirects is the CheckRedirect of the crawl's http.Client: the frontier
-// queues a redirect's target like a link, and the Transport checks it then. A hop the client followed could
-// be refused with ErrNotYet after the first was sent, and a retry of the
-// first URL would spend its site's turn on it again.
+// queues a redirect's target like a link, and the Transport checks it then.
+// A hop the client followed could be refused with ErrNotYet after the first
+// was sent, and a retry of the first URL would spend its site's turn on it
+// again.
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // A job is a URL and the earliest time it may be sent.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -169,4 +170,34 @@ func TestCrawlNotHeldUp(t *testing.T) {
 			t.Errorf("the crawl took %v, want %v: ten.test's 8 requests, 10 s apart", d, want)
 		}
 	})
+}
+
+// TestCrawlLoopback crawls, as main does, a web served on 127.0.0.1 through
+// demoBase: sites with no Crawl-delay, so that it takes no time. A host that
+// is not of the demo web is not dialled: its robots.txt is unreachable, and
+// its URL refused.
+func TestCrawlLoopback(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWeb([]site{{"a.test", 0, 3}, {"b.test", 0, 2}})
+	srv := &http.Server{Handler: w.handler()}
+	go srv.Serve(ln)
+	defer srv.Close()
+	base := demoBase(ln.Addr().String())
+	defer base.CloseIdleConnections()
+	tr := &robots.Transport{Base: base, Agent: "examplebot", MaxWait: 50 * time.Millisecond}
+
+	var out strings.Builder
+	res := crawl(t.Context(), tr, []string{"http://a.test/", "http://example.com/"}, 2, &out)
+	if want := (result{Fetched: 2*2 + 3 + 2, Refused: 3}); res != want {
+		t.Errorf("crawl = %+v, want %+v\n%s", res, want, out.String())
+	}
+	if !strings.Contains(out.String(), "refused http://example.com/  robots.txt unreachable") {
+		t.Errorf("example.com was not refused as unreachable:\n%s", out.String())
+	}
+	if got := paths(w.arrivals("b.test")); got["/2"] != 1 || got["/private/staff"] != 0 {
+		t.Errorf("b.test, found through a.test's link, was sent %v", got)
+	}
 }
