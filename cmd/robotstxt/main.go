@@ -99,7 +99,7 @@
 // Every command prints its usage to standard output and exits 0 for -h or
 // --help; a usage error prints it to standard error and exits 2.
 //
-// Exit status: 0 when the crawl ran, 1 when the start URL could not be fetched
+// Exit status: 0 when the crawl ran, 1 when a start URL could not be fetched
 // (refused, or a network error), 2 on bad usage.
 package main
 
