@@ -154,6 +154,42 @@ func ExampleTransport_crawlDelay() {
 	// requests that waited: 3
 }
 
+// With MaxWait set, a request whose origin's turn is further away is not
+// sent: RoundTrip returns at once with a *TurnError that matches ErrNotYet
+// and says when the turn comes. A crawler puts the URL back in its queue
+// for that time and fetches from other sites meanwhile; examples/pool is
+// a worker pool that does so.
+func ExampleTransport_maxWait() {
+	site := newSite("User-agent: *\nCrawl-delay: 0.2\n")
+	defer site.Close()
+
+	tr := robots.NewTransport(nil, "ExampleBot")
+	tr.MaxWait = 10 * time.Millisecond
+	client := &http.Client{Transport: tr}
+
+	// The fetch of robots.txt took the site's turn: the page's turn is
+	// 0.2 s later.
+	_, err := client.Get(site.URL + "/page")
+	fmt.Println("not yet:", errors.Is(err, robots.ErrNotYet))
+	te, ok := errors.AsType[*robots.TurnError](err)
+	if !ok {
+		panic(err)
+	}
+	fmt.Println("turn at least 0.1s away:", time.Until(te.At) > 100*time.Millisecond)
+
+	time.Sleep(time.Until(te.At)) // a crawler would fetch from other sites meanwhile
+	resp, err := client.Get(site.URL + "/page")
+	if err != nil {
+		panic(err)
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, "at its turn; requests refused for now:", tr.Stats().NotYet)
+	// Output:
+	// not yet: true
+	// turn at least 0.1s away: true
+	// 200 at its turn; requests refused for now: 1
+}
+
 // A robots.txt that cannot be reached refuses everything for now: the
 // refusal matches ErrUnreachable as well as ErrDisallowed, and says when a
 // retry makes sense. A refusal by a rule is final.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"container/heap"
 	"context"
 	"errors"
 	"flag"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/net/html"
@@ -28,6 +30,14 @@ const (
 
 	// maxPage is how much of a page crawl reads to find links.
 	maxPage = 2 << 20
+
+	// defaultWorkers is the default for crawl -workers.
+	defaultWorkers = 4
+
+	// crawlMaxWait is the longest a request of crawl waits for its site's
+	// turn: one whose turn is further away goes back in the queue, for
+	// its turn (see robots.Transport.MaxWait).
+	crawlMaxWait = 50 * time.Millisecond
 )
 
 func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -36,11 +46,14 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	max := fs.Int("max", defaultMax, "stop after `N` URLs, fetched or refused")
 	demo := fs.Bool("demo", false, "start a demo site on 127.0.0.1 and crawl it")
 	timeout := fs.Duration("timeout", fetchTimeout, "time limit for fetching robots.txt and for each request")
+	workers := fs.Int("workers", defaultWorkers, "send up to `N` requests at a time")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: robotstxt crawl [-agent TOKEN] [-max N] [-timeout D] [-demo] [URL]\n\n"+
-			"Crawls URL and the pages it links to on the same site, obeying its robots.txt\n"+
-			"and Crawl-delay. With -demo, starts a small site on 127.0.0.1 and crawls it.\n"+
-			"Exit status: 0 the crawl ran, 1 the start URL could not be fetched, 2 bad usage.\n\n")
+		fmt.Fprintf(fs.Output(), "usage: robotstxt crawl [-agent TOKEN] [-max N] [-timeout D] [-workers N] [-demo] [URL...]\n\n"+
+			"Crawls each URL and the pages it links to on the same site, obeying its\n"+
+			"robots.txt and Crawl-delay. A site's pages wait for its turn in a queue, not\n"+
+			"in a worker: a site with a long Crawl-delay does not hold up the others.\n"+
+			"With -demo, starts a small site on 127.0.0.1 and crawls it.\n"+
+			"Exit status: 0 the crawl ran, 1 a start URL could not be fetched, 2 bad usage.\n\n")
 		fs.PrintDefaults()
 	}
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
@@ -58,12 +71,16 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "robotstxt: -timeout must be positive\n")
 		return exitUsage
 	}
-	if *demo == (fs.NArg() == 1) || fs.NArg() > 1 {
+	if *workers < 1 {
+		fmt.Fprintf(stderr, "robotstxt: -workers must be at least 1\n")
+		return exitUsage
+	}
+	if *demo == (fs.NArg() > 0) {
 		fs.Usage()
 		return exitUsage
 	}
 
-	var start *url.URL
+	var starts []*url.URL
 	if *demo {
 		site, stop, err := startDemo(demoCrawlDelay)
 		if err != nil {
@@ -71,7 +88,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitUsage
 		}
 		defer stop()
-		start = site
+		starts = append(starts, site)
 		fmt.Fprintf(stdout, "demo site at %s, serving this robots.txt:\n\n", site)
 		body := demoRobots(site.Host, demoCrawlDelay)
 		n := 0
@@ -81,18 +98,24 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		fmt.Fprintln(stdout)
 	} else {
-		u, err := parseSite(fs.Arg(0))
-		if err != nil || u.Scheme != "http" && u.Scheme != "https" {
-			fmt.Fprintf(stderr, "robotstxt: %q is not an http or https URL\n", fs.Arg(0))
-			return exitUsage
+		for _, arg := range fs.Args() {
+			u, err := parseSite(arg)
+			if err != nil || u.Scheme != "http" && u.Scheme != "https" {
+				fmt.Fprintf(stderr, "robotstxt: %q is not an http or https URL\n", arg)
+				return exitUsage
+			}
+			starts = append(starts, u)
 		}
-		start = u
 	}
 
-	c := newCrawler(*agent, *max, *timeout, stdout, stderr)
+	c := newCrawler(*agent, *max, *workers, *timeout, stdout, stderr)
 	defer c.client.CloseIdleConnections()
-	return c.crawl(ctx, start)
+	return c.crawl(ctx, starts)
 }
+
+// crawlBase returns the http.RoundTripper that crawl's Transport sends
+// through. Tests replace it.
+var crawlBase = func(timeout time.Duration) http.RoundTripper { return baseTransport(timeout) }
 
 // validToken reports whether s is a product token: letters, digits, '-' and
 // '_' (RFC 9309 §2.2.1, with digits, as SPEC.md section 5 allows).
@@ -105,20 +128,24 @@ func validToken(s string) bool {
 	return s != ""
 }
 
-// crawler visits the pages of one site, breadth first, through a
-// [robots.Transport]. It is not safe for concurrent use.
+// crawler visits the pages of one or more sites through a
+// [robots.Transport], with workers. A URL whose site's turn is later than
+// crawlMaxWait goes back in the queue for that turn. Only crawl's loop
+// touches its fields.
 type crawler struct {
-	client *http.Client
-	tr     *robots.Transport
-	agent  string
-	max    int
-	out    *bufio.Writer
-	prog   *progress // nil unless standard error is a terminal
+	client  *http.Client
+	tr      *robots.Transport
+	agent   string
+	max     int
+	workers int
+	out     *bufio.Writer
+	prog    *progress // nil unless standard error is a terminal
 
-	origin string
-	queue  []*url.URL
-	seen   map[string]bool // every URL ever queued
-	capped bool            // a link was not queued because of max
+	origins map[string]bool // of the start URLs: links to them are followed
+	single  string          // the origin, if one: its URLs print as paths
+	queue   frontier
+	seen    map[string]bool // every URL ever queued
+	capped  bool            // a link was not queued because of max
 
 	// Totals for the summary.
 	statuses    map[int]int
@@ -129,64 +156,122 @@ type crawler struct {
 	timeout time.Duration // of each request, once its response has begun
 }
 
-func newCrawler(agent string, max int, timeout time.Duration, stdout, stderr io.Writer) *crawler {
-	tr := robots.NewTransport(baseTransport(timeout), agent)
+func newCrawler(agent string, max, workers int, timeout time.Duration, stdout, stderr io.Writer) *crawler {
+	tr := robots.NewTransport(crawlBase(timeout), agent)
 	tr.FetchTimeout = timeout
 	tr.UserAgent = userAgent(agent) // for robots.txt fetched before any request
+	tr.MaxWait = crawlMaxWait
 	c := &crawler{
 		tr:       tr,
 		timeout:  timeout,
 		agent:    agent,
 		max:      max,
+		workers:  workers,
 		out:      bufio.NewWriter(stdout),
 		prog:     newProgress(stderr),
+		origins:  make(map[string]bool),
 		seen:     make(map[string]bool),
 		statuses: make(map[int]int),
 	}
 	c.client = &http.Client{
 		Transport: tr,
-		// Every hop is checked by the Transport. Stay on the site, and
-		// give up after a few hops.
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) > maxRedirects {
-				return errTooManyRedirects
-			}
-			if originOf(req.URL) != c.origin {
-				return http.ErrUseLastResponse
-			}
-			return nil
-		},
+		// Redirects are not followed: a redirect's target on a crawled
+		// site is queued like a link. (A hop refused for now after the
+		// first was sent would make each retry send the first again.)
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return c
 }
 
-// crawl visits start and the same-origin pages it leads to, up to c.max
-// URLs, and prints a line per URL and a summary.
-func (c *crawler) crawl(ctx context.Context, start *url.URL) int {
+// A job is a URL of the crawl and the earliest time it may be sent.
+type job struct {
+	at    time.Time
+	u     *url.URL
+	start bool // a start URL
+}
+
+// frontier is a min-heap of jobs by at, for container/heap.
+type frontier []job
+
+func (f frontier) Len() int           { return len(f) }
+func (f frontier) Less(i, j int) bool { return f[i].at.Before(f[j].at) }
+func (f frontier) Swap(i, j int)      { f[i], f[j] = f[j], f[i] }
+func (f *frontier) Push(x any)        { *f = append(*f, x.(job)) }
+func (f *frontier) Pop() any {
+	old := *f
+	j := old[len(old)-1]
+	*f = old[:len(old)-1]
+	return j
+}
+
+// outcome is what a worker made of a job.
+type outcome struct {
+	job
+	retry  time.Time // if not zero, the site's turn is later: send again then
+	status int       // the response's status; 0 if none
+	what   string    // for the line: the status, "refused" or "error"
+	note   string
+	kind   int        // what to count: outFetched, outRefused, …
+	links  []*url.URL // of an HTML page, or a redirect's target
+}
+
+const (
+	outFetched = iota
+	outRefused
+	outUnreachable
+	outError
+)
+
+// crawl visits starts and the pages they lead to on the same sites, up to
+// c.max URLs, and prints a line per URL and a summary.
+func (c *crawler) crawl(ctx context.Context, starts []*url.URL) int {
 	defer c.out.Flush()
 	begin := time.Now()
-	start = cleanURL(start)
-	c.origin = originOf(start)
-	c.enqueue(start)
-	fmt.Fprintf(c.out, "crawling %s as %s, at most %d URLs\n", start, c.agent, c.max)
+	for i, start := range starts {
+		starts[i] = cleanURL(start)
+		c.origins[originOf(starts[i])] = true
+	}
+	if len(c.origins) == 1 {
+		c.single = originOf(starts[0])
+	}
+	names := make([]string, len(starts))
+	for i, start := range starts {
+		names[i] = start.String()
+	}
+	fmt.Fprintf(c.out, "crawling %s as %s, at most %d URLs\n", strings.Join(names, ", "), c.agent, c.max)
 	c.out.Flush()
-	c.prog.show("fetching " + robotsURL(start).String())
-	fmt.Fprintln(c.out, obeying(ctx, c.tr, start, c.agent))
+	c.prog.show("fetching robots.txt")
+	// Ask about each site at once: one whose robots.txt is slow to answer
+	// does not hold up the others.
+	said := make([]string, len(starts))
+	var wg sync.WaitGroup
+	for i, start := range starts {
+		wg.Go(func() { said[i] = obeying(ctx, c.tr, start, c.agent) })
+	}
+	wg.Wait()
 	c.prog.clear()
-	c.out.Flush()
-	asked := c.tr.Stats() // the question above is not one of the crawl's requests
-
-	code := exitOK
-	done := 0
-	for ; len(c.queue) > 0 && done < c.max && ctx.Err() == nil; done++ {
-		u := c.queue[0]
-		c.queue = c.queue[1:]
-		c.prog.show(fmt.Sprintf("[%d/%d, %d queued] %s", done+1, c.max, len(c.queue), u.RequestURI()))
-		ok := c.visit(ctx, u)
-		if done == 0 && !ok {
-			code = exitFlagged
+	asked := make(map[string]bool)
+	for i, start := range starts {
+		if o := originOf(start); !asked[o] {
+			asked[o] = true
+			if c.single == "" {
+				said[i] = o + ": " + said[i]
+			}
+			fmt.Fprintln(c.out, said[i])
 		}
 	}
+	c.out.Flush()
+	before := c.tr.Stats() // the questions above are not the crawl's requests
+	for _, start := range starts {
+		c.enqueue(start, true)
+	}
+
+	code := exitOK
+	done := c.run(ctx, func(o outcome) {
+		if o.start && o.kind != outFetched {
+			code = exitFlagged
+		}
+	})
 	c.prog.clear()
 
 	var parts []string
@@ -228,31 +313,115 @@ func (c *crawler) crawl(ctx context.Context, start *url.URL) int {
 	if len(parts) > 0 {
 		fmt.Fprintf(c.out, " (%s)", strings.Join(parts, ", "))
 	}
-	hits, misses := st.Hits-asked.Hits, st.Misses-asked.Misses
+	// A request refused for now and sent again counts once: it was
+	// decided from the cache before it was refused, unless it found its
+	// robots.txt being fetched, which the questions above make rare.
+	hits, misses, notYet := st.Hits-before.Hits, st.Misses-before.Misses, st.NotYet-before.NotYet
+	hits -= min(hits, notYet)
 	fmt.Fprintf(c.out, "; %d of %s decided from the cache\n", hits, count(int(hits+misses), "request"))
 	return code
 }
 
-// visit fetches u, prints the outcome and queues the links of an HTML page.
-// It reports whether u was fetched.
-func (c *crawler) visit(ctx context.Context, u *url.URL) bool {
-	// The request may first wait for robots.txt and for the Crawl-delay;
-	// the time limit starts once the response has begun.
+// run sends the queued URLs with c.workers workers until the queue is
+// empty or ctx is done, prints a line per URL, queues the links found, and
+// calls done with each outcome. It returns how many URLs it visited.
+//
+// Only run's loop touches the queue: workers take URLs that are due from
+// todo, and hand back what happened on results. A URL whose site's turn
+// is later goes back in the queue for that turn.
+func (c *crawler) run(ctx context.Context, done func(outcome)) int {
+	todo := make(chan job)
+	results := make(chan outcome, c.workers) // at most c.workers jobs are out
+	var wg sync.WaitGroup
+	for range c.workers {
+		wg.Go(func() {
+			for j := range todo {
+				results <- c.fetch(ctx, j)
+			}
+		})
+	}
+	defer wg.Wait()
+	defer close(todo)
+
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	visited, busy := 0, 0
+	for c.queue.Len() > 0 || busy > 0 {
+		var send chan job // nil, so that its case is off, until a job is due
+		var next job
+		if c.queue.Len() > 0 {
+			if wait := time.Until(c.queue[0].at); wait > 0 {
+				timer.Reset(wait)
+			} else {
+				send, next = todo, c.queue[0]
+			}
+		}
+		select {
+		case send <- next:
+			heap.Pop(&c.queue)
+			busy++
+			c.prog.show(fmt.Sprintf("[%d/%d, %d queued] %s", visited+busy, c.max, c.queue.Len(), next.u.RequestURI()))
+		case o := <-results:
+			busy--
+			if !o.retry.IsZero() {
+				heap.Push(&c.queue, job{at: o.retry, u: o.u, start: o.start})
+				continue
+			}
+			visited++
+			c.record(o)
+			done(o)
+		case <-timer.C:
+		case <-ctx.Done():
+			return visited
+		}
+	}
+	return visited
+}
+
+// record counts o, prints its line and queues its links.
+func (c *crawler) record(o outcome) {
+	switch o.kind {
+	case outFetched:
+		c.statuses[o.status]++
+	case outRefused:
+		c.refused++
+	case outUnreachable:
+		c.unreachable++
+	default:
+		c.errors++
+	}
+	c.line(o.what, o.u, o.note)
+	for _, link := range o.links {
+		if c.origins[originOf(link)] {
+			c.enqueue(link, false)
+		}
+	}
+}
+
+// fetch fetches j.u and reports what happened, with the links of an HTML
+// page. It does not touch c's queue or totals.
+func (c *crawler) fetch(ctx context.Context, j job) outcome {
+	o := outcome{job: j}
+	u := j.u
+	// The request may first wait for robots.txt and for its turn, up to
+	// crawlMaxWait; the time limit starts once the response has begun.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		c.errors++
-		c.line("error", u, err.Error())
-		return false
+		o.kind, o.what, o.note = outError, "error", err.Error()
+		return o
 	}
 	req.Header.Set("User-Agent", userAgent(c.agent))
 	resp, err := c.client.Do(req)
+	if te, ok := errors.AsType[*robots.TurnError](err); ok {
+		o.retry = te.At
+		return o
+	}
 	if de, ok := errors.AsType[*robots.DisallowedError](err); ok {
+		o.kind, o.what = outRefused, "refused"
 		if errors.Is(err, robots.ErrUnreachable) {
-			c.unreachable++
-		} else {
-			c.refused++
+			o.kind = outUnreachable
 		}
 		why := "robots.txt unreachable"
 		switch {
@@ -264,57 +433,44 @@ func (c *crawler) visit(ctx context.Context, u *url.URL) bool {
 				why += "; retry after " + clock(de.RetryAt)
 			}
 		}
-		if de.URL != nil && de.URL.String() != u.String() {
-			why = "redirected to " + de.URL.RequestURI() + ": " + why
-		}
-		c.line("refused", u, why)
-		return false
+		o.note = why
+		return o
 	}
 	if err != nil {
-		c.errors++
-		c.line("error", u, errorText(err))
-		return false
+		o.kind, o.what, o.note = outError, "error", errorText(err)
+		return o
 	}
 	timer := time.AfterFunc(c.timeout, cancel)
 	defer timer.Stop()
 	defer resp.Body.Close()
 
-	c.statuses[resp.StatusCode]++
-	var note string
-	final := resp.Request.URL
-	if final.String() != u.String() {
-		note = "redirected to " + final.String()
-		if originOf(final) == c.origin {
-			note = "redirected to " + final.RequestURI()
-			c.seen[cleanURL(final).String()] = true
+	o.kind, o.status, o.what = outFetched, resp.StatusCode, strconv.Itoa(resp.StatusCode)
+	if loc, err := resp.Location(); err == nil && resp.StatusCode/100 == 3 {
+		if c.origins[originOf(loc)] {
+			o.note = "redirect to " + c.target(loc)
+			o.links = []*url.URL{loc}
+		} else {
+			o.note = "redirect to " + loc.String() + ", another site: not followed"
 		}
-	}
-	if loc := resp.Header.Get("Location"); resp.StatusCode/100 == 3 && loc != "" {
-		note = "redirect to " + loc + ", another site: not followed"
 	}
 	if usage := robots.UsageOf(resp).String(); usage != "" && resp.StatusCode/100 == 2 {
-		if note != "" {
-			note += "; "
+		if o.note != "" {
+			o.note += "; "
 		}
-		note += "usage " + usage
+		o.note += "usage " + usage
 	}
-	c.line(strconv.Itoa(resp.StatusCode), u, note)
 
 	body := io.LimitReader(resp.Body, maxPage)
 	if resp.StatusCode/100 == 2 && isHTML(resp.Header.Get("Content-Type")) {
-		for _, link := range links(body, final) {
-			if originOf(link) == c.origin {
-				c.enqueue(link)
-			}
-		}
+		o.links = links(body, u)
 	}
 	io.Copy(io.Discard, io.LimitReader(body, 64<<10)) // let the connection be reused
-	return true
+	return o
 }
 
 // enqueue queues u unless it was queued before. It stops queueing once there
 // are more URLs than the crawl will visit.
-func (c *crawler) enqueue(u *url.URL) {
+func (c *crawler) enqueue(u *url.URL, start bool) {
 	u = cleanURL(u)
 	k := u.String()
 	if c.seen[k] {
@@ -325,20 +481,25 @@ func (c *crawler) enqueue(u *url.URL) {
 		return
 	}
 	c.seen[k] = true
-	c.queue = append(c.queue, u)
+	heap.Push(&c.queue, job{at: time.Now(), u: u, start: start})
+}
+
+// target returns how a line names u: as a path if the crawl is of u's
+// origin only, else in full.
+func (c *crawler) target(u *url.URL) string {
+	if originOf(u) == c.single {
+		return u.RequestURI()
+	}
+	return u.String()
 }
 
 // line prints one outcome, as "200      /path  note".
 func (c *crawler) line(what string, u *url.URL, note string) {
 	c.prog.clear()
-	target := u.String()
-	if originOf(u) == c.origin {
-		target = u.RequestURI()
-	}
 	if note != "" {
 		note = "  " + note
 	}
-	fmt.Fprintf(c.out, "%-8s %s%s\n", what, target, note)
+	fmt.Fprintf(c.out, "%-8s %s%s\n", what, c.target(u), note)
 	c.out.Flush()
 }
 
@@ -443,6 +604,7 @@ func (p *progress) clear() {
 // not have it yet, as a request to u would, so that the crawl that follows
 // finds it in the cache.
 func obeying(ctx context.Context, tr *robots.Transport, u *url.URL, agent string) string {
+	ctx = robots.WithMaxWait(ctx, 0) // wait for the fetch, however long it takes (up to -timeout)
 	rt, err := tr.RobotsTxt(ctx, u)
 	if err != nil {
 		return "robots.txt not known: " + errorText(err)

@@ -5,7 +5,7 @@
 //
 //	robotstxt check [-agent TOKEN] [-json] [-timeout D] FILE|URL|- [URL...]
 //	robotstxt lint [-json] [-all] [-timeout D] FILE|URL|-
-//	robotstxt crawl [-agent TOKEN] [-max N] [-timeout D] [-demo] [URL]
+//	robotstxt crawl [-agent TOKEN] [-max N] [-timeout D] [-workers N] [-demo] [URL...]
 //	robotstxt help [COMMAND]
 //
 // # check
@@ -62,17 +62,23 @@
 //
 // # crawl
 //
-// Crawl fetches URL and the pages it links to on the same origin, breadth
-// first, through a [robots.Transport]: each URL is printed with its HTTP
-// status, or as refused with the rule that refused it. The Transport fetches
-// and caches robots.txt and paces requests by its Crawl-delay. With -demo, crawl
+// Crawl fetches each URL and the pages it links to on the same origin
+// through a [robots.Transport]: each URL is printed with its HTTP status, or
+// as refused with the rule that refused it. The Transport fetches and caches
+// robots.txt and paces requests by its Crawl-delay. Up to -workers requests
+// (default 4) are sent at a time. A request whose site's turn is more than
+// 50 ms away is not sent ([robots.ErrNotYet]): its URL goes back in the
+// queue for that turn, and the worker takes a URL of another site, so that
+// a site with a long Crawl-delay holds up no other. Redirects are not
+// followed as such: a redirect to a crawled site is queued like a link, and
+// printed as "redirect to /path". With -demo, crawl
 // starts a small site on 127.0.0.1 (a robots.txt with several groups,
 // wildcards, a crawl-delay and a sitemap, and a handful of linked pages) and
 // crawls it, so that everything can be seen working without a network:
 //
 //	go run ./cmd/robotstxt crawl -demo
 //
-// Before the first URL, crawl says what the site's robots.txt makes of the
+// Before the first URL, crawl says what each site's robots.txt makes of the
 // crawler, from the Transport's copy (robots.txt is fetched once): which
 // group it obeys, by the line of the group's first user-agent line, and the
 // crawl-delay the Transport keeps, as in
@@ -93,7 +99,7 @@
 // Every command prints its usage to standard output and exits 0 for -h or
 // --help; a usage error prints it to standard error and exits 2.
 //
-// Exit status: 0 when the crawl ran, 1 when the start URL could not be fetched
+// Exit status: 0 when the crawl ran, 1 when a start URL could not be fetched
 // (refused, or a network error), 2 on bad usage.
 package main
 
@@ -125,7 +131,7 @@ const (
 const usage = `usage:
   robotstxt check [-agent TOKEN] [-json] [-timeout D] FILE|URL|- [URL...]
   robotstxt lint [-json] [-all] [-timeout D] FILE|URL|-
-  robotstxt crawl [-agent TOKEN] [-max N] [-timeout D] [-demo] [URL]
+  robotstxt crawl [-agent TOKEN] [-max N] [-timeout D] [-workers N] [-demo] [URL...]
 
 Run "robotstxt COMMAND -h" for the flags of a command.
 `

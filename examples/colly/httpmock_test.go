@@ -21,7 +21,7 @@ func TestCrawlWithHTTPMock(t *testing.T) {
 	mock.RegisterResponder("GET", "https://example.com/about",
 		httpmock.NewStringResponder(200, `<a href="/">home</a>`).HeaderSet(html))
 
-	res, err := crawl("https://example.com/", "examplebot", 10, mock, io.Discard)
+	res, err := crawl([]string{"https://example.com/"}, options{agent: "examplebot", max: 10}, mock, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,17 @@
 // error that matches [robots.ErrDisallowed] and carries the deciding rule as
 // a [*robots.DisallowedError]. With both on, two parsers with different rules
 // would each fetch and judge robots.txt.
+//
+// The Collector is Async, with Parallelism workers, and the Transport has a
+// MaxWait: a request whose site's turn (its Crawl-delay, a Retry-After
+// pause) is further away is not sent, and reaches OnError at once as an
+// error that matches [robots.ErrNotYet]. OnError then waits, in the
+// request's own goroutine and without its Parallelism slot, until
+// [robots.TurnError.At], and calls the Request's Retry. The slot goes to a
+// request that is ready, so that a site with a long Crawl-delay holds up
+// nobody but itself; and since OnError has not returned, c.Wait does not
+// return while a retry is pending. Leave colly's LimitRule.Delay at zero:
+// the Transport keeps each site's Crawl-delay.
 package main
 
 import (
@@ -29,10 +40,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gocolly/colly/v2"
 
@@ -42,21 +55,23 @@ import (
 func main() {
 	agent := flag.String("agent", "examplebot", "the crawler's product `token`")
 	max := flag.Int("max", 50, "send at most `N` requests")
+	workers := flag.Int("workers", 4, "send at most `N` requests at a time")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: colly [-agent TOKEN] [-max N] URL\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if flag.NArg() != 1 || *max < 1 || strings.Trim(*agent, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" || *agent == "" {
+	if flag.NArg() != 1 || *max < 1 || *workers < 1 || strings.Trim(*agent, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" || *agent == "" {
 		flag.Usage()
 		os.Exit(2)
 	}
-	res, err := crawl(flag.Arg(0), *agent, *max, nil, os.Stdout)
+	res, err := crawl([]string{flag.Arg(0)}, options{agent: *agent, max: *max, workers: *workers}, nil, os.Stdout)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "colly: %v\n", err)
 		os.Exit(1)
 	}
-	fmt.Printf("%d fetched, %d refused by robots.txt, %d failed\n", len(res.Fetched), len(res.Refused), len(res.Failed))
+	fmt.Printf("%d fetched, %d refused by robots.txt, %d failed; %d retried at their site's turn\n",
+		len(res.Fetched), len(res.Refused), len(res.Failed), res.Retries)
 }
 
 // result is what a crawl did. Fetched and Failed hold URLs in the order
@@ -65,34 +80,85 @@ type result struct {
 	Fetched []string          // got a response, of any status
 	Refused map[string]string // refused by robots.txt: URL → deciding rule
 	Failed  []string          // a network error
+	Retries int               // requests retried at their site's turn (ErrNotYet)
 }
 
-// crawl visits start and the pages it links to on the same host, sending at
-// most max requests through base (nil means [http.DefaultTransport]) wrapped
-// in a [robots.Transport] for agent. It writes a line per URL to out.
-func crawl(start, agent string, max int, base http.RoundTripper, out io.Writer) (*result, error) {
-	u, err := url.Parse(start)
-	if err != nil {
-		return nil, err
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("%q is not an http or https URL", start)
+// options are a crawl's settings.
+type options struct {
+	agent   string        // the crawler's product token
+	max     int           // send at most this many requests (retries of unsent ones excepted)
+	workers int           // send at most this many requests at a time; 0 for 1
+	maxWait time.Duration // the Transport's MaxWait; 0 for defaultMaxWait
+}
+
+// defaultMaxWait is the longest a request waits for its site's turn before
+// it is retried at that turn instead.
+const defaultMaxWait = 50 * time.Millisecond
+
+// crawl visits starts and the pages they link to on the same hosts,
+// sending through base (nil means [http.DefaultTransport]) wrapped in a
+// [robots.Transport]. It writes a line per URL to out.
+func crawl(starts []string, o options, base http.RoundTripper, out io.Writer) (*result, error) {
+	var hosts []string
+	for _, start := range starts {
+		u, err := url.Parse(start)
+		if err != nil {
+			return nil, err
+		}
+		if u.Scheme != "http" && u.Scheme != "https" {
+			return nil, fmt.Errorf("%q is not an http or https URL", start)
+		}
+		hosts = append(hosts, u.Hostname())
 	}
 
 	c := colly.NewCollector(
-		colly.UserAgent(agent+" (+https://github.com/f9014239/robots)"),
-		colly.AllowedDomains(u.Hostname()),
-		colly.MaxRequests(uint32(max)),
+		colly.UserAgent(o.agent+" (+https://github.com/f9014239/robots)"),
+		colly.AllowedDomains(hosts...),
+		colly.Async(),
 	)
+	c.Limit(&colly.LimitRule{DomainGlob: "*", Parallelism: max(o.workers, 1)})
 	// Our Transport decides, not colly's own robots.txt support (see the
 	// package doc). Colly's default is true already; say it anyway.
 	c.IgnoreRobotsTxt = true
-	c.WithTransport(robots.NewTransport(base, agent))
+	tr := robots.NewTransport(base, o.agent)
+	tr.MaxWait = o.maxWait
+	if tr.MaxWait == 0 {
+		tr.MaxWait = defaultMaxWait
+	}
+	// Colly's own client, but redirects are not followed: a redirect's
+	// target is visited like a link (see OnError). A hop the client
+	// followed could be refused with ErrNotYet after the first was sent,
+	// and each Retry would spend the site's turn on the first again.
+	jar, _ := cookiejar.New(nil)
+	c.SetClient(&http.Client{
+		Transport:     tr,
+		Jar:           jar,
+		Timeout:       10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	})
 
-	var mu sync.Mutex // guards res and out, for a Collector made Async
+	var mu sync.Mutex // guards res, out and the fields below: the Collector is Async
 	res := &result{Refused: make(map[string]string)}
+	sent := 0                        // requests started, not counting retries
+	retrying := make(map[string]int) // retries not yet started, by URL
+
 	c.OnHTML("a[href]", func(e *colly.HTMLElement) {
 		e.Request.Visit(e.Attr("href")) // errors (visited, other host) are expected
+	})
+	// colly.MaxRequests would count each retry as a request: count here,
+	// where a retry is known as one.
+	c.OnRequest(func(r *colly.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if u := r.URL.String(); retrying[u] > 0 {
+			retrying[u]--
+			return
+		}
+		if sent == o.max {
+			r.Abort()
+			return
+		}
+		sent++
 	})
 	c.OnResponse(func(r *colly.Response) {
 		mu.Lock()
@@ -101,6 +167,27 @@ func crawl(start, agent string, max int, base http.RoundTripper, out io.Writer) 
 		fmt.Fprintf(out, "%d %s\n", r.StatusCode, r.Request.URL)
 	})
 	c.OnError(func(r *colly.Response, err error) {
+		if te, ok := errors.AsType[*robots.TurnError](err); ok {
+			// Not sent: the site's turn is at te.At. Wait for it here,
+			// in this request's goroutine: its Parallelism slot is free
+			// for requests to other sites, and c.Wait waits for this.
+			mu.Lock()
+			res.Retries++
+			retrying[r.Request.URL.String()]++
+			mu.Unlock()
+			time.Sleep(time.Until(te.At))
+			if err := r.Request.Retry(); err != nil {
+				mu.Lock()
+				retrying[r.Request.URL.String()]--
+				res.Failed = append(res.Failed, r.Request.URL.String())
+				fmt.Fprintf(out, "error %s: retry: %v\n", r.Request.URL, err)
+				mu.Unlock()
+			}
+			return
+		}
+		if r.StatusCode/100 == 3 && r.Headers != nil && r.Headers.Get("Location") != "" {
+			r.Request.Visit(r.Headers.Get("Location")) // errors (visited, other host) are expected
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		target := r.Request.URL.String()
@@ -123,9 +210,14 @@ func crawl(start, agent string, max int, base http.RoundTripper, out io.Writer) 
 		}
 	})
 
-	err = c.Visit(start)
+	var errs []error
+	for _, start := range starts {
+		if err := c.Visit(start); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	c.Wait()
-	if err != nil && !errors.Is(err, robots.ErrDisallowed) && len(res.Fetched) == 0 {
+	if err := errors.Join(errs...); err != nil && len(res.Fetched) == 0 {
 		return res, err
 	}
 	return res, nil

@@ -69,7 +69,7 @@ var pages = map[string]string{
 func TestCrawl(t *testing.T) {
 	s := newSite(t, http.StatusOK, robotsTxt, pages)
 	var out strings.Builder
-	res, err := crawl(s.URL+"/", "examplebot", 50, nil, &out)
+	res, err := crawl([]string{s.URL + "/"}, options{agent: "examplebot", max: 50}, nil, &out)
 	if err != nil {
 		t.Fatalf("crawl: %v\n%s", err, out.String())
 	}
@@ -116,7 +116,7 @@ func TestCrawl(t *testing.T) {
 // TestCrawlOtherAgent crawls as an agent that robots.txt shuts out.
 func TestCrawlOtherAgent(t *testing.T) {
 	s := newSite(t, http.StatusOK, robotsTxt, pages)
-	res, err := crawl(s.URL+"/", "otherbot", 50, nil, io.Discard)
+	res, err := crawl([]string{s.URL + "/"}, options{agent: "otherbot", max: 50}, nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestCrawlOtherAgent(t *testing.T) {
 // §2.3.1.4 says to crawl nothing.
 func TestCrawlUnreachable(t *testing.T) {
 	s := newSite(t, http.StatusServiceUnavailable, "", pages)
-	res, err := crawl(s.URL+"/", "examplebot", 50, nil, io.Discard)
+	res, err := crawl([]string{s.URL + "/"}, options{agent: "examplebot", max: 50}, nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestCrawlUnreachable(t *testing.T) {
 
 func TestCrawlMax(t *testing.T) {
 	s := newSite(t, http.StatusOK, robotsTxt, pages)
-	res, err := crawl(s.URL+"/", "examplebot", 2, nil, io.Discard)
+	res, err := crawl([]string{s.URL + "/"}, options{agent: "examplebot", max: 2}, nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,270 @@
+// Pool crawls with a fixed number of workers through a [robots.Transport]
+// whose MaxWait is set, so that no worker waits long for a site's turn.
+//
+// A request whose origin's turn (its Crawl-delay, a Retry-After pause, or
+// the fetch of its robots.txt) is more than MaxWait away is not sent: the
+// Transport returns at once an error that matches [robots.ErrNotYet], a
+// [*robots.TurnError] whose At says when to try again. The frontier below
+// is a min-heap of URLs by the time they may be sent: a refused URL goes
+// back in at At, and the worker takes the next URL that is ready. A site
+// with a long Crawl-delay then holds up nobody but itself, and every site
+// is crawled as fast as its robots.txt allows.
+//
+// Usage:
+//
+//	go run ./examples/pool [-workers N] [-maxwait D]
+//
+// It serves a small web on 127.0.0.1 (quick.test with no Crawl-delay,
+// half.test with 0.5 s, and three sites with 1 s), crawls it, and prints a
+// line per URL and how long the crawl took: about 5 s, the time the
+// Crawl-delays require. With -maxwait 0 the workers wait for each turn
+// instead, and the same crawl takes about twice as long.
+package main
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/f9014239/robots"
+)
+
+func main() {
+	workers := flag.Int("workers", 2, "fetch with `N` workers")
+	maxWait := flag.Duration("maxwait", 50*time.Millisecond, "the longest a request waits for its site's turn (0: as long as it takes)")
+	flag.Parse()
+	if *workers < 1 || flag.NArg() > 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+
+	// The demo web: every *.test host is this listener.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pool:", err)
+		os.Exit(1)
+	}
+	srv := &http.Server{Handler: newWeb(demoSites).handler(), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+	base := demoBase(ln.Addr().String())
+	defer base.CloseIdleConnections()
+
+	tr := &robots.Transport{Base: base, Agent: "examplebot", MaxWait: *maxWait}
+	var seeds []string
+	for _, s := range demoSites {
+		seeds = append(seeds, "http://"+s.host+"/")
+	}
+
+	start := time.Now()
+	res := crawl(context.Background(), tr, seeds, *workers, os.Stdout)
+	fmt.Printf("\n%d fetched, %d refused by robots.txt, %d failed, in %v with %d workers;\n",
+		res.Fetched, res.Refused, res.Failed, time.Since(start).Round(10*time.Millisecond), *workers)
+	fmt.Printf("%d requests were not sent yet and requeued, %v spent waiting for a turn inside the Transport\n",
+		tr.Stats().NotYet, tr.Stats().PaceWait.Round(time.Millisecond))
+}
+
+// demoBase returns a transport that connects every *.test host to addr, and
+// refuses other hosts.
+func demoBase(addr string) *http.Transport {
+	return &http.Transport{
+		DialContext: func(ctx context.Context, network, hostport string) (net.Conn, error) {
+			if host, _, _ := net.SplitHostPort(hostport); !strings.HasSuffix(host, ".test") {
+				return nil, fmt.Errorf("pool: %s is not a host of the demo web", hostport)
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		},
+	}
+}
+
+// noRedirects is the CheckRedirect of the crawl's http.Client: the frontier
+// queues a redirect's target like a link, and the Transport checks it then.
+// A hop the client followed could be refused with ErrNotYet after the first
+// was sent, and a retry of the first URL would spend its site's turn on it
+// again.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// A job is a URL and the earliest time it may be sent.
+type job struct {
+	at  time.Time
+	url string
+}
+
+// frontier is a min-heap of jobs by at, for container/heap.
+type frontier []job
+
+func (f frontier) Len() int           { return len(f) }
+func (f frontier) Less(i, j int) bool { return f[i].at.Before(f[j].at) }
+func (f frontier) Swap(i, j int)      { f[i], f[j] = f[j], f[i] }
+func (f *frontier) Push(x any)        { *f = append(*f, x.(job)) }
+func (f *frontier) Pop() any {
+	old := *f
+	j := old[len(old)-1]
+	*f = old[:len(old)-1]
+	return j
+}
+
+// outcome is what a worker made of a URL.
+type outcome struct {
+	url   string
+	retry time.Time // if not zero, the origin's turn is later: send url again then
+	what  string    // "fetched", "refused" (by robots.txt) or "failed"
+	line  string    // what happened, for the log
+	links []string  // the URLs of the page's links
+}
+
+// result counts what a crawl did.
+type result struct {
+	Fetched int // got a response, of any status
+	Refused int // refused by robots.txt
+	Failed  int // any other error
+}
+
+// crawl fetches seeds and the pages they link to, each once, with n workers
+// that send through rt, a [robots.Transport] with a MaxWait, and writes a line per URL to out, with the time
+// since the start. It returns
+// when every URL found is done, or when ctx is done.
+//
+// Only this function's loop touches the frontier; the workers get URLs
+// that are due on todo and hand back what happened on done.
+func crawl(ctx context.Context, rt http.RoundTripper, seeds []string, n int, out io.Writer) result {
+	client := &http.Client{Transport: rt, CheckRedirect: noRedirects, Timeout: time.Minute}
+	var res result
+	todo := make(chan string)
+	done := make(chan outcome, n) // a worker never blocks on it: at most n jobs are out
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for u := range todo {
+				done <- fetch(ctx, client, u)
+			}
+		})
+	}
+	defer wg.Wait()
+	defer close(todo)
+
+	start := time.Now()
+	var q frontier
+	seen := make(map[string]bool)
+	for _, u := range seeds {
+		if !seen[u] {
+			seen[u] = true
+			heap.Push(&q, job{time.Now(), u})
+		}
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	busy := 0 // jobs out with the workers
+	for q.Len() > 0 || busy > 0 {
+		var send chan string // nil, so that its case is off, until a job is due
+		var next string
+		if q.Len() > 0 {
+			if wait := time.Until(q[0].at); wait > 0 {
+				timer.Reset(wait)
+			} else {
+				send, next = todo, q[0].url
+			}
+		}
+		select {
+		case send <- next:
+			heap.Pop(&q)
+			busy++
+		case o := <-done:
+			busy--
+			if !o.retry.IsZero() {
+				heap.Push(&q, job{o.retry, o.url}) // not yet: back in the queue for its turn
+				continue
+			}
+			switch o.what {
+			case "fetched":
+				res.Fetched++
+			case "refused":
+				res.Refused++
+			default:
+				res.Failed++
+			}
+			fmt.Fprintf(out, "%5.2fs  %s\n", time.Since(start).Seconds(), o.line)
+			for _, l := range o.links {
+				if !seen[l] {
+					seen[l] = true
+					heap.Push(&q, job{time.Now(), l})
+				}
+			}
+		case <-timer.C:
+		case <-ctx.Done():
+			return res
+		}
+	}
+	return res
+}
+
+// fetch sends a GET for u and reports what happened.
+func fetch(ctx context.Context, client *http.Client, u string) outcome {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return outcome{url: u, what: "failed", line: "error   " + u + ": " + err.Error()}
+	}
+	resp, err := client.Do(req)
+	if te, ok := errors.AsType[*robots.TurnError](err); ok {
+		return outcome{url: u, retry: te.At}
+	}
+	if de, ok := errors.AsType[*robots.DisallowedError](err); ok {
+		// A rule refused it; or robots.txt is unreachable (errors.Is(err,
+		// robots.ErrUnreachable)), and a crawler that wants the URL later
+		// may requeue it at de.RetryAt.
+		why := de.Rule
+		if why == "" {
+			why = "robots.txt unreachable"
+		}
+		return outcome{url: u, what: "refused", line: "refused " + u + "  " + why}
+	}
+	if err != nil {
+		return outcome{url: u, what: "failed", line: "error   " + u + ": " + err.Error()}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return outcome{url: u, what: "failed", line: "error   " + u + ": " + err.Error()}
+	}
+	o := outcome{url: u, what: "fetched", line: fmt.Sprintf("%d     %s", resp.StatusCode, u)}
+	if loc, err := resp.Location(); err == nil {
+		o.line += "  redirect to " + loc.String()
+		o.links = []string{loc.String()}
+	} else {
+		o.links = links(body, resp.Request.URL)
+	}
+	return o
+}
+
+// href finds links in the demo web's pages; a real crawler parses HTML.
+var href = regexp.MustCompile(`href="([^"]*)"`)
+
+// links returns the http and https URLs that page links to, resolved against
+// base, without fragments.
+func links(page []byte, base *url.URL) []string {
+	var out []string
+	for _, m := range href.FindAllSubmatch(page, -1) {
+		ref, err := url.Parse(string(m[1]))
+		if err != nil {
+			continue
+		}
+		u := base.ResolveReference(ref)
+		u.Fragment, u.RawFragment = "", ""
+		if u.Scheme == "http" || u.Scheme == "https" {
+			out = append(out, u.String())
+		}
+	}
+	return out
+}
