@@ -2,9 +2,9 @@ package matcher
 
 import (
 	"encoding/binary"
+	"reflect"
 	"slices"
 	"strings"
-	"unsafe"
 
 	"github.com/dunglas/httpsfv"
 )
@@ -193,7 +193,6 @@ type usageData struct {
 	// fileZero is 1 + the preference of the file's lines without a
 	// path, of each kind, combined; 0 if none.
 	fileZero [2]uint32
-	size     int // bytes held, as counted in Robots.Size
 }
 
 // pref is one distinct preference: ents[ent:], text[txt:], each up to
@@ -388,8 +387,6 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 		}
 	}
 	d.sub.rules = make([]rule, 0, nRules)
-	indexed := 0
-	var hashes []uint64
 	addGroup := func(ug *usageGroup, ranges func(yield func(lo, hi int))) {
 		for k := range ug.g {
 			g := &ug.g[k]
@@ -408,9 +405,6 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 				sortBest(rs)
 			} else {
 				d.big = append(d.big, &Group{r: &d.sub, lo: g.lo, hi: g.hi})
-				var n int
-				n, hashes = indexSize(d.sub.arena, rs, hashes)
-				indexed += n + allocSize(int(unsafe.Sizeof(Group{})))
 			}
 		}
 	}
@@ -501,7 +495,6 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 	// Held at their lengths: the builders grew by doubling.
 	d.text = strings.Clone(text.String())
 	d.prefs, d.ents = slices.Clone(d.prefs), slices.Clone(d.ents)
-	d.size = d.computeSize(indexed)
 	r.usage = d
 }
 
@@ -610,7 +603,7 @@ func (d *usageData) addCombos(ug *usageGroup, budget int, filePrefs *[2][]uint32
 			if sameA || sameB {
 				continue
 			}
-			key := string(u32Bytes(m))
+			key := string(comboKey(nil, m))
 			if _, ok := d.combos[key]; ok {
 				continue
 			}
@@ -624,26 +617,22 @@ func (d *usageData) addCombos(ug *usageGroup, budget int, filePrefs *[2][]uint32
 	return budget
 }
 
-// computeSize returns the bytes d holds, counting indexed, the bytes of the
-// indexes of its large groups, once built.
-func (d *usageData) computeSize(indexed int) int {
-	n := allocSize(int(unsafe.Sizeof(*d))) +
-		allocSize(len(d.sub.arena)) +
-		allocSize(cap(d.sub.rules)*int(unsafe.Sizeof(rule{}))) +
-		allocSize(cap(d.sub.marks)*int(unsafe.Sizeof(lineMark{}))) +
-		allocSize(cap(d.groups)*int(unsafe.Sizeof(usageGroup{}))) +
-		allocSizePtr(cap(d.big)*8) +
-		allocSize(cap(d.prefs)*int(unsafe.Sizeof(pref{}))) +
-		allocSize(cap(d.ents)*4) +
-		allocSize(cap(d.labelAt)*4) +
-		allocSize(len(d.text)) +
-		indexed
+// heldBytes returns no less than the bytes d holds, building the indexes
+// of its large groups.
+func (d *usageData) heldBytes() int {
+	d.sub.mu.Lock()
+	defer d.sub.mu.Unlock()
+	n := allocBytes(int(reflect.TypeFor[usageData]().Size())) + d.sub.heldBytes() + sliceBytes(d.groups) +
+		sliceBytes(d.big) + sliceBytes(d.prefs) + sliceBytes(d.ents) + sliceBytes(d.labelAt) + allocBytes(len(d.text))
+	for _, g := range d.big {
+		n += allocBytes(int(reflect.TypeFor[Group]().Size())) + g.indexLocked().heldBytes()
+	}
 	if d.combos != nil {
-		// A map slot holds a 16-byte key, a 4-byte value and a control
-		// byte; groups are at most 7/8 full.
-		n += allocSize(48 + len(d.combos)*(16+4+1)*8/7)
+		// A map slot holds a 16-byte key and a 4-byte value, in groups
+		// of 8 slots with a control word, at most 7/8 full.
+		n += allocBytes(64 + len(d.combos)*32)
 		for k := range d.combos {
-			n += allocSize(len(k))
+			n += allocBytes(len(k))
 		}
 	}
 	return n
@@ -727,9 +716,12 @@ func mergeEnts(buf, ea, eb []uint32) (m []uint32, sameA, sameB bool) {
 	return buf, sameA, sameB
 }
 
-// u32Bytes returns the bytes of s, to use as a map key.
-func u32Bytes(s []uint32) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 4*len(s))
+// comboKey appends to buf ents as bytes, its key in usageData.combos.
+func comboKey(buf []byte, ents []uint32) []byte {
+	for _, e := range ents {
+		buf = binary.LittleEndian.AppendUint32(buf, e)
+	}
+	return buf
 }
 
 // usageGroup returns the usage data of g's file and g's usage rules, or
@@ -739,12 +731,8 @@ func (g *Group) usageGroup() (*usageData, *usageGroup) {
 	if d == nil {
 		return nil, nil
 	}
-	gs := g.r.groups
-	if g == &d.none || len(gs) == 0 {
-		return d, &d.noneU
-	}
-	i := (uintptr(unsafe.Pointer(g)) - uintptr(unsafe.Pointer(&gs[0]))) / unsafe.Sizeof(*g)
-	if i >= uintptr(len(gs)) {
+	i, ok := g.r.groupIndex(g)
+	if g == &d.none || !ok {
 		return d, &d.noneU
 	}
 	return d, &d.groups[i]
@@ -929,22 +917,11 @@ func (g *Group) usageInto(u *Usage, url string) {
 	}
 	p, normal := pathQuery(url)
 	if !normal {
-		g.usageNormalized(u, d, ug, p)
+		var buf [512]byte
+		g.usageAt(u, d, ug, string(normalizeTo(buf[:0], p))) // on the stack when at most 32 bytes long
 		return
 	}
 	g.usageAt(u, d, ug, p)
-}
-
-// usageNormalized is usageInto for a path and query p that need
-// normalising.
-func (g *Group) usageNormalized(u *Usage, d *usageData, ug *usageGroup, p string) {
-	var buf [512]byte
-	b := buf[:0]
-	if p == "" || p[0] == '?' {
-		b = append(b, '/') // an empty path is "/"
-	}
-	b = appendNormURL(b, p)
-	g.usageAt(u, d, ug, unsafe.String(unsafe.SliceData(b), len(b)))
 }
 
 // usageAt is usageInto for the normalised path and query p.
@@ -1029,7 +1006,8 @@ func (u *Usage) text() string {
 	case sameB:
 		return u.d.textOf(b - 1)
 	}
-	if p, ok := u.d.combos[string(u32Bytes(m))]; ok {
+	var kb [128]byte
+	if p, ok := u.d.combos[string(comboKey(kb[:0], m))]; ok {
 		return u.d.textOf(p)
 	}
 	return canonicalText(u.d.labelsOf(m))
@@ -1057,7 +1035,8 @@ func (u *Usage) stringOf(ps ...uint32) string {
 			return u.d.textOf(p - 1)
 		}
 	}
-	if p, ok := u.d.combos[string(u32Bytes(m))]; ok {
+	var kb [128]byte
+	if p, ok := u.d.combos[string(comboKey(kb[:0], m))]; ok {
 		return u.d.textOf(p)
 	}
 	return canonicalText(u.d.labelsOf(m))
