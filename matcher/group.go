@@ -454,11 +454,11 @@ func pathQuery(url string) (p string, normal bool) {
 		url = url[schemeLen(url):] // after "scheme:"
 	}
 	if strings.HasPrefix(url, "//") {
-		if i := strings.IndexAny(url[2:], "/?#"); i >= 0 {
-			url = url[2+i:]
-		} else {
-			url = ""
+		i := 2 // the authority ends at its path, query or fragment
+		for i < len(url) && url[i] != '/' && url[i] != '?' && url[i] != '#' {
+			i++
 		}
+		url = url[i:]
 	}
 	// Find the fragment and whether any byte needs normalising.
 	i := 0

@@ -2,6 +2,7 @@ package matcher
 
 import (
 	"cmp"
+	"math/bits"
 	"reflect"
 	"slices"
 	"sort"
@@ -445,23 +446,41 @@ func (ix *index) greatest(arena string, rules []rule, p string) int32 {
 	}
 	lo, end := b*bucketLen, min((b+1)*bucketLen, len(ix.ents)-1)
 	// The bucket's first literal is <= p: when p does not have the prefix
-	// all its literals share, p is after all of them.
-	skip := int(ix.bkts[b].skip)
-	if first := ix.literal(arena, rules, int32(lo))[cp:]; len(q) < skip || q[:skip] != first[:skip] {
+	// all its literals share, p is after all of them. The bucket's keys
+	// tell for a prefix of up to 16 bytes.
+	bk, shares := &ix.bkts[b], false
+	switch skip, x0, x1 := int(ix.bkts[b].skip), bk.k0^q0, bk.k1^q1; {
+	case skip <= 8:
+		shares = x0>>(64-8*skip) == 0 // true when skip is 0: a shift by 64 gives 0
+	case skip <= 16:
+		shares = x0 == 0 && x1>>(128-8*skip) == 0
+	default:
+		shares = strings.HasPrefix(q, ix.literal(arena, rules, int32(lo))[cp:cp+skip])
+	}
+	if !shares {
 		return int32(end - 1)
 	}
 	// The last entry <= p, by keys, and by literals where they tie.
-	base, qk := cp+skip, key8(q[skip:])
-	if ix.keys8 == nil {
-		qk &^= 1<<32 - 1
+	base := cp + int(bk.skip)
+	qk := key8(p[base:])
+	tie := func(i int) bool { return ix.literal(arena, rules, int32(lo+i))[base:] <= p[base:] }
+	var n int
+	if ix.keys8 != nil {
+		n = countLE(ix.keys8[lo:end], qk, tie)
+	} else {
+		n = countLE(ix.keys4[lo:end], uint32(qk>>32), tie)
 	}
-	n := sort.Search(end-lo, func(k int) bool {
-		if key, _ := ix.key(lo + k); key != qk {
-			return key > qk
-		}
-		return ix.literal(arena, rules, int32(lo+k))[base:] > p[base:]
-	})
 	return int32(lo + n - 1) // n > 0: the bucket's first entry is <= p
+}
+
+// countLE returns how many of keys, sorted, are less than q, or equal to
+// it and tie(i) holds, where tie holds for a prefix of those equal to q.
+func countLE[K uint32 | uint64](keys []K, q K, tie func(i int) bool) int {
+	n, _ := slices.BinarySearch(keys, q)
+	for n < len(keys) && keys[n] == q && tie(n) {
+		n++
+	}
+	return n
 }
 
 // matcher is the best rule found so far for a path p.
@@ -552,6 +571,11 @@ func matchesAfter(arena string, r *rule, n int, p string) bool {
 func commonPrefix(a, b string) int {
 	n := min(len(a), len(b))
 	i := 0
+	for ; i+8 <= n; i += 8 {
+		if x := key8(a[i:]) ^ key8(b[i:]); x != 0 {
+			return i + bits.LeadingZeros64(x)/8
+		}
+	}
 	for i < n && a[i] == b[i] {
 		i++
 	}
