@@ -136,6 +136,11 @@ func key8(s string) uint64 {
 		return uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 | uint64(s[3])<<32 |
 			uint64(s[4])<<24 | uint64(s[5])<<16 | uint64(s[6])<<8 | uint64(s[7])
 	}
+	return key8Short(s)
+}
+
+// key8Short is key8 of a string shorter than 8 bytes.
+func key8Short(s string) uint64 {
 	var k uint64
 	for i := 0; i < len(s); i++ {
 		k |= uint64(s[i]) << (56 - 8*i)
@@ -489,9 +494,6 @@ type matcher struct {
 	p        string
 	best     int32 // its index, or -1
 	bestRule *rule
-	pathFold uint64 // foldSet of p, once needed
-	bytes    [2]uint64
-	haveSet  bool
 }
 
 // better reports whether r is better than the best rule found so far.
@@ -499,24 +501,6 @@ func (m *matcher) better(r *rule) bool { return m.bestRule == nil || better(r, m
 
 // take makes rule k, r, the best found so far.
 func (m *matcher) take(k uint32, r *rule) { m.best, m.bestRule = int32(k), r }
-
-// setBytes sets the sets of p's bytes, once.
-func (m *matcher) setBytes() {
-	if !m.haveSet {
-		for k := 0; k < len(m.p); k++ {
-			c := m.p[k] & 127
-			m.bytes[c>>6] |= 1 << (c & 63)
-		}
-		m.pathFold = m.bytes[0] | m.bytes[1]
-		m.haveSet = true
-	}
-}
-
-// has reports whether p holds the ASCII byte c.
-func (m *matcher) has(c byte) bool {
-	m.setBytes()
-	return m.bytes[c>>6&1]&(1<<(c&63)) != 0
-}
 
 // findHeavy tries the rules of the heavy run h, from rule start on, whose
 // literal of n bytes is a prefix of the path: its best plain rule, its
@@ -533,21 +517,28 @@ func (ix *index) findHeavy(m *matcher, rules []rule, h *heavyRun, start uint32, 
 			m.take(h.exact, r)
 		}
 	}
+	var bytes [2]uint64 // the ASCII bytes p holds, as bits c>>6 and c&63, once needed
 	for _, wg := range ix.groups[h.glo:h.ghi] {
 		if wg.kind == needTail && (len(p) == 0 || p[len(p)-1] != wg.need) {
 			continue
 		}
-		if wg.kind == needHas && !m.has(wg.need) {
+		if bytes == [2]uint64{} {
+			for k := 0; k < len(p); k++ {
+				c := p[k] & 127
+				bytes[c>>6] |= 1 << (c & 63)
+			}
+		}
+		if wg.kind == needHas && bytes[wg.need>>6&1]&(1<<(wg.need&63)) == 0 {
 			continue // the path lacks the byte all the group's rules need
 		}
-		m.setBytes()
+		fold := bytes[0] | bytes[1]
 		sets := ix.sets[wg.set : wg.set+wg.hi-wg.lo]
 		for k := wg.lo; k < wg.hi; k++ {
 			r := &rules[k]
 			if !m.better(r) {
 				break // the rest of the group are worse still
 			}
-			if sets[k-wg.lo]&^m.pathFold == 0 && matchWild(r.pattern(m.arena)[n:], p[n:]) {
+			if sets[k-wg.lo]&^fold == 0 && matchWild(r.pattern(m.arena)[n:], p[n:]) {
 				m.take(k, r)
 				break
 			}

@@ -101,12 +101,15 @@ func plainPattern(v []byte) (kind uint8, ok bool) {
 	return kind, true
 }
 
-// asWritten marks the bytes that normalisation keeps as written.
-var asWritten = func() (t [256]bool) {
+// asWritten marks the bytes that normalisation keeps as written, and keep
+// is 1 for them and 0 for the others.
+var asWritten, keep = func() (t [256]bool, k [256]uint8) {
 	for c, class := range byteClass {
-		t[c] = class == classKeep || class == classUnreserved
+		if class == classKeep || class == classUnreserved {
+			t[c], k[c] = true, 1
+		}
 	}
-	return t
+	return t, k
 }()
 
 // appendNormRule appends the normalised form of a rule pattern. The result
