@@ -286,39 +286,81 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 	if len(uc.lines) == 0 {
 		return
 	}
-	d := &usageData{prefs: []pref{{}}}
+	b := &usageBuilder{d: &usageData{prefs: []pref{{}}}, uc: uc, byText: make(map[string]uint32)}
+	d := b.d
 	d.sub.star = -1
-	// Intern the statements: by kind and text as written, then by
-	// canonical text.
-	byRaw := make(map[string]uint32)
-	byText := make(map[string]uint32)
-	var text strings.Builder
-	intern := func(lv []labelValue) uint32 {
-		t := canonicalText(lv)
-		p, ok := byText[t]
-		if !ok {
-			p = d.addPref(lv, &text)
-			byText[t] = p
-		}
-		return p
+	b.internLines()
+	b.setArena()
+	b.setGroups(blocks, specs, ids)
+	d.none = Group{r: r, ln: uint32(len(r.lines))}
+	b.setZeros()
+	// Precompute what a group's Content-Usage and Content-Signal rules say
+	// together, for the common files that have few of either.
+	var filePrefs [2][]uint32
+	for k := range filePrefs {
+		filePrefs[k] = d.pathPrefs(nil, &d.file.g[k])
 	}
+	budget := maxCombos
+	for gi := -1; gi < len(d.groups) && budget > 0; gi++ {
+		ug := &d.noneU
+		if gi >= 0 {
+			ug = &d.groups[gi]
+			if ug.g[0].hi == ug.g[0].lo && ug.g[1].hi == ug.g[1].lo {
+				continue // no lines of its own: as noneU
+			}
+		}
+		budget = d.addCombos(ug, budget, &filePrefs, &b.text)
+	}
+	// Held at their lengths: the builders grew by doubling.
+	d.text = strings.Clone(b.text.String())
+	d.prefs, d.ents = slices.Clone(d.prefs), slices.Clone(d.ents)
+	r.usage = d
+}
+
+// usageBuilder is the state of buildUsage.
+type usageBuilder struct {
+	d        *usageData
+	uc       *usageCollector
+	byText   map[string]uint32 // the preferences, by canonical text
+	text     strings.Builder   // the canonical texts of the preferences, as d.text will hold them
+	linePref []uint32          // the preference of each line
+	lineRule []rule            // the rule of each line
+}
+
+// intern returns the preference of sorted labels lv, adding it if it is
+// new.
+func (b *usageBuilder) intern(lv []labelValue) uint32 {
+	t := canonicalText(lv)
+	p, ok := b.byText[t]
+	if !ok {
+		p = b.d.addPref(lv, &b.text)
+		b.byText[t] = p
+	}
+	return p
+}
+
+// internLines interns the statements of the lines, by kind and text as
+// written, then by canonical text, and numbers their labels.
+func (b *usageBuilder) internLines() {
+	d := b.d
+	byRaw := make(map[string]uint32)
 	var prefLabels [][]labelValue
-	linePref := make([]uint32, len(uc.lines))
-	for i, l := range uc.lines {
+	b.linePref = make([]uint32, len(b.uc.lines))
+	for i, l := range b.uc.lines {
 		_, _, stmt := splitUsage(l.value)
 		raw := string(rune('0'+l.kind)) + string(stmt)
 		p, ok := byRaw[raw]
 		if !ok {
 			lv, _ := parseStatement(l.kind, string(stmt)) // a statement that does not parse states nothing
 			text := canonicalText(lv)
-			if p, ok = byText[text]; !ok {
+			if p, ok = b.byText[text]; !ok {
 				p = uint32(len(prefLabels))
-				byText[text] = p
+				b.byText[text] = p
 				prefLabels = append(prefLabels, lv)
 			}
 			byRaw[raw] = p
 		}
-		linePref[i] = p
+		b.linePref[i] = p
 	}
 	// Label ids, in the labels' order.
 	var labels []string
@@ -330,10 +372,10 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 	slices.Sort(labels)
 	d.labels = slices.Compact(labels)
 	for _, lv := range prefLabels {
-		d.addPref(lv, &text)
+		d.addPref(lv, &b.text)
 	}
 	// The labels, as the texts hold them.
-	d.text = text.String()
+	d.text = b.text.String()
 	d.labelAt = make([]uint32, len(d.labels))
 	for p := range prefLabels {
 		t, off := d.textOf(uint32(p)), d.prefs[p].txt
@@ -345,12 +387,15 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 		}
 	}
 	d.labels = nil
+}
 
-	// The arena: each line's preference, pattern and text.
+// setArena writes the arena of the usage rules: each line's preference,
+// pattern and text.
+func (b *usageBuilder) setArena() {
 	var arena []byte
 	var lines lineMarker
-	lineRule := make([]rule, len(uc.lines))
-	for i, l := range uc.lines {
+	b.lineRule = make([]rule, len(b.uc.lines))
+	for i, l := range b.uc.lines {
 		path, hasPath, stmt := splitUsage(l.value)
 		arena = lines.add(arena, l.line)
 		pat := uint32(len(arena))
@@ -363,17 +408,21 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 			}
 		}
 		n := uint32(len(arena)) - pat
-		lineRule[i] = makeRule(pat, arena[pat:pat+n], l.kind == kindSignal, patternKind(arena[pat:]), false, false)
-		arena = binary.LittleEndian.AppendUint32(arena, linePref[i])
+		b.lineRule[i] = makeRule(pat, arena[pat:pat+n], l.kind == kindSignal, patternKind(arena[pat:]), false, false)
+		arena = binary.LittleEndian.AppendUint32(arena, b.linePref[i])
 		arena = binary.AppendUvarint(arena, uint64(len(path)))
 		arena = append(arena, path...)
 		arena = binary.AppendUvarint(arena, uint64(len(stmt)))
 		arena = append(arena, stmt...)
 	}
-	d.sub.arena = string(arena)
-	d.sub.marks = slices.Clip(lines.marks)
+	b.d.sub.arena = string(arena)
+	b.d.sub.marks = slices.Clip(lines.marks)
+}
 
-	// The rules of each group, each kind side by side, and of the file.
+// setGroups lays out the usage rules of each group, each kind side by
+// side, and of the file.
+func (b *usageBuilder) setGroups(blocks []block, specs []groupSpec, ids []int) {
+	d, uc := b.d, b.uc
 	nRules := uc.nFile
 	own := make([]bool, len(specs))
 	for gi, sp := range specs {
@@ -394,7 +443,7 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 			ranges(func(lo, hi int) {
 				for i := lo; i < hi; i++ {
 					if uc.lines[i].kind == uint8(k) {
-						d.sub.rules = append(d.sub.rules, lineRule[i])
+						d.sub.rules = append(d.sub.rules, b.lineRule[i])
 					}
 				}
 			})
@@ -422,39 +471,18 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 			}
 		})
 	}
-	d.none = Group{r: r, ln: uint32(len(r.lines))}
-	// What the lines without a path say, combined: the file's once, then
-	// each group's with the file's. A group whose own and the file's are
-	// not combined beforehand (the file has too many to copy) leaves it to
-	// the query, as a tie.
-	zeroOf := func(g *usageSet) (zero uint32, many bool) {
-		var lv []labelValue
-		var first uint32
-		for i := range g.rules(d) {
-			if r := &g.rules(d)[i]; r.n() == 0 {
-				p := d.prefOf(r)
-				if zero == 0 {
-					first, zero = p, 1
-				} else if p != first {
-					many = true
-				}
-				if many || len(lv) == 0 {
-					lv = append(lv, d.labelsOf(d.entsOf(p))...)
-				}
-			}
-		}
-		switch {
-		case zero == 0:
-			return 0, false
-		case many:
-			return 1 + intern(mergeLabels(lv)), true
-		}
-		return 1 + first, false
-	}
+}
+
+// setZeros sets what the lines without a path say, combined: the file's
+// once, then each group's with the file's. A group whose own and the
+// file's are not combined beforehand (the file has too many to copy)
+// leaves it to the query, as a tie.
+func (b *usageBuilder) setZeros() {
+	d := b.d
 	fileZero := &d.fileZero
 	var fileZeroMany [2]bool
 	for k := range fileZero {
-		fileZero[k], fileZeroMany[k] = zeroOf(&d.file.g[k])
+		fileZero[k], fileZeroMany[k] = b.zeroOf(&d.file.g[k])
 	}
 	for gi := -1; gi < len(d.groups); gi++ {
 		ug := &d.noneU
@@ -462,7 +490,7 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 			ug = &d.groups[gi]
 		}
 		for k := range ug.zero {
-			z, many := zeroOf(&ug.g[k])
+			z, many := b.zeroOf(&ug.g[k])
 			switch {
 			case ug.has(ugWithFile, 0) || fileZero[k] == 0:
 			case z == 0:
@@ -474,28 +502,34 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 			ug.set(ugZeroMany, k, many)
 		}
 	}
+}
 
-	// Precompute what a group's Content-Usage and Content-Signal rules say
-	// together, for the common files that have few of either.
-	var filePrefs [2][]uint32
-	for k := range filePrefs {
-		filePrefs[k] = d.pathPrefs(nil, &d.file.g[k])
-	}
-	budget := maxCombos
-	for gi := -1; gi < len(d.groups) && budget > 0; gi++ {
-		ug := &d.noneU
-		if gi >= 0 {
-			ug = &d.groups[gi]
-			if ug.g[0].hi == ug.g[0].lo && ug.g[1].hi == ug.g[1].lo {
-				continue // no lines of its own: as noneU
+// zeroOf returns 1 + the preference of the rules of g without a path,
+// combined, or 0 if it has none, and whether they say different things.
+func (b *usageBuilder) zeroOf(g *usageSet) (zero uint32, many bool) {
+	d := b.d
+	var lv []labelValue
+	var first uint32
+	for i := range g.rules(d) {
+		if r := &g.rules(d)[i]; r.n() == 0 {
+			p := d.prefOf(r)
+			if zero == 0 {
+				first, zero = p, 1
+			} else if p != first {
+				many = true
+			}
+			if many || len(lv) == 0 {
+				lv = append(lv, d.labelsOf(d.entsOf(p))...)
 			}
 		}
-		budget = d.addCombos(ug, budget, &filePrefs, &text)
 	}
-	// Held at their lengths: the builders grew by doubling.
-	d.text = strings.Clone(text.String())
-	d.prefs, d.ents = slices.Clone(d.prefs), slices.Clone(d.ents)
-	r.usage = d
+	switch {
+	case zero == 0:
+		return 0, false
+	case many:
+		return 1 + b.intern(mergeLabels(lv)), true
+	}
+	return 1 + first, false
 }
 
 // addPref appends a preference of sorted labels lv, whose labels are
