@@ -50,9 +50,10 @@
 //		}
 //	}
 //
-// Matching does not allocate for an ASCII URL, and its cost follows the
-// length of the path, not the size of the file: each group's rules are
-// indexed by their literal prefixes.
+// Matching an ASCII URL does not allocate, unless its path and query need
+// normalising (such as "%7e" or "*") and are longer than 32 bytes once
+// normalised. Its cost follows the length of the path, not the size of the
+// file: each group's rules are indexed by their literal prefixes.
 package matcher
 
 import (

@@ -867,8 +867,8 @@ func (v UsageValue) String() string {
 // first, and with a response's own Content-Usage header if one was added
 // with [Usage.WithHeader]. The zero Usage states nothing. A Usage is a
 // small value; getting one and its String does not allocate for an ASCII
-// URL, save where rules with paths of equal specificity say different
-// things.
+// URL that matching does not allocate for (see the package documentation),
+// save where rules with paths of equal specificity say different things.
 type Usage struct {
 	d     *usageData
 	ug    *usageGroup
