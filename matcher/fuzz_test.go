@@ -207,13 +207,8 @@ func pathQueryRef(url string) (string, bool) {
 	if i := strings.IndexByte(url, '#'); i >= 0 {
 		url = url[:i]
 	}
-	normal := url != "" && url[0] != '?'
-	for i := 0; i < len(url); i++ {
-		if !asWritten[url[i]] {
-			normal = false
-		}
-	}
-	return url, normal
+	// Normal when normalising changes nothing.
+	return url, url != "" && url[0] != '?' && string(appendNormURL(nil, url)) == url
 }
 
 func FuzzPathQuery(f *testing.F) {

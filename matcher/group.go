@@ -460,17 +460,20 @@ func pathQuery(url string) (p string, normal bool) {
 		}
 		url = url[i:]
 	}
-	// Find the fragment and whether any byte needs normalising, eight
-	// bytes a step while they are all as written.
+	// Find the fragment and whether any byte needs normalising: bytes as
+	// written, eight at a time where they all are, and escapes that
+	// normalising keeps.
 	i := 0
-	for ; i+8 <= len(url); i += 8 {
-		s := url[i : i+8]
-		if keep[s[0]]&keep[s[1]]&keep[s[2]]&keep[s[3]]&keep[s[4]]&keep[s[5]]&keep[s[6]]&keep[s[7]] == 0 {
+	for i < len(url) {
+		if s := url[i:min(i+8, len(url))]; len(s) == 8 && keep[s[0]]&keep[s[1]]&keep[s[2]]&keep[s[3]]&keep[s[4]]&keep[s[5]]&keep[s[6]]&keep[s[7]] != 0 {
+			i += 8
+		} else if c := url[i]; asWritten[c] {
+			i++
+		} else if c == '%' && keptEscape(url, i) {
+			i += 3
+		} else {
 			break
 		}
-	}
-	for i < len(url) && asWritten[url[i]] {
-		i++
 	}
 	normal = true
 	if i < len(url) {
@@ -481,6 +484,19 @@ func pathQuery(url string) (p string, normal bool) {
 	}
 	return url, normal && url != "" && url[0] != '?'
 }
+
+// keptEscape reports whether the '%' at s[i] starts an escape that
+// normalising keeps as it is: two upper-case hex digits of a byte that is
+// not unreserved.
+func keptEscape(s string, i int) bool {
+	if i+2 >= len(s) || !isUpperHex(s[i+1]) || !isUpperHex(s[i+2]) {
+		return false
+	}
+	return byteClass[unhex(s[i+1])<<4|unhex(s[i+2])] != classUnreserved
+}
+
+// isUpperHex reports whether c is a hex digit, in upper case if a letter.
+func isUpperHex(c byte) bool { return '0' <= c && c <= '9' || 'A' <= c && c <= 'F' }
 
 // schemeLen returns the length of the "scheme:" at the start of url, or 0.
 func schemeLen(url string) int {

@@ -477,7 +477,7 @@ func TestManyAgents(t *testing.T) {
 }
 
 func TestConcurrentUse(t *testing.T) {
-	// Groups are prepared on first use; many goroutines may get there at
+	// Groups are indexed on first use; many goroutines may get there at
 	// once. Run with -race.
 	var b strings.Builder
 	b.WriteString("User-agent: a\nUser-agent: b\n")
