@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"math/bits"
-	"slices"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
-	"unsafe"
 )
 
 // Group is the set of rules one crawler obeys: one group of a robots.txt
@@ -18,21 +16,19 @@ import (
 // goroutines.
 type Group struct {
 	r      *Robots
-	idx    atomic.Pointer[index] // for a group that is indexed, once built; guarded by r.mu while built
+	idx    atomic.Pointer[index] // for a group of more than linearMax rules, once built; built under r.mu
 	lo, hi uint32                // its rules: r.rules[lo:hi]
 	ln     uint32                // the first user-agent line of each block combined: r.lines[ln:], up to the next group's ln
 	delay  uint32                // 1 + its crawl-delay's index in r.delays, or 0 for none
 }
 
 // rules returns g's rules. They are sorted best first (see better) when
-// the group has at most linearMax; those of a larger group are in no
-// particular order until they are prepared (see prepare) or indexed, which
-// sorts them.
+// the group has at most linearMax; those of a larger group are in file
+// order until its index is built, which sorts them.
 func (g *Group) rules() []rule { return g.r.rules[g.lo:g.hi] }
 
-// linearMax is the largest group that is always scanned rule by rule;
-// larger groups up to scanMax are scanned too when few of their rules need
-// the same of a path, and the others are indexed.
+// linearMax is the largest group that is scanned rule by rule; larger
+// groups are indexed.
 const linearMax = 16
 
 // rule is one allow or disallow line, in 8 bytes: a file of the shortest
@@ -209,7 +205,7 @@ func (r *rule) lit(arena string) uint32 {
 func (r *rule) literal(arena string) string { return arena[r.pat : r.pat+r.lit(arena)] }
 
 // emptyGroup allows everything.
-var emptyGroup = &Group{r: &Robots{robotsFields: robotsFields{star: -1}}}
+var emptyGroup = &Group{r: &Robots{star: -1}}
 
 // better reports whether rule a wins over rule b when both match: the longer
 // pattern wins, allow wins a tie, and the earlier line breaks what is left.
@@ -239,20 +235,24 @@ func compareRules(a, b *rule) int {
 // and g allows everything.
 func (g *Group) Lines() []int {
 	end := uint32(len(g.r.lines))
-	if gs := g.r.groups; len(gs) > 0 {
-		// g's lines end where the next group's begin.
-		if i := (uintptr(unsafe.Pointer(g)) - uintptr(unsafe.Pointer(&gs[0]))) / unsafe.Sizeof(*g); int(i)+1 < len(gs) {
-			end = gs[i+1].ln
-		}
+	if i, ok := g.r.groupIndex(g); ok && i+1 < len(g.r.groups) {
+		end = g.r.groups[i+1].ln // g's lines end where the next group's begin
 	}
-	if end == g.ln {
+	lines := make([]int, 0, end-g.ln)
+	for _, l := range g.r.lines[g.ln:end] {
+		lines = append(lines, int(l))
+	}
+	if len(lines) == 0 {
 		return nil
 	}
-	lines := make([]int, end-g.ln)
-	for i, l := range g.r.lines[g.ln:end] {
-		lines[i] = int(l)
-	}
 	return lines
+}
+
+// groupIndex returns the index of g in r.groups, and whether g is one of
+// them. The groups' first lines increase.
+func (r *Robots) groupIndex(g *Group) (int, bool) {
+	i := sort.Search(len(r.groups), func(i int) bool { return r.groups[i].ln >= g.ln })
+	return i, i < len(r.groups) && &r.groups[i] == g
 }
 
 // sortBest sorts a small group's rules best first, by insertion.
@@ -267,6 +267,9 @@ func sortBest(rules []rule) {
 	}
 }
 
+// indexed reports whether g's rules are indexed rather than scanned.
+func (g *Group) indexed() bool { return g.hi-g.lo > linearMax }
+
 // index returns g's index, building it on first use, so that the groups of
 // a file that a crawler never asks about cost nothing more than their
 // rules. It sorts g's rules, which nothing reads before it returns.
@@ -276,13 +279,26 @@ func (g *Group) index() *index {
 	}
 	g.r.mu.Lock()
 	defer g.r.mu.Unlock()
+	return g.indexLocked()
+}
+
+// indexLocked is index with g.r.mu held.
+func (g *Group) indexLocked() *index {
 	ix := g.idx.Load()
 	if ix == nil {
-		g.r.countSize() // while the rules are in the order that Size counts
 		ix = buildIndex(g.r.arena, g.rules())
 		g.idx.Store(ix)
 	}
 	return ix
+}
+
+// find returns the index in g's rules of the rule that decides the
+// normalised path p, or -1 when no rule matches.
+func (g *Group) find(p string) int {
+	if !g.indexed() {
+		return scan(g.r.arena, g.rules(), p)
+	}
+	return g.index().find(g.r.arena, g.rules(), p)
 }
 
 // scan returns the index of the first of rules, sorted best first, that
@@ -318,261 +334,6 @@ func (r *rule) matches(arena, p string) bool {
 	return matchesAfter(arena, r, int(lit), p)
 }
 
-// scanMax is the largest group that is scanned, when few of its rules
-// need the same of a path (see fewCandidates): a scan reads each rule's
-// prints, and the arena only for the rules whose prints a path has, while
-// a search of an index reads from several blocks of memory in turn.
-const scanMax = 128
-
-// maxCandidates is the most rules of a group of more than linearMax that
-// one path may have to be tried against for the group to be scanned.
-const maxCandidates = 2 * linearMax
-
-// printsOf returns what a path needs for rule rl to match it: the bytes
-// at offsets 1 and 2 of the path, each 0 when any byte will do. A '$'
-// there is the end anchor: the path ends before that offset (see
-// pathPrints). When rl needs nothing at offset 1, because a wildcard comes
-// first, b2 is instead the byte the path needs anywhere, or with its high
-// bit set as its last byte, or 0 for neither (see wildNeed). A normalised
-// pattern holds no zero byte and only ASCII.
-func printsOf(arena string, rl *rule) (b1, b2 byte) {
-	pat := rl.pattern(arena)
-	if len(pat) < 2 || pat[0] == '*' || pat[1] == '*' {
-		if rl.kind() == kindWild {
-			switch kind, need := wildNeed(pat, rl.lit(arena)); kind {
-			case needTail:
-				return 0, need | 0x80
-			case needHas:
-				return 0, need
-			}
-		}
-		return 0, 0
-	}
-	if len(pat) < 3 || pat[2] == '*' {
-		return pat[1], 0
-	}
-	return pat[1], pat[2]
-}
-
-// pathPrints returns the bytes of the normalised path p at offsets 1 and
-// 2, or '$' for an offset past its end: a normalised path holds no '$'
-// (it is "%24"), and a pattern's '$' at that offset needs the path to end
-// there.
-func pathPrints(p string) (q1, q2 byte) {
-	q1, q2 = '$', '$'
-	if len(p) > 1 {
-		q1 = p[1]
-	}
-	if len(p) > 2 {
-		q2 = p[2]
-	}
-	return q1, q2
-}
-
-// setPrints writes the prints of rules[lo:hi], which are scanned: of each
-// rule, the first byte printsOf returns at prints[i], and the second at
-// prints[nScan+8+i].
-func (r *Robots) setPrints(lo, hi uint32) {
-	ps := r.prints()
-	b := unsafe.Slice(unsafe.StringData(ps), len(ps))
-	for i := lo; i < hi; i++ {
-		rl := &r.rules[i]
-		b[i], b[r.nScan+8+i] = printsOf(r.arena, rl)
-	}
-}
-
-// prepare readies g, a group that is scanned, to be scanned: the rules of
-// a group of more than linearMax are sorted best first and their prints
-// written on first use, as index builds the index of a group that is
-// indexed. No scan of another group reads g's prints: the groups of more
-// than linearMax rules come first, and a scan reads no prints past its
-// group's but those of the smaller groups that follow them (see
-// scanPrints).
-func (g *Group) prepare() {
-	if g.hi-g.lo > linearMax && g.idx.Load() == nil {
-		g.prepareSlow()
-	}
-}
-
-// prepareSlow is prepare for a group that is not ready.
-func (g *Group) prepareSlow() {
-	g.r.mu.Lock()
-	defer g.r.mu.Unlock()
-	if g.idx.Load() == nil {
-		sortBestMany(g.rules())
-		g.r.setPrints(g.lo, g.hi)
-		g.idx.Store(prepared)
-		if r := g.r; r.star >= 0 && g == &r.groups[r.star] {
-			r.starReady.Store(true)
-		}
-	}
-}
-
-// prepared is the idx of a scanned group that prepare has prepared.
-var prepared = new(index)
-
-// sortBestMany sorts the rules of a group of more than linearMax and at
-// most scanMax best first, as sortBest does. Each rule becomes one
-// number: its length and allow (the 20 bits of nf>>12) complemented, so
-// that the better sorts first, then its pattern's offset, which breaks
-// ties as better does, then its place in rules.
-func sortBestMany(rules []rule) {
-	var keys [scanMax]uint64
-	var was [scanMax]rule
-	copy(was[:], rules)
-	for i := range rules {
-		worse := ^(rules[i].nf >> 12) & (1<<20 - 1)
-		keys[i] = uint64(worse)<<40 | uint64(rules[i].pat)<<8 | uint64(i)
-	}
-	slices.Sort(keys[:len(rules)])
-	for i, k := range keys[:len(rules)] {
-		rules[i] = was[uint8(k)]
-	}
-}
-
-// A rule's place in a group that sortBestMany sorts fits in 8 bits.
-var _ [256 - scanMax]struct{}
-
-// fewCandidates reports whether a scan of the group of blocks ids, whose
-// rules are those of the blocks in rules and whose patterns lie in
-// arena, tries any path against at most maxCandidates of its rules. buf
-// is scratch space, returned for reuse.
-func fewCandidates(arena []byte, rules []rule, blocks []block, ids []int, buf []uint16) (bool, []uint16) {
-	buf = buf[:0]
-	n := 0
-	for _, bi := range ids {
-		n += blocks[bi].rulesHi - blocks[bi].rulesLo
-	}
-	if n <= maxCandidates {
-		return true, buf
-	}
-	// The rules that need each first byte bound the rules a path is tried
-	// against from above; most groups are decided by that bound alone,
-	// without sorting their prints.
-	var byFirst [256]uint8
-	top := uint8(0) // the most that need one first byte
-	for _, bi := range ids {
-		for _, rl := range rules[blocks[bi].rulesLo:blocks[bi].rulesHi] {
-			b1, b2 := printsOf(unsafe.String(unsafe.SliceData(arena), len(arena)), &rl)
-			buf = append(buf, uint16(b1)<<8|uint16(b2))
-			byFirst[b1]++ // n <= scanMax < 256
-			if b1 != 0 {
-				top = max(top, byFirst[b1])
-			}
-		}
-	}
-	if int(byFirst[0])+int(top) <= maxCandidates {
-		return true, buf
-	}
-	slices.Sort(buf)
-	// A path is tried against the rules that need nothing of it, those
-	// that need its first byte alone, and those that need both: the most
-	// for any path is the rules that need nothing, plus the most for one
-	// first byte.
-	anyByte, most := 0, 0
-	for i := 0; i < len(buf); {
-		b1 := buf[i] >> 8
-		j := i
-		for j < len(buf) && buf[j]>>8 == b1 {
-			j++
-		}
-		if b1 == 0 {
-			anyByte = j - i
-			i = j
-			continue
-		}
-		// buf[i:j] share b1; those with b2 = 0 sort first.
-		first, run := 0, 0
-		for k := i; k < j; {
-			l := k
-			for l < j && buf[l] == buf[k] {
-				l++
-			}
-			if buf[k]&0xff == 0 {
-				first = l - k
-			} else {
-				run = max(run, l-k)
-			}
-			k = l
-		}
-		most = max(most, first+run)
-		i = j
-	}
-	return anyByte+most <= maxCandidates, buf
-}
-
-// zeroBytes returns x with the high bit of each of its zero bytes set and
-// every other bit clear.
-func zeroBytes(x uint64) uint64 {
-	const low7 = 0x7f7f7f7f7f7f7f7f
-	return ^((x&low7 + low7) | x | low7)
-}
-
-// scanPrints returns the index in rules[lo:hi], a group that is scanned,
-// sorted best first, of the first rule that matches the normalised path
-// p, or -1. It tries only the rules whose prints p has, eight at a time: a
-// rule's print matches p's byte when it is that byte or zero. The group
-// of more than linearMax rules must be prepared.
-func (r *Robots) scanPrints(lo, hi uint32, p string) int {
-	if lo == hi {
-		return -1
-	}
-	w1, w2 := r.firstPrints(lo)
-	return r.scanPrintsFirst(lo, hi, p, w1, w2)
-}
-
-// firstPrints returns the first words of the prints of the scanned rules
-// from rules[lo] on: those at offset 1, then those at offset 2 (see
-// setPrints).
-func (r *Robots) firstPrints(lo uint32) (w1, w2 uint64) {
-	ps := r.prints()
-	return le64(ps[lo:]), le64(ps[r.nScan+8+lo:])
-}
-
-// scanPrintsFirst is scanPrints given the first words of the group's
-// prints, first1 at prints[lo:] and first2 at prints[nScan+8+lo:].
-func (r *Robots) scanPrintsFirst(lo, hi uint32, p string, first1, first2 uint64) int {
-	rules, arena := r.rules[lo:hi], r.arena
-	if len(rules) == 0 {
-		return -1
-	}
-	q1, q2 := pathPrints(p)
-	b1, b2 := uint64(q1)*ones8, uint64(q2)*ones8
-	ps := r.prints()
-	p1, p2 := ps[lo:], ps[r.nScan+8+lo:]
-	for k := 0; k < len(rules); k += 8 {
-		var w1, w2 uint64
-		n := len(rules) - k
-		if k == 0 {
-			w1, w2 = first1, first2
-		} else if n >= 8 {
-			w1, w2 = le64(p1[k:]), le64(p2[k:])
-		} else {
-			// The last prints of a group of 8 or more, read as the word
-			// that ends with them, so as not to read past them.
-			w1, w2 = le64(p1[k+n-8:])>>(64-8*n), le64(p2[k+n-8:])>>(64-8*n)
-		}
-		z1 := zeroBytes(w1)
-		m := (zeroBytes(w1^b1) | z1) & (zeroBytes(w2^b2) | zeroBytes(w2) | z1)
-		if n < 8 {
-			m &= 1<<(8*n) - 1
-		}
-		for ; m != 0; m &= m - 1 {
-			j := bits.TrailingZeros64(m) &^ 7
-			if need := byte(w2 >> j); z1>>j&0x80 != 0 && need != 0 {
-				// A wildcard first, and a byte the path needs.
-				if need < 0x80 && strings.IndexByte(p, need) < 0 || need >= 0x80 && p[len(p)-1] != need&0x7f {
-					continue
-				}
-			}
-			if i := k + j>>3; rules[i].matches(arena, p) {
-				return i
-			}
-		}
-	}
-	return -1
-}
-
 // matchWild reports whether the pattern rest, which starts with '*', matches
 // s, the part of the path after the pattern's literal prefix. Matching each
 // '*'-separated segment at its leftmost position is correct for patterns
@@ -604,11 +365,18 @@ func matchWild(rest, s string) bool {
 	}
 }
 
-// decide returns the index of the rule that decides url, or -1.
+// decide returns the index in g's rules of the rule that decides url, or
+// -1.
 func (g *Group) decide(url string) int {
 	p, normal := pathQuery(url)
 	if !normal {
-		return g.decideNormalized(p)
+		var buf [512]byte
+		b := normalizeTo(buf[:0], p)
+		if string(b) == "/robots.txt" {
+			return -1
+		}
+		return g.find(string(b)) // on the stack when at most 32 bytes long
+
 	}
 	if p == "/robots.txt" {
 		return -1
@@ -616,64 +384,12 @@ func (g *Group) decide(url string) int {
 	return g.find(p)
 }
 
-// decideNormalized is decide for a path and query p that need normalising.
-// It is a function of its own so that only such paths pay for zeroing the
-// buffer.
-func (g *Group) decideNormalized(p string) int {
-	var buf [512]byte // on the stack: find does not retain the path
-	s, robots := normalizeTo(buf[:0], p)
-	if robots {
-		return -1
-	}
-	return g.find(s)
-}
-
-// scanDecide is decide for a group that is scanned, whose rules are
-// rules[lo:hi], given urlHead(url).
-func (r *Robots) scanDecide(lo, hi uint32, url string, head uint64) int {
-	// The group's first prints before the URL's path, which lies elsewhere
-	// in memory: reading both at once, a query waits for memory once.
-	var w1, w2 uint64
-	if lo < hi {
-		w1, w2 = r.firstPrints(lo)
-	}
-	return r.scanDecideFirst(lo, hi, url, head, w1, w2)
-}
-
-// scanDecideFirst is scanDecide given the first words of the group's
-// prints.
-func (r *Robots) scanDecideFirst(lo, hi uint32, url string, head, w1, w2 uint64) int {
-	p, normal := pathQueryHead(url, head)
-	if !normal {
-		return r.scanDecideNormalized(lo, hi, p)
-	}
-	if p == "/robots.txt" {
-		return -1
-	}
-	return r.scanPrintsFirst(lo, hi, p, w1, w2)
-}
-
-// scanDecideNormalized is scanDecide for a path and query p that need
-// normalising.
-func (r *Robots) scanDecideNormalized(lo, hi uint32, p string) int {
-	var buf [512]byte // on the stack: scanPrints does not retain the path
-	s, robots := normalizeTo(buf[:0], p)
-	if robots {
-		return -1
-	}
-	return r.scanPrints(lo, hi, s)
-}
-
-// normalizeTo returns the normalised form of the path and query p, as a
-// string made of buf with its bytes appended, and whether it is
-// /robots.txt.
-func normalizeTo(buf []byte, p string) (string, bool) {
+// normalizeTo appends to buf the normalised form of the path and query p.
+func normalizeTo(buf []byte, p string) []byte {
 	if p == "" || p[0] == '?' {
 		buf = append(buf, '/') // an empty path is "/"
 	}
-	buf = appendNormURL(buf, p)
-	s := unsafe.String(unsafe.SliceData(buf), len(buf))
-	return s, s == "/robots.txt"
+	return appendNormURL(buf, p)
 }
 
 // Allowed reports whether url may be fetched under g. url is an absolute URL
@@ -720,19 +436,13 @@ func (g *Group) CrawlDelay() (time.Duration, bool) {
 	return g.r.delays[g.delay-1], true
 }
 
-// normalPath returns the normalised path and query of url: url's own bytes
-// when they need no change, else a string made of buf with the normalised
-// bytes appended.
-func normalPath(url string, buf []byte) string {
+// normalPath returns the normalised path and query of url.
+func normalPath(url string) string {
 	p, normal := pathQuery(url)
 	if normal {
 		return p
 	}
-	if p == "" || p[0] == '?' {
-		buf = append(buf, '/') // an empty path is "/"
-	}
-	buf = appendNormURL(buf, p)
-	return unsafe.String(unsafe.SliceData(buf), len(buf))
+	return string(normalizeTo(nil, p))
 }
 
 // pathQuery returns the path and query of url, which is an absolute URL, a
@@ -740,54 +450,30 @@ func normalPath(url string, buf []byte) string {
 // they are their own normalised form. It does not add the "/" that an empty
 // path stands for, and reports such a path as not normal.
 func pathQuery(url string) (p string, normal bool) {
-	return pathQueryHead(url, urlHead(url))
-}
-
-// urlHead returns the first eight bytes of url as a little-endian word, or
-// 0 when it is shorter. Allowed reads it first, before the fields of its
-// Robots, which lie elsewhere in memory, so that a query waits for both at
-// once: a branch on those fields that the processor mispredicts would
-// otherwise delay the read of the URL until they arrive.
-func urlHead(url string) uint64 {
-	if len(url) < 8 {
-		return 0
+	if url == "" || url[0] != '/' {
+		url = url[schemeLen(url):] // after "scheme:"
 	}
-	return le64(url)
-}
-
-// httpsHead is urlHead of a URL that starts with "https://".
-const httpsHead = 0x2f2f3a7370747468
-
-// pathQueryHead is pathQuery given urlHead(url).
-func pathQueryHead(url string, head uint64) (p string, normal bool) {
-	// A path needs neither of the first two steps: "/" that is not "//".
-	switch {
-	case head == httpsHead:
-		url = url[6:] // the schemes a crawler meets, without a call
-	case len(url) >= 7 && url[:7] == "http://":
-		url = url[5:]
-	case len(url) == 0 || url[0] != '/':
-		if n := schemeLen(url); n > 0 {
-			url = url[n:] // after "scheme:"
+	if strings.HasPrefix(url, "//") {
+		i := 2 // the authority ends at its path, query or fragment
+		for i < len(url) && url[i] != '/' && url[i] != '?' && url[i] != '#' {
+			i++
 		}
+		url = url[i:]
 	}
-	if len(url) >= 2 && url[0] == '/' && url[1] == '/' {
-		url = url[authorityEnd(url):]
-	}
-	// Find the fragment and whether any byte needs normalising: most
-	// paths of eight bytes or more are read as words, the last one
-	// overlapping the one before, and found plain.
+	// Find the fragment and whether any byte needs normalising: bytes as
+	// written, eight at a time where they all are, and escapes that
+	// normalising keeps.
 	i := 0
-	for ; i+8 <= len(url); i += 8 {
-		if !plain8(url[i:]) {
+	for i < len(url) {
+		if s := url[i:min(i+8, len(url))]; len(s) == 8 && keep[s[0]]&keep[s[1]]&keep[s[2]]&keep[s[3]]&keep[s[4]]&keep[s[5]]&keep[s[6]]&keep[s[7]] != 0 {
+			i += 8
+		} else if c := url[i]; asWritten[c] {
+			i++
+		} else if c == '%' && keptEscape(url, i) {
+			i += 3
+		} else {
 			break
 		}
-	}
-	if i+8 > len(url) && len(url) >= 8 && plain8(url[len(url)-8:]) {
-		i = len(url)
-	}
-	for i < len(url) && plainByte[url[i]] != 0 {
-		i++
 	}
 	normal = true
 	if i < len(url) {
@@ -799,41 +485,18 @@ func pathQueryHead(url string, head uint64) (p string, normal bool) {
 	return url, normal && url != "" && url[0] != '?'
 }
 
-// plain8 reports whether the first eight bytes of s are all plain.
-func plain8(s string) bool {
-	_ = s[7]
-	return plainByte[s[0]]&plainByte[s[1]]&plainByte[s[2]]&plainByte[s[3]]&
-		plainByte[s[4]]&plainByte[s[5]]&plainByte[s[6]]&plainByte[s[7]] != 0
+// keptEscape reports whether the '%' at s[i] starts an escape that
+// normalising keeps as it is: two upper-case hex digits of a byte that is
+// not unreserved.
+func keptEscape(s string, i int) bool {
+	if i+2 >= len(s) || !isUpperHex(s[i+1]) || !isUpperHex(s[i+2]) {
+		return false
+	}
+	return byteClass[unhex(s[i+1])<<4|unhex(s[i+2])] != classUnreserved
 }
 
-// plainByte is 1 for the bytes that normalisation leaves as they are, 0
-// for the others: a path is checked eight bytes at a time.
-var plainByte = func() (t [256]uint8) {
-	for c := range t {
-		if byteClass[c] == classKeep || byteClass[c] == classUnreserved {
-			t[c] = 1
-		}
-	}
-	return t
-}()
-
-// authorityEnd returns where the authority of url, which starts with "//",
-// ends: at its path, query or fragment, or at its end. It reads eight bytes
-// at a time.
-func authorityEnd(url string) int {
-	const slash, quest, hash = '/' * ones8, '?' * ones8, '#' * ones8
-	i := 2
-	for ; i+8 <= len(url); i += 8 {
-		w := le64(url[i:])
-		if m := zeroBytes(w^slash) | zeroBytes(w^quest) | zeroBytes(w^hash); m != 0 {
-			return i + bits.TrailingZeros64(m)>>3
-		}
-	}
-	for i < len(url) && url[i] != '/' && url[i] != '?' && url[i] != '#' {
-		i++
-	}
-	return i
-}
+// isUpperHex reports whether c is a hex digit, in upper case if a letter.
+func isUpperHex(c byte) bool { return '0' <= c && c <= '9' || 'A' <= c && c <= 'F' }
 
 // schemeLen returns the length of the "scheme:" at the start of url, or 0.
 func schemeLen(url string) int {
@@ -859,16 +522,15 @@ func schemeLen(url string) int {
 
 // keyFold8 is key8 of s with ASCII letters in lower case.
 func keyFold8(s string) uint64 {
-	k := key8(s)
-	// Add 0x20 to each byte in 'A'..'Z', eight at a time: a byte's high bit
-	// in ge is set when it is >= 'A', in gt when it is > 'Z'; bytes >= 0x80
-	// are left alone, and no sum carries into the next byte.
-	const ones = 0x0101010101010101
-	low7 := k & (0x7f * ones)
-	ge := low7 + (0x80-'A')*ones
-	gt := low7 + (0x7f-'Z')*ones
-	upper := ge &^ gt &^ k & (0x80 * ones)
-	return k | upper>>2
+	var b [8]byte
+	for i := 0; i < len(s) && i < 8; i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+	}
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // compareFold compares the caller's agent with a lower-case token, ignoring

@@ -2,13 +2,11 @@ package matcher
 
 import (
 	"cmp"
-	"encoding/binary"
-	"hash/maphash"
 	"math/bits"
+	"reflect"
 	"slices"
+	"sort"
 	"strings"
-	"sync"
-	"unsafe"
 )
 
 // index is the index of a large group, built over the group's rules
@@ -19,27 +17,24 @@ import (
 // greatest entry <= that path.
 //
 // The entries are cut into buckets of bucketLen, in order. A search finds
-// a path's bucket by the first 16 bytes of each bucket's first literal,
-// then its entry in the bucket by the key of each literal: its bytes that
-// follow the prefix all the bucket's literals share, as key8 makes them. A
-// large file's literals often share far more than the group's common
-// prefix ("/html/E10..."), and keys taken at one offset for all would be
-// alike. When a literal ends within its key, the key gives its length and
-// its common prefix with the path, and the search reads no literal.
+// a path's bucket by the first 16 bytes of each bucket's first literal
+// after the prefix all the group's literals share, then its entry in the
+// bucket by the key of each literal: its first bytes after the prefix all
+// the bucket's literals share. A large file's literals often share far
+// more than the group's common prefix ("/html/E10..."), and keys taken at
+// one offset for all would be alike. Where keys tie, the search reads the
+// literals.
 //
-// Keys are 4 bytes, or 8 (wide) when 4 leave many ties, which the search
-// settles by reading the tied literals ("/html/E10087_01/" and
+// Keys are 4 bytes, or 8 when 4 leave many ties ("/html/E10087_01/" and
 // "/html/E10087_02/" tie on "087_" in a bucket whose literals share
-// "html/E10"), and when the group's lines are long enough to pay for them
-// (see wideKeys). An entry costs 12 bytes, or 16 with wide keys: its key,
-// and its parent and start; the keys lie apart, so that the search reads
-// keys alone, in the same block as the entries. A bucket adds 24 bytes per
-// bucketLen entries. Entries of more than heavyMin rules, which a file of
+// "html/E10") and the group's patterns are long enough to pay for them
+// (see wideKeys). Entries of more than heavyMin rules, which a file of
 // many rules with one literal makes, also have a heavyRun.
 type index struct {
 	cp     string      // the literal prefix common to all the rules
-	cpKey  uint64      // key8(cp), which decides the test of a path against cp when cp is at most 8 bytes long
-	ents   []entry     // one per entry, then one whose start ends the last; its capacity holds the keys (see keys and wkeys)
+	ents   []entry     // one per entry, then one whose start ends the last
+	keys4  []uint32    // the keys of the entries, when they are 4 bytes
+	keys8  []uint64    // or 8 bytes
 	bkts   []bucket    // entries i*bucketLen to (i+1)*bucketLen-1 are bucket i's
 	heavy  []heavyRun  // sorted by entry
 	groups []wildGroup // the wildcard rules of heavy runs, by the byte they need
@@ -54,7 +49,6 @@ const bucketLen = 64
 type bucket struct {
 	k0, k1 uint64 // key8 of its first literal after the index's cp, and of what follows that
 	skip   uint32 // how many bytes after cp all its literals share
-	wide   bool   // the index has wide keys (as all its buckets say)
 }
 
 // entry is one literal prefix in an index.
@@ -139,81 +133,34 @@ func wildNeed(pat string, lit uint32) (kind uint8, need byte) {
 // strings hold no zero byte, so padding never reorders them.
 func key8(s string) uint64 {
 	if len(s) >= 8 {
-		return binary.BigEndian.Uint64(unsafe.Slice(unsafe.StringData(s), 8))
+		return uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 | uint64(s[3])<<32 |
+			uint64(s[4])<<24 | uint64(s[5])<<16 | uint64(s[6])<<8 | uint64(s[7])
 	}
 	return key8Short(s)
 }
 
 // key8Short is key8 of a string shorter than 8 bytes.
 func key8Short(s string) uint64 {
-	switch n := len(s); {
-	case n >= 4:
-		// Two loads of 4 bytes, which overlap when n < 8.
-		hi := uint64(binary.BigEndian.Uint32(unsafe.Slice(unsafe.StringData(s), 4)))
-		lo := uint64(binary.BigEndian.Uint32(unsafe.Slice(unsafe.StringData(s[n-4:]), 4)))
-		return hi<<32 | lo<<(64-8*n)
-	case n > 0:
-		return uint64(s[0])<<56 | uint64(s[n/2])<<(56-8*(n/2)) | uint64(s[n-1])<<(64-8*n)
+	var k uint64
+	for i := 0; i < len(s); i++ {
+		k |= uint64(s[i]) << (56 - 8*i)
 	}
-	return 0
+	return k
 }
-
-// key4 is the first 4 bytes of s as key8 makes them.
-func key4(s string) uint32 { return uint32(key8(s) >> 32) }
 
 // buildIndex sorts the rules of a large group and indexes them.
 func buildIndex(arena string, rules []rule) *index {
-	wide := wideKeys(arena, rules) // before the rules are sorted, as indexSize saw them
-	lits := make([]uint32, len(rules))
-	for i := range rules {
-		lits[i] = rules[i].lit(arena)
-	}
-	// Sort the rules by literal prefix, then by kind, then best first. Comparing the prefixes' first 8 bytes as
-	// numbers settles most pairs.
-	type sortKey struct {
-		key uint64
-		i   int32
-	}
-	order := make([]sortKey, len(rules))
-	for i := range rules {
-		order[i] = sortKey{key8(arena[rules[i].pat : rules[i].pat+lits[i]]), int32(i)}
-	}
-	slices.SortFunc(order, func(a, b sortKey) int {
-		if c := cmp.Compare(a.key, b.key); c != 0 {
-			return c
-		}
-		ra, rb := &rules[a.i], &rules[b.i]
-		if la, lb := lits[a.i], lits[b.i]; la > 8 || lb > 8 {
-			if c := strings.Compare(arena[ra.pat:ra.pat+la], arena[rb.pat:rb.pat+lb]); c != 0 {
-				return c
-			}
-		}
-		if c := cmp.Compare(ra.kind(), rb.kind()); c != 0 {
-			return c // plain, then exact, then wildcard
-		}
-		return compareRules(ra, rb)
-	})
-	sorted := make([]rule, len(rules))
-	sortedLits := make([]uint32, len(rules))
-	for i, o := range order {
-		sorted[i], sortedLits[i] = rules[o.i], lits[o.i]
-	}
-	copy(rules, sorted)
-	lits = sortedLits
-	literal := func(i int) string { return arena[rules[i].pat : rules[i].pat+lits[i]] }
-
-	ix := &index{}
+	sortByLiteral(arena, rules)
+	literal := func(i int) string { return rules[i].literal(arena) }
 	first, last := literal(0), literal(len(rules)-1)
-	ix.cp = first[:commonPrefix(first, last)]
-	ix.cpKey = key8(ix.cp)
-	cp := len(ix.cp)
-	nEntries := 0
-	for i := range rules {
-		if i == 0 || literal(i) != literal(i-1) {
-			nEntries++
+	ix := &index{cp: first[:commonPrefix(first, last)]}
+	nEnts := 1
+	for i := 1; i < len(rules); i++ {
+		if literal(i) != literal(i-1) {
+			nEnts++
 		}
 	}
-	ix.ents = make([]entry, 0, nEntries+1)
+	ix.ents = make([]entry, 0, nEnts+1)
 	var stack []int32 // the parent chain of the last entry
 	for i := 0; i < len(rules); {
 		lit := literal(i)
@@ -222,7 +169,7 @@ func buildIndex(arena string, rules []rule) *index {
 			j++
 		}
 		e := entry{parent: -1, start: uint32(i)}
-		for len(stack) > 0 && !strings.HasPrefix(lit, literal(int(ix.ents[stack[len(stack)-1]].start&^heavyBit))) {
+		for len(stack) > 0 && !strings.HasPrefix(lit, ix.literal(arena, rules, stack[len(stack)-1])) {
 			stack = stack[:len(stack)-1]
 		}
 		if len(stack) > 0 {
@@ -237,47 +184,101 @@ func buildIndex(arena string, rules []rule) *index {
 		i = j
 	}
 	ix.ents = append(ix.ents, entry{parent: -1, start: uint32(len(rules))})
-	nEnts := len(ix.ents) - 1
+	ix.heavy, ix.groups, ix.sets = slices.Clone(ix.heavy), slices.Clone(ix.groups), slices.Clone(ix.sets) // held at their lengths
+	ix.setKeys(arena, rules)
+	return ix
+}
+
+// sortByLiteral sorts rules by literal prefix, then by kind (plain, then
+// exact, then wildcard), then best first.
+func sortByLiteral(arena string, rules []rule) {
+	type sortKey struct {
+		key  uint64 // key8 of the literal, which settles most pairs
+		lit  string
+		rule rule
+	}
+	keys := make([]sortKey, len(rules))
+	for i := range rules {
+		lit := rules[i].literal(arena)
+		keys[i] = sortKey{key8(lit), lit, rules[i]}
+	}
+	slices.SortFunc(keys, func(a, b sortKey) int {
+		if c := cmp.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.lit, b.lit); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.rule.kind(), b.rule.kind()); c != 0 {
+			return c
+		}
+		return compareRules(&a.rule, &b.rule)
+	})
+	for i := range keys {
+		rules[i] = keys[i].rule
+	}
+}
+
+// setKeys sets the buckets and keys of ix, whose entries are set.
+func (ix *index) setKeys(arena string, rules []rule) {
+	nEnts, cp := len(ix.ents)-1, len(ix.cp)
 	ix.bkts = make([]bucket, (nEnts+bucketLen-1)/bucketLen)
-	keys := make([]uint32, nEnts)
+	keys := make([]uint64, nEnts)
+	ties := 0
 	for b := range ix.bkts {
 		lo, hi := b*bucketLen, min((b+1)*bucketLen, nEnts)
 		first := ix.literal(arena, rules, int32(lo))[cp:]
 		skip := commonPrefix(first, ix.literal(arena, rules, int32(hi-1))[cp:])
-		bk := bucket{k0: key8(first), skip: uint32(skip)}
+		ix.bkts[b] = bucket{k0: key8(first), skip: uint32(skip)}
 		if len(first) > 8 {
-			bk.k1 = key8(first[8:])
+			ix.bkts[b].k1 = key8(first[8:])
 		}
-		ix.bkts[b] = bk
 		for i := lo; i < hi; i++ {
-			keys[i] = key4(ix.literal(arena, rules, int32(i))[cp+skip:])
-		}
-	}
-	// The entries and their keys share one block.
-	keyBytes := 4
-	if wide {
-		keyBytes = 8
-	}
-	block := make([]uint64, len(ix.ents)+(keyBytes*nEnts+7)/8)
-	ents := unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(block))), len(block))[:len(ix.ents)]
-	copy(ents, ix.ents)
-	ix.ents = ents
-	if wide {
-		for b := range ix.bkts {
-			ix.bkts[b].wide = true
-		}
-		wkeys := ix.wkeys()
-		for b, bk := range ix.bkts {
-			off := cp + int(bk.skip)
-			for i := b * bucketLen; i < min((b+1)*bucketLen, nEnts); i++ {
-				wkeys[i] = key8(ix.literal(arena, rules, int32(i))[off:])
+			lit := ix.literal(arena, rules, int32(i))
+			keys[i] = key8(lit[cp+skip:])
+			if i > lo && keys[i]>>32 == keys[i-1]>>32 {
+				ties++
 			}
 		}
-	} else {
-		copy(ix.keys(), keys)
 	}
-	ix.heavy, ix.groups, ix.sets = slices.Clone(ix.heavy), slices.Clone(ix.groups), slices.Clone(ix.sets) // as indexSize counts them
-	return ix
+	if wideKeys(arena, rules, nEnts, ties) {
+		ix.keys8 = keys
+		return
+	}
+	ix.keys4 = make([]uint32, nEnts)
+	for i, k := range keys {
+		ix.keys4[i] = uint32(k >> 32)
+	}
+}
+
+// wideKeys reports whether an index of rules with n entries, ties of
+// which have the 4-byte key of the entry before them, takes keys of 8
+// bytes: when at least 1/16 of them tie, so that a search would often
+// read literals, and when the rules, their patterns and entries of 16
+// bytes take at most 5/2 times the bytes of their lines, of which a
+// rule's is at least its pattern as written and 6 bytes ("allow" and a
+// colon), so that files of short lines, which take the most for their
+// size, keep keys of 4 bytes. Indexes of fewer than 2*bucketLen entries
+// keep them too: their searches read few keys.
+func wideKeys(arena string, rules []rule, n, ties int) bool {
+	if n < 2*bucketLen || 16*ties < n {
+		return false
+	}
+	held, lines := 0, 0
+	for i := range rules {
+		held += int(rules[i].n()) + 8 + 16
+		lines += rules[i].writtenLen(arena) + 6
+	}
+	return 2*held <= 5*lines
+}
+
+// key returns the key of entry i, in the form key8 gives it, and how
+// many of its bytes count.
+func (ix *index) key(i int) (k uint64, w int) {
+	if ix.keys8 != nil {
+		return ix.keys8[i], 8
+	}
+	return uint64(ix.keys4[i]) << 32, 4
 }
 
 // addHeavy records the heavyRun of entry e, whose rules, sorted without
@@ -379,495 +380,170 @@ func (ix *index) literal(arena string, rules []rule, i int32) string {
 	return rules[ix.ents[i].start&^heavyBit].literal(arena)
 }
 
-// The keys of an index's entries follow its entries, in the capacity of
-// ents, so that the index takes one slice for both.
-var (
-	_ [8 - unsafe.Sizeof(entry{})]byte // entries are words, as the keys after them are
-	_ [unsafe.Sizeof(entry{}) - 8]byte
-)
-
-// keys returns the keys of an index without wide keys: of each entry,
-// key4 of its literal after cp and its bucket's skip.
-func (ix *index) keys() []uint32 {
-	n := len(ix.ents) - 1
-	return unsafe.Slice((*uint32)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(ix.ents)), 8*(n+1))), n)
-}
-
-// wkeys returns the keys of an index with wide keys: of each entry, key8
-// of its literal after cp and its bucket's skip.
-func (ix *index) wkeys() []uint64 {
-	n := len(ix.ents) - 1
-	return unsafe.Slice((*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(ix.ents)), 8*(n+1))), n)
-}
-
-// fullKey returns the key of entry i as key8 makes them: of its literal
-// after cp and its bucket's skip, its first 8 bytes when the index has
-// wide keys (as its buckets say), its first 4 when not.
-func (ix *index) fullKey(i int32, wide bool) uint64 {
-	if wide {
-		return ix.wkeys()[i]
-	}
-	return uint64(ix.keys()[i]) << 32
-}
-
 // heavyOf returns the heavyRun of entry i.
 func (ix *index) heavyOf(i int32) *heavyRun {
-	lo, hi := 0, len(ix.heavy)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if ix.heavy[m].entry < uint32(i) {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return &ix.heavy[lo]
+	return &ix.heavy[sort.Search(len(ix.heavy), func(k int) bool { return ix.heavy[k].entry >= uint32(i) })]
 }
 
-// indexSize returns how many bytes the index of a group of rules will
-// take. It counts the distinct literal prefixes by their hashes in an
-// open-addressed table, and the wildcard rules of the literals with more
-// than heavyMin rules, which need groups. buf is scratch space, returned
-// for reuse.
-func indexSize(arena string, rules []rule, buf []uint64) (int, []uint64) {
-	// A slot holds a literal's hash above countBits and how many rules
-	// have it below, saturated; 0 is an empty slot.
-	const countBits, countMax = 10, 1<<10 - 1
-	slots := 1 << bits.Len(uint(2*len(rules)-1)) // at least twice the rules: short probes
-	mask := slots - 1
-	if cap(buf) < slots {
-		buf = make([]uint64, slots)
-	} else {
-		buf = buf[:slots]
-		clear(buf)
-	}
-	find := func(h uint64) int {
-		j := int(h>>countBits) & mask
-		for buf[j] != 0 && buf[j]>>countBits != h>>countBits {
-			j = (j + 1) & mask
-		}
-		return j
-	}
-	nEntries, nHeavy := 0, 0
-	for i := range rules {
-		r := &rules[i]
-		h := maphash.String(litSeed, arena[r.pat:r.pat+r.lit(arena)]) &^ countMax
-		j := find(h)
-		if r.kind() == kindWild {
-			buf = append(buf, uint64(j)<<32|uint64(i)) // its slot, for heavy literals below
-		}
-		switch c := buf[j] & countMax; {
-		case c == 0:
-			buf[j] = h | 1
-			nEntries++
-		case c < countMax:
-			buf[j]++
-			if c == heavyMin {
-				nHeavy++
-			}
-		}
-	}
-	nGroups, nSets := 0, 0
-	if nHeavy > 0 {
-		// The wildcard rules of heavy literals: their slot, kind and
-		// need, sorted to count the distinct needs.
-		nWild := len(buf) - slots
-		for _, w := range buf[slots:] {
-			j, r := int(w>>32), &rules[uint32(w)]
-			if buf[j]&countMax <= heavyMin {
-				continue
-			}
-			kind, need := wildNeed(r.pattern(arena), r.lit(arena))
-			buf = append(buf, uint64(j)<<16|uint64(kind)<<8|uint64(need))
-		}
-		wild := buf[slots+nWild:]
-		slices.Sort(wild)
-		nSets = len(wild)
-		for i := 0; i < len(wild); {
-			j, distinct := i+1, 1
-			for ; j < len(wild) && wild[j]>>16 == wild[i]>>16; j++ {
-				if wild[j] != wild[j-1] {
-					distinct++
-				}
-			}
-			if worthGrouping(distinct, j-i) {
-				nGroups += distinct
-			} else {
-				nGroups++
-			}
-			i = j
-		}
-	}
-	keyBytes := 4
-	if wideKeys(arena, rules) {
-		keyBytes = 8
-	}
-	size := allocSize(int(unsafe.Sizeof(index{}))) +
-		allocSize(int(unsafe.Sizeof(entry{}))*(nEntries+1)+(keyBytes*nEntries+7)&^7) + // one block
-		allocSize(int(unsafe.Sizeof(bucket{}))*((nEntries+bucketLen-1)/bucketLen))
-	if nHeavy > 0 {
-		size += allocSize(int(unsafe.Sizeof(heavyRun{}))*nHeavy) +
-			allocSize(int(unsafe.Sizeof(wildGroup{}))*nGroups) +
-			allocSize(8*nSets)
-	}
-	return size, buf
+// heldBytes returns no less than the bytes ix holds.
+func (ix *index) heldBytes() int {
+	return allocBytes(int(reflect.TypeFor[index]().Size())) + sliceBytes(ix.ents) + sliceBytes(ix.keys4) + sliceBytes(ix.keys8) +
+		sliceBytes(ix.bkts) + sliceBytes(ix.heavy) + sliceBytes(ix.groups) + sliceBytes(ix.sets)
 }
 
-// wideKeys reports whether an index of rules, in the order they were
-// parsed in, takes wide keys, 4 more bytes an entry: when many of their
-// patterns differ from the one before only in their last 4 bytes, so that
-// 4-byte keys would often tie, as those of a large documentation site do
-// when sorted in their file ("/html/E10087_01/", "/html/E10087_02/"); and
-// when the rules, their patterns and entries of 16 bytes take at most 5/2
-// times the bytes of their lines, of which a rule's is at least its
-// pattern as written and 6 bytes ("allow" and a colon or a space), so
-// that files of short lines, which take the most for their size, keep
-// keys of 4 bytes. Indexes of fewer than wideMin rules keep them too.
-func wideKeys(arena string, rules []rule) bool {
-	if len(rules) < wideMin {
-		return false
-	}
-	held, lines, late := 0, 0, 0
-	prev := ""
-	for i := range rules {
-		r := &rules[i]
-		n := int(r.n())
-		held += n
-		if r.written() || r.decoded() {
-			lines += r.writtenLen(arena) - n // n is added to both below
-		}
-		// Patterns, not literals, which would take a search for '*'.
-		pat := arena[r.pat : int(r.pat)+n]
-		if d := n - len(prev); d <= 4 && d >= -4 && n >= 8 && len(prev) >= 8 && commonPrefix(pat, prev)+4 >= max(n, len(prev)) {
-			late++
-		}
-		prev = pat
-	}
-	lines += held + 6*len(rules)
-	held += len(rules) * (int(unsafe.Sizeof(rule{})) + 16)
-	return late >= len(rules)/wideLate && 2*held <= 5*lines
-}
-
-// wideMin is the fewest rules of an index with wide keys: a search of a
-// small index reads few keys, and its rules are counted faster without.
-const wideMin = 2 * bucketLen
-
-// wideLate sets how many rules of an index, at least 1/wideLate of them,
-// must differ from the rule before only in their last 4 bytes for the
-// index to take wide keys.
-const wideLate = 16
-
-// litSeed seeds the hashes by which indexSize counts literal prefixes.
-var litSeed = maphash.MakeSeed()
-
-// allocSize returns how many bytes the allocator takes for an object of n
-// bytes that holds no pointers: its size class, which may be up to about a
-// sixth larger than n, or whole pages for a large object.
-func allocSize(n int) int {
-	if n == 0 {
-		return 0
-	}
-	return sizeClass(n)
-}
-
-// allocSizePtr is allocSize for an object that holds pointers, which
-// carries an 8-byte header when it is larger than 512 bytes.
-func allocSizePtr(n int) int {
-	if n > 512 {
-		n += 8
-	}
-	return allocSize(n)
-}
-
-// sizeClass returns n rounded up to its size class, or to whole pages.
-func sizeClass(n int) int {
-	if n > maxSmall {
-		return (n + 8191) &^ 8191
-	}
-	classes := sizeClasses()
-	if classes == nil {
-		return overClass(n)
-	}
-	i, _ := slices.BinarySearch(classes, uint16(n))
-	return int(classes[i])
-}
-
-// overClass returns a size no less than n's size class in the allocators
-// Go has had, which are at most about a sixth apart: n and a quarter more,
-// and a little.
-func overClass(n int) int { return (n + n/4 + 16) &^ 15 }
-
-// maxSmall is the size of the largest size class.
-const maxSmall = 32 << 10
-
-// sizeClasses returns the allocator's size classes up to maxSmall, in
-// increasing order, or nil if it cannot tell them.
-var sizeClasses = sync.OnceValue(func() []uint16 {
-	// Appending n bytes to a nil slice allocates n bytes rounded up to
-	// their size class, which is the new slice's capacity. The runtime
-	// has had about 70 classes: many more means that appends no longer
-	// round, and the probe is abandoned.
-	var classes []uint16
-	for n := 1; n <= maxSmall; {
-		if len(classes) > 256 {
-			return nil
-		}
-		c := cap(append([]byte(nil), make([]byte, n)...))
-		classes = append(classes, uint16(min(c, maxSmall)))
-		n = c + 1
-	}
-	return classes
-})
-
-// find returns the index of the rule that decides the normalised path p, or
-// -1 when no rule matches.
-func (g *Group) find(p string) int {
-	if g.hi <= g.r.nScan {
-		g.prepare()
-		return g.r.scanPrints(g.lo, g.hi, p)
-	}
-	arena, rules := g.r.arena, g.rules()
-	if len(rules) <= linearMax {
-		return scan(arena, rules, p) // a group of usage lines
-	}
-	ix := g.index()
-	cp := len(ix.cp)
-	if len(p) < cp {
+// find returns the index in rules, which ix indexes, of the rule that
+// decides the normalised path p, or -1 when no rule matches.
+func (ix *index) find(arena string, rules []rule, p string) int {
+	i := ix.greatest(arena, rules, p)
+	if i < 0 {
 		return -1
 	}
-	if cp <= 8 {
-		// Without reading cp, which lies elsewhere in memory.
-		if cp > 0 && (key8(p)^ix.cpKey)>>(64-8*cp) != 0 {
-			return -1 // no literal is a prefix of p
-		}
-	} else if p[:cp] != ix.cp {
-		return -1
-	}
-	// The greatest entry <= p: first the last bucket whose first literal
-	// is <= p.
-	q := p[cp:]
-	q0, q1 := key8(q), uint64(0)
-	if len(q) > 8 {
-		q1 = key8(q[8:])
-	}
-	lo, n := 0, len(ix.bkts)
-	for n > 0 {
-		half := n >> 1
-		m := lo + half
-		bk := &ix.bkts[m]
-		// (k0, k1) <= (q0, q1), without branches.
-		_, c := bits.Sub64(q1, bk.k1, 0)
-		_, c = bits.Sub64(q0, bk.k0, c)
-		next := half
-		if c == 0 {
-			lo = m + 1
-			next = n - half - 1
-		}
-		n = next
-	}
-	if lo > 0 && ix.bkts[lo-1].k0 == q0 && ix.bkts[lo-1].k1 == q1 {
-		// Buckets whose first literals have p's first 16 bytes: search
-		// again, by the literals where the keys tie.
-		lo, n = 0, len(ix.bkts)
-		for n > 0 {
-			half := n >> 1
-			m := lo + half
-			bk := &ix.bkts[m]
-			_, c := bits.Sub64(bk.k1, q1, 0)
-			_, c = bits.Sub64(bk.k0, q0, c)
-			le := c != 0
-			if bk.k0 == q0 && bk.k1 == q1 {
-				lit := ix.literal(arena, rules, int32(m*bucketLen))
-				le = len(lit) <= cp+16 || lit[cp:] <= q
-			}
-			next := half
-			if le {
-				lo = m + 1
-				next = n - half - 1
-			}
-			n = next
-		}
-	}
-	if lo == 0 {
-		return -1 // p is before the first literal
-	}
-	b := lo - 1
-	bk := &ix.bkts[b]
-	lo, end := b*bucketLen, min((b+1)*bucketLen, len(ix.ents)-1)
-	// The bucket's first literal is <= p: when p does not have the prefix
-	// all its literals share, p is after all of them.
-	skip := int(bk.skip)
-	var shares bool
-	switch x0, x1 := bk.k0^q0, bk.k1^q1; {
-	case skip <= 8:
-		shares = x0>>(64-8*skip) == 0 // true when skip is 0: a shift by 64 gives 0
-	case skip <= 16:
-		shares = x0 == 0 && x1>>(128-8*skip) == 0
-	default:
-		shares = len(q) >= skip && q[:skip] == ix.literal(arena, rules, int32(lo))[cp:cp+skip]
-	}
-	// The entry that is the greatest <= p, and its literal's length n and
-	// common prefix l with p, which its key gives when its literal ends
-	// within it.
-	var i int32
-	var l int
-	if !shares {
-		i = int32(end - 1)
-		lit := ix.literal(arena, rules, i)
-		n, l = len(lit), commonPrefix(lit, p)
-	} else {
-		// The last entry whose key is <= p's. Keys compare as their
-		// literals' first w bytes after cp+skip do.
-		qs := q[skip:]
-		qk, w := key8(qs), 4
-		if !bk.wide {
-			qk &^= 1<<32 - 1
-			lo = pastLE(ix.keys()[:end], lo, uint32(qk>>32))
-		} else {
-			w = 8
-			lo = pastLE(ix.wkeys()[:end], lo, qk)
-		}
-		// The bucket's first entry is <= p, so lo > its start.
-		i = int32(lo - 1)
-		k := ix.fullKey(i, bk.wide)
-		// A literal holds no zero byte, and its key is padded with them.
-		z := 8 - bits.TrailingZeros64(k)/8 // its bytes in the key
-		off := cp + skip + w
-		if z < w {
-			n = cp + skip + z
-			l = cp + skip + min(z, bits.LeadingZeros64(k^qk)/8)
-		} else if r := &rules[ix.ents[i].start&^heavyBit]; r.kind() != kindWild && int(r.lit(arena)) == off {
-			// It ends with its key: its rule, which the search reads
-			// next, says so (without a search for '*', which only a
-			// wildcard rule needs).
-			n = off
-			l = cp + skip + min(w, bits.LeadingZeros64(k^qk)/8)
-		} else {
-			lit := r.literal(arena)
-			if k == qk && lit[off:] > p[off:] {
-				// A tie: the entries with p's key share off bytes with
-				// p, or end before and are prefixes of p; the last of
-				// them <= p is found by their literals. (The bucket's
-				// first entry is <= p, so one is.)
-				hi := int(i)
-				for lo, n = b*bucketLen, hi-b*bucketLen; n > 0; {
-					half := n >> 1
-					m := lo + half
-					lt := ix.fullKey(int32(m), bk.wide) < qk
-					next := half
-					if lt {
-						lo = m + 1
-						next = n - half - 1
-					}
-					n = next
-				}
-				for n = hi - lo; n > 0; {
-					half := n >> 1
-					m := lo + half
-					lit := ix.literal(arena, rules, int32(m))
-					le := len(lit) <= off || lit[off:] <= p[off:]
-					next := half
-					if le {
-						lo = m + 1
-						next = n - half - 1
-					}
-					n = next
-				}
-				i = int32(lo - 1)
-				lit = ix.literal(arena, rules, i)
-			}
-			n, l = len(lit), commonPrefix(lit, p)
-		}
-	}
-	// Its ancestors no longer than the common prefix with p are exactly the
-	// entries that are prefixes of p.
+	// Its ancestors no longer than its common prefix with p are exactly
+	// the entries that are prefixes of p.
+	lit := ix.literal(arena, rules, i)
+	n, l := len(lit), commonPrefix(lit, p)
 	for n > l {
 		if i = ix.ents[i].parent; i < 0 {
 			return -1
 		}
 		n = int(rules[ix.ents[i].start&^heavyBit].lit(arena))
 	}
-	best := int32(-1)
-	var bestRule *rule
-	var pathBytes [2]uint64
-	var pathFold uint64
-	haveBytes := false
+	m := matcher{arena: arena, p: p, best: -1}
 	for {
 		e := ix.ents[i]
 		start, end := e.start&^heavyBit, ix.ents[i+1].start&^heavyBit
 		if e.start&heavyBit == 0 {
 			for k := start; k < end; k++ {
-				r := &rules[k]
-				if (bestRule == nil || better(r, bestRule)) && matchesAfter(arena, r, n, p) {
-					best, bestRule = int32(k), r
+				if r := &rules[k]; m.better(r) && matchesAfter(arena, r, n, p) {
+					m.take(k, r)
 				}
 			}
 		} else {
-			h := ix.heavyOf(i)
-			if start < h.exact {
-				if r := &rules[start]; bestRule == nil || better(r, bestRule) {
-					best, bestRule = int32(start), r
-				}
-			}
-			if h.exact < h.wild && len(p) == n {
-				if r := &rules[h.exact]; bestRule == nil || better(r, bestRule) {
-					best, bestRule = int32(h.exact), r
-				}
-			}
-			for _, wg := range ix.groups[h.glo:h.ghi] {
-				switch wg.kind {
-				case needTail:
-					if len(p) == 0 || p[len(p)-1] != wg.need {
-						continue
-					}
-				}
-				if !haveBytes {
-					for k := 0; k < len(p); k++ {
-						c := p[k] & 127
-						pathBytes[c>>6] |= 1 << (c & 63)
-					}
-					pathFold = pathBytes[0] | pathBytes[1]
-					haveBytes = true
-				}
-				if wg.kind == needHas && pathBytes[wg.need>>6&1]&(1<<(wg.need&63)) == 0 {
-					continue // the path lacks the byte all the group's rules need
-				}
-				sets := ix.sets[wg.set : wg.set+wg.hi-wg.lo]
-				for k := wg.lo; k < wg.hi; k++ {
-					r := &rules[k]
-					if bestRule != nil && !better(r, bestRule) {
-						break // the rest of the group are worse still
-					}
-					if sets[k-wg.lo]&^pathFold == 0 && matchWild(r.pattern(arena)[n:], p[n:]) {
-						best, bestRule = int32(k), r
-						break
-					}
-				}
-			}
+			ix.findHeavy(&m, rules, ix.heavyOf(i), start, n)
 		}
 		if i = e.parent; i < 0 {
-			return int(best)
+			return int(m.best)
 		}
 		n = int(rules[ix.ents[i].start&^heavyBit].lit(arena))
 	}
 }
 
-// pastLE returns the index past the last of keys[lo:], which are sorted,
-// that is <= q, or lo if none is.
-func pastLE[K uint32 | uint64](keys []K, lo int, q K) int {
-	for n := len(keys) - lo; n > 0; {
-		half := n >> 1
-		m := lo + half
-		le := keys[m] <= q
-		// Written so that the compiler can use conditional moves.
-		next := half
-		if le {
-			lo = m + 1
-			next = n - half - 1
-		}
-		n = next
+// greatest returns the entry whose literal is the greatest <= the
+// normalised path p, or -1 when p has no literal as a prefix.
+func (ix *index) greatest(arena string, rules []rule, p string) int32 {
+	if !strings.HasPrefix(p, ix.cp) {
+		return -1 // no literal is a prefix of p
 	}
-	return lo
+	// The last bucket whose first literal is <= p.
+	cp, q := len(ix.cp), p[len(ix.cp):]
+	q0, q1 := key8(q), uint64(0)
+	if len(q) > 8 {
+		q1 = key8(q[8:])
+	}
+	b := sort.Search(len(ix.bkts), func(b int) bool {
+		if bk := &ix.bkts[b]; bk.k0 != q0 || bk.k1 != q1 {
+			return bk.k0 > q0 || bk.k0 == q0 && bk.k1 > q1
+		}
+		return ix.literal(arena, rules, int32(b*bucketLen))[cp:] > q
+	}) - 1
+	if b < 0 {
+		return -1 // p is before the first literal
+	}
+	lo, end := b*bucketLen, min((b+1)*bucketLen, len(ix.ents)-1)
+	// The bucket's first literal is <= p: when p does not have the prefix
+	// all its literals share, p is after all of them. The bucket's keys
+	// tell for a prefix of up to 16 bytes.
+	bk, shares := &ix.bkts[b], false
+	switch skip, x0, x1 := int(ix.bkts[b].skip), bk.k0^q0, bk.k1^q1; {
+	case skip <= 8:
+		shares = x0>>(64-8*skip) == 0 // true when skip is 0: a shift by 64 gives 0
+	case skip <= 16:
+		shares = x0 == 0 && x1>>(128-8*skip) == 0
+	default:
+		shares = strings.HasPrefix(q, ix.literal(arena, rules, int32(lo))[cp:cp+skip])
+	}
+	if !shares {
+		return int32(end - 1)
+	}
+	// The last entry <= p, by keys, and by literals where they tie.
+	base := cp + int(bk.skip)
+	qk := key8(p[base:])
+	tie := func(i int) bool { return ix.literal(arena, rules, int32(lo+i))[base:] <= p[base:] }
+	var n int
+	if ix.keys8 != nil {
+		n = countLE(ix.keys8[lo:end], qk, tie)
+	} else {
+		n = countLE(ix.keys4[lo:end], uint32(qk>>32), tie)
+	}
+	return int32(lo + n - 1) // n > 0: the bucket's first entry is <= p
+}
+
+// countLE returns how many of keys, sorted, are less than q, or equal to
+// it and tie(i) holds, where tie holds for a prefix of those equal to q.
+func countLE[K uint32 | uint64](keys []K, q K, tie func(i int) bool) int {
+	n, _ := slices.BinarySearch(keys, q)
+	for n < len(keys) && keys[n] == q && tie(n) {
+		n++
+	}
+	return n
+}
+
+// matcher is the best rule found so far for a path p.
+type matcher struct {
+	arena    string
+	p        string
+	best     int32 // its index, or -1
+	bestRule *rule
+}
+
+// better reports whether r is better than the best rule found so far.
+func (m *matcher) better(r *rule) bool { return m.bestRule == nil || better(r, m.bestRule) }
+
+// take makes rule k, r, the best found so far.
+func (m *matcher) take(k uint32, r *rule) { m.best, m.bestRule = int32(k), r }
+
+// findHeavy tries the rules of the heavy run h, from rule start on, whose
+// literal of n bytes is a prefix of the path: its best plain rule, its
+// best exact rule, and its wildcard rules, by group.
+func (ix *index) findHeavy(m *matcher, rules []rule, h *heavyRun, start uint32, n int) {
+	p := m.p
+	if start < h.exact {
+		if r := &rules[start]; m.better(r) {
+			m.take(start, r)
+		}
+	}
+	if h.exact < h.wild && len(p) == n {
+		if r := &rules[h.exact]; m.better(r) {
+			m.take(h.exact, r)
+		}
+	}
+	var bytes [2]uint64 // the ASCII bytes p holds, as bits c>>6 and c&63, once needed
+	for _, wg := range ix.groups[h.glo:h.ghi] {
+		if wg.kind == needTail && (len(p) == 0 || p[len(p)-1] != wg.need) {
+			continue
+		}
+		if bytes == [2]uint64{} {
+			for k := 0; k < len(p); k++ {
+				c := p[k] & 127
+				bytes[c>>6] |= 1 << (c & 63)
+			}
+		}
+		if wg.kind == needHas && bytes[wg.need>>6&1]&(1<<(wg.need&63)) == 0 {
+			continue // the path lacks the byte all the group's rules need
+		}
+		fold := bytes[0] | bytes[1]
+		sets := ix.sets[wg.set : wg.set+wg.hi-wg.lo]
+		for k := wg.lo; k < wg.hi; k++ {
+			r := &rules[k]
+			if !m.better(r) {
+				break // the rest of the group are worse still
+			}
+			if sets[k-wg.lo]&^fold == 0 && matchWild(r.pattern(m.arena)[n:], p[n:]) {
+				m.take(k, r)
+				break
+			}
+		}
+	}
 }
 
 // matchesAfter reports whether r, whose literal prefix of n bytes is a
@@ -887,19 +563,12 @@ func commonPrefix(a, b string) int {
 	n := min(len(a), len(b))
 	i := 0
 	for ; i+8 <= n; i += 8 {
-		if x := le64(a[i:]) ^ le64(b[i:]); x != 0 {
-			return i + bits.TrailingZeros64(x)/8
+		if x := key8(a[i:]) ^ key8(b[i:]); x != 0 {
+			return i + bits.LeadingZeros64(x)/8
 		}
 	}
 	for i < n && a[i] == b[i] {
 		i++
 	}
 	return i
-}
-
-// le64 returns the first 8 bytes of s as a little-endian number.
-func le64(s string) uint64 {
-	_ = s[7]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }

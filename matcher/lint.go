@@ -53,96 +53,113 @@ type GroupInfo struct {
 // values other than y and n (yes and no for Content-Signal), and paths that
 // do not start with "/".
 func Lint(body []byte) *Report {
-	rep := &Report{Size: len(body)}
-	var s scanner
-	s.init(body)
-	add := func(msg string) {
-		rep.Diagnostics = append(rep.Diagnostics, Diagnostic{Line: s.num, Text: string(trimSpace(s.text)), Message: msg})
+	l := &linter{rep: &Report{Size: len(body)}}
+	l.s.init(body)
+	for l.s.next() {
+		l.line(body)
 	}
-	var cur *GroupInfo
-	inRules := false // cur has had a rule line, so the next user-agent line starts a group
-	for s.next() {
-		if s.num == 1 && s.bom > 0 {
-			add("byte-order mark skipped")
+	return l.rep
+}
+
+// linter is the state of Lint.
+type linter struct {
+	rep     *Report
+	s       scanner
+	cur     *GroupInfo
+	inRules bool // cur has had a rule line, so the next user-agent line starts a group
+}
+
+// add reports msg about the current line.
+func (l *linter) add(msg string) {
+	l.rep.Diagnostics = append(l.rep.Diagnostics, Diagnostic{Line: l.s.num, Text: string(trimSpace(l.s.text)), Message: msg})
+}
+
+// line lints the line l.s has scanned, of body.
+func (l *linter) line(body []byte) {
+	s, add := &l.s, l.add
+	if s.num == 1 && s.bom > 0 {
+		add("byte-order mark skipped")
+	}
+	if len(body) > MaxSize && s.start <= MaxSize && MaxSize < s.pos {
+		add(fmt.Sprintf("file is %d bytes; crawlers read only the first %d (500 KiB), so what follows may be ignored", len(body), MaxSize))
+	}
+	if !utf8.Valid(s.text) {
+		add("not valid UTF-8")
+	}
+	if s.flags&flagLenientKey != 0 {
+		add(fmt.Sprintf("key %q read as %q", s.key, s.field.canonical()))
+	}
+	if s.flags&flagNoColon != 0 {
+		add(fmt.Sprintf("missing colon; read as \"%s: %s\"", s.key, s.value))
+	}
+	v := s.value
+	switch s.field {
+	case fieldInvalid:
+		add("unparseable line ignored: not \"key: value\"")
+	case fieldUnknown:
+		add(fmt.Sprintf("unknown key %q ignored", s.key))
+	case fieldUserAgent:
+		l.userAgent(v)
+	case fieldAllow, fieldDisallow:
+		switch {
+		case l.cur == nil:
+			add("rule before any user-agent line ignored")
+		case len(v) == 0 && s.field == fieldDisallow:
+			// "Disallow:" with no value is the documented way
+			// to allow everything (RFC 9309 §2.2.2): no problem.
+		case len(v) == 0:
+			add(fmt.Sprintf("empty %s value ignored", s.field.canonical()))
+		case v[0] != '/' && v[0] != '*':
+			add("path does not start with \"/\" or \"*\"; the rule matches nothing")
+		default:
+			l.cur.Rules++
 		}
-		if len(body) > MaxSize && s.start <= MaxSize && MaxSize < s.pos {
-			add(fmt.Sprintf("file is %d bytes; crawlers read only the first %d (500 KiB), so what follows may be ignored", len(body), MaxSize))
+		l.inRules = true
+	case fieldContentUsage, fieldContentSignal:
+		for _, msg := range lintUsage(s.field, v) {
+			add(msg)
 		}
-		if !utf8.Valid(s.text) {
-			add("not valid UTF-8")
+		if l.cur != nil {
+			l.cur.Usage++
+			l.inRules = true // a rule of its group
 		}
-		if s.flags&flagLenientKey != 0 {
-			add(fmt.Sprintf("key %q read as %q", s.key, s.field.canonical()))
+	case fieldSitemap:
+		if len(v) == 0 {
+			add("empty sitemap value ignored")
+			break
 		}
-		if s.flags&flagNoColon != 0 {
-			add(fmt.Sprintf("missing colon; read as \"%s: %s\"", s.key, s.value))
+		if u, err := url.Parse(string(v)); err != nil || !u.IsAbs() || u.Host == "" {
+			add("sitemap is not an absolute URL")
 		}
-		v := s.value
-		switch s.field {
-		case fieldInvalid:
-			add("unparseable line ignored: not \"key: value\"")
-		case fieldUnknown:
-			add(fmt.Sprintf("unknown key %q ignored", s.key))
-		case fieldUserAgent:
-			if cur == nil || inRules {
-				rep.Groups = append(rep.Groups, GroupInfo{Line: s.num})
-				cur = &rep.Groups[len(rep.Groups)-1]
-				inRules = false
-			}
-			tok, star := productToken(v)
-			token := strings.ToLower(string(tok))
-			switch {
-			case len(v) == 0:
-				add("empty user-agent value; it names no crawler")
-			case len(tok) == 0:
-				add("user-agent value has no product token; it names no crawler")
-			case !star && len(tok) < len(v):
-				add(fmt.Sprintf("user-agent %q counts as %q", v, tok))
-			}
-			cur.Agents = append(cur.Agents, token)
-		case fieldAllow, fieldDisallow:
-			switch {
-			case cur == nil:
-				add("rule before any user-agent line ignored")
-			case len(v) == 0 && s.field == fieldDisallow:
-				// "Disallow:" with no value is the documented way
-				// to allow everything (RFC 9309 §2.2.2): no problem.
-			case len(v) == 0:
-				add(fmt.Sprintf("empty %s value ignored", s.field.canonical()))
-			case v[0] != '/' && v[0] != '*':
-				add("path does not start with \"/\" or \"*\"; the rule matches nothing")
-			default:
-				cur.Rules++
-			}
-			inRules = true
-		case fieldContentUsage, fieldContentSignal:
-			for _, msg := range lintUsage(s.field, v) {
-				add(msg)
-			}
-			if cur != nil {
-				cur.Usage++
-				inRules = true // a rule of its group (SPEC 10.1)
-			}
-		case fieldSitemap:
-			if len(v) == 0 {
-				add("empty sitemap value ignored")
-				break
-			}
-			if u, err := url.Parse(string(v)); err != nil || !u.IsAbs() || u.Host == "" {
-				add("sitemap is not an absolute URL")
-			}
-			rep.Sitemaps = append(rep.Sitemaps, string(v))
-		case fieldCrawlDelay:
-			d, ok := parseDelay(v)
-			switch {
-			case !ok:
-				add(fmt.Sprintf("invalid crawl-delay %q ignored: want a non-negative number of seconds", v))
-			case cur == nil:
-				add("crawl-delay before any user-agent line ignored")
-			case !cur.HasCrawlDelay || d > cur.CrawlDelay:
-				cur.CrawlDelay, cur.HasCrawlDelay = d, true
-			}
+		l.rep.Sitemaps = append(l.rep.Sitemaps, string(v))
+	case fieldCrawlDelay:
+		d, ok := parseDelay(v)
+		switch {
+		case !ok:
+			add(fmt.Sprintf("invalid crawl-delay %q ignored: want a non-negative number of seconds", v))
+		case l.cur == nil:
+			add("crawl-delay before any user-agent line ignored")
+		case !l.cur.HasCrawlDelay || d > l.cur.CrawlDelay:
+			l.cur.CrawlDelay, l.cur.HasCrawlDelay = d, true
 		}
 	}
-	return rep
+}
+
+// userAgent lints a user-agent line of value v.
+func (l *linter) userAgent(v []byte) {
+	if l.cur == nil || l.inRules {
+		l.rep.Groups = append(l.rep.Groups, GroupInfo{Line: l.s.num})
+		l.cur = &l.rep.Groups[len(l.rep.Groups)-1]
+		l.inRules = false
+	}
+	tok, star := productToken(v)
+	switch {
+	case len(v) == 0:
+		l.add("empty user-agent value; it names no crawler")
+	case len(tok) == 0:
+		l.add("user-agent value has no product token; it names no crawler")
+	case !star && len(tok) < len(v):
+		l.add(fmt.Sprintf("user-agent %q counts as %q", v, tok))
+	}
+	l.cur.Agents = append(l.cur.Agents, strings.ToLower(string(tok)))
 }

@@ -50,94 +50,45 @@
 //		}
 //	}
 //
-// Matching does not allocate for an ASCII URL, and its cost follows the
-// length of the path, not the size of the file: each group's rules are
-// indexed by their literal prefixes.
+// Matching an ASCII URL does not allocate, unless its path and query need
+// normalising (such as "%7e" or "*") and are longer than 32 bytes once
+// normalised. Its cost follows the length of the path, not the size of the
+// file: each group's rules are indexed by their literal prefixes.
 package matcher
 
 import (
+	"bytes"
 	"cmp"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 )
 
 // Robots is a parsed robots.txt file. It is immutable once returned by
 // [Parse] and safe for concurrent use by multiple goroutines.
 //
-// All of a file's strings lie in one arena and all of its rules in one
-// array, each group's rules side by side, so that a file of many small
-// groups costs few allocations and little memory.
+// All of a file's patterns and tokens lie in one string, and all of its
+// rules in one slice, each group's rules side by side, so that a file of
+// many small groups costs few allocations and little memory.
 type Robots struct {
-	robotsFields
-	_ [robotsSize - unsafe.Sizeof(robotsFields{})]byte
-}
-
-// robotsSize is the size of Robots: 256 bytes where a pointer is 8, 192
-// where it is 4, size classes of Go's allocator whose objects all start
-// on a 64-byte cache line.
-const robotsSize = 64 * (2 + unsafe.Sizeof(uintptr(0))/4)
-
-// robotsFields are the fields of Robots.
-type robotsFields struct {
-	// The fields a query reads come first, in the first 64 bytes, then
-	// starPrints, and Robots is robotsSize bytes, a size class whose
-	// objects start on a cache line: a query that a small "*" group
-	// decides reads the first 128 bytes of it, which the processor
-	// fetches together, and no more.
-	arena string // normalised and as-written patterns, then tokens
-	rules []rule // the groups' rules, each group's in a range of its own
-	// agentBits has the agentBit of the key of each of agents: a query
-	// whose agent's bit is clear, as most are, reads no more of agents.
-	// It is 0 when there are none.
-	agentBits uint32
-	star      int32 // the group of "*", or -1
-	// starLo and starHi are the rules of the "*" group, as in
-	// groups[star], so that a query that the "*" group decides need not
-	// read groups when the group is small enough to be scanned.
-	starLo, starHi uint32
-	// The groups that are scanned have their rules first, rules[:nScan]:
-	// those of more than linearMax rules, then the others. The groups
-	// that are indexed follow. The prints of the first ones follow the
-	// rules in the file's block: see prints.
-	nScan     uint32
-	starReady atomic.Bool // the "*" group is scanned and prepared (see Group.prepare)
-	// starPrints are the first words of the "*" group's prints, at
-	// prints[starLo:] and prints[nScan+8+starLo:] (see scanPrintsFirst),
-	// when it has at most linearMax rules, which are scanned from Parse on:
-	// a query that such a group decides reads its block only for the rules
-	// whose prints the path has. They share the 128 bytes that the
-	// processor fetches at once with the fields above.
-	starPrints [2]uint64
-	agents     []agentGroup // sorted by token
-	groups     []Group
-
+	arena    string          // each rule's line byte (see lineOf) and normalised pattern, then the agents' tokens
+	rules    []rule          // the groups' rules, each group's in a range of its own
+	agents   []agentGroup    // sorted by token
+	groups   []Group         // in the order of their first user-agent lines
+	star     int32           // the group of "*", or -1
 	lines    []int32         // the first user-agent line of each block of each group
 	marks    []lineMark      // the line numbers of the rules: see lineOf
 	sitemaps string          // the values of the sitemap lines, each but the last followed by a line feed, which no value holds
 	delays   []time.Duration // the groups' crawl-delays
-	size     atomic.Int64    // see Size: 0 until counted, then set once under mu
 	usage    *usageData      // the Content-Usage and Content-Signal lines; nil if none (usage.go)
 
-	mu sync.Mutex // serialises the building of the groups' indexes and the counting of size
+	mu   sync.Mutex   // serialises the building of the groups' indexes and the counting of size
+	size atomic.Int64 // see Size: 0 until counted
 }
-
-// Robots is robotsSize bytes, the fields a query reads lie in its first
-// cache line, and the first prints of its "*" group in the line after.
-var (
-	_ [unsafe.Sizeof(Robots{}) - robotsSize]struct{}
-	_ [robotsSize - unsafe.Sizeof(Robots{})]struct{}
-	_ [64 - (unsafe.Offsetof(Robots{}.starReady) + unsafe.Sizeof(Robots{}.starReady))]struct{}
-	_ [128 - (unsafe.Offsetof(Robots{}.starPrints) + unsafe.Sizeof(Robots{}.starPrints))]struct{}
-)
-
-// agentBit returns the bit of agentBits that stands for the agents whose
-// key is key: one of 32, picked by a multiplicative hash.
-func agentBit(key uint64) uint32 { return 1 << (key * 0x9E3779B97F4A7C15 >> 59) }
 
 // agentGroup is the combined group of one product token.
 type agentGroup struct {
@@ -183,108 +134,129 @@ type block struct {
 // ignored, which allows less.
 func Parse(body []byte) *Robots {
 	sc := scratchPool.Get().(*scratch)
-	var (
-		s      scanner
-		blocks = sc.blocks[:0]
-		cur    *block
-		tokens = sc.tokens[:0]
-		rules  = sc.rules[:0]
-		arena  = sc.arena[:0]
-		smaps  = sc.smaps[:0]
-		uc     = &sc.usage
-		lines  = lineMarker{marks: sc.marks[:0]}
-	)
+	p := parser{sc: sc, blocks: sc.blocks[:0], tokens: sc.tokens[:0], rules: sc.rules[:0], arena: sc.arena[:0],
+		smaps: sc.smaps[:0], lines: lineMarker{marks: sc.marks[:0]}}
+	var s scanner
 	s.init(body)
 	s.keysOnly = true
 	for s.next() {
-		switch s.field {
-		case fieldUserAgent:
-			if cur == nil || cur.hasRules {
-				blocks = append(blocks, block{line: s.num, rulesLo: len(rules), rulesHi: len(rules), usageLo: len(uc.lines), usageHi: len(uc.lines)})
-				cur = &blocks[len(blocks)-1]
+		p.line(&s)
+	}
+	r := build(&p)
+	p.recycle()
+	return r
+}
+
+// parser is the state of one Parse.
+type parser struct {
+	sc     *scratch
+	blocks []block
+	cur    *block // the last of blocks, or nil before the first user-agent line
+	tokens []tokenBlock
+	rules  []rule
+	arena  []byte
+	smaps  []byte
+	lines  lineMarker
+}
+
+// line reads the line s has scanned.
+func (p *parser) line(s *scanner) {
+	switch s.field {
+	case fieldUserAgent:
+		if p.cur == nil || p.cur.hasRules {
+			n, u := len(p.rules), len(p.sc.usage.lines)
+			p.blocks = append(p.blocks, block{line: s.num, rulesLo: n, rulesHi: n, usageLo: u, usageHi: u})
+			p.cur = &p.blocks[len(p.blocks)-1]
+		}
+		tok, _ := productToken(s.value)
+		off := len(p.sc.toks)
+		for _, c := range tok {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
 			}
-			tok, _ := productToken(s.value)
-			lower := lowerToken(&sc.toks, tok)
-			tokens = append(tokens, tokenBlock{keyFold8(lower), lower, len(blocks) - 1})
-		case fieldAllow, fieldDisallow:
-			if cur == nil {
-				continue // a rule before any user-agent line belongs to no group
+			p.sc.toks = append(p.sc.toks, c)
+		}
+		lower := p.sc.toks[off:]
+		p.tokens = append(p.tokens, tokenBlock{keyFold8(string(lower)), uint32(off), uint32(len(lower)), len(p.blocks) - 1})
+	case fieldAllow, fieldDisallow:
+		if p.cur != nil {
+			p.cur.hasRules = true
+			p.rule(s.num, s.value, s.field == fieldAllow)
+		}
+	case fieldSitemap:
+		if len(s.value) > 0 {
+			if len(p.smaps) > 0 {
+				p.smaps = append(p.smaps, '\n')
 			}
-			cur.hasRules = true
-			v := s.value
-			if len(v) == 0 || v[0] != '/' && v[0] != '*' {
-				continue // an empty rule is ignored; any other matches nothing
-			}
-			allow := s.field == fieldAllow
-			arena = lines.add(arena, s.num)
-			pat := uint32(len(arena))
-			if kind, ok := plainPattern(v); ok && len(v) <= maxPattern {
-				// Normalised as written, as most patterns are.
-				arena = append(arena, v...)
-				rules = append(rules, makeRule(pat, v, allow, kind, false, false))
-				cur.rulesHi = len(rules)
-				continue
-			}
-			arena = appendNormRule(arena, v)
-			if len(arena)-int(pat) > maxPattern {
-				var ok bool
-				if arena, ok = capPattern(arena, int(pat), maxPattern, allow); !ok {
-					continue
-				}
-			}
-			n := uint32(len(arena)) - pat
-			kind := patternKind(arena[pat:])
-			written := string(arena[pat:]) != string(v)
-			decoded := written && decodesTo(arena[pat:], v)
-			if written && !decoded {
-				// Keep how to edit the normalised pattern into the one
-				// written, after it.
-				norm := arena[pat:]
-				arena = appendEdit(arena, norm, v)
-			}
-			rules = append(rules, makeRule(pat, arena[pat:pat+n], allow, kind, written && !decoded, decoded))
-			cur.rulesHi = len(rules)
-		case fieldSitemap:
-			if len(s.value) > 0 {
-				if len(smaps) > 0 {
-					smaps = append(smaps, '\n')
-				}
-				smaps = append(smaps, s.value...)
-			}
-		case fieldContentUsage, fieldContentSignal:
-			uc.add(&s, cur == nil)
-			if cur != nil {
-				cur.hasRules = true // a rule of its group (SPEC 10.1)
-				cur.usageHi = len(uc.lines)
-			}
-		case fieldCrawlDelay:
-			if cur == nil {
-				continue
-			}
-			if d, ok := parseDelay(s.value); ok && (!cur.hasDelay || d > cur.delay) {
-				cur.delay, cur.hasDelay = d, true
-			}
+			p.smaps = append(p.smaps, s.value...)
+		}
+	case fieldContentUsage, fieldContentSignal:
+		p.sc.usage.add(s, p.cur == nil)
+		if p.cur != nil {
+			p.cur.hasRules = true // a rule of its group
+			p.cur.usageHi = len(p.sc.usage.lines)
+		}
+	case fieldCrawlDelay:
+		if p.cur == nil {
+			return
+		}
+		if d, ok := parseDelay(s.value); ok && (!p.cur.hasDelay || d > p.cur.delay) {
+			p.cur.delay, p.cur.hasDelay = d, true
 		}
 	}
-	r := build(sc, arena, rules, lines.marks, blocks, tokens, smaps, uc)
+}
+
+// rule adds the allow or disallow rule of pattern v on line num to the
+// current block.
+func (p *parser) rule(num int, v []byte, allow bool) {
+	if len(v) == 0 || v[0] != '/' && v[0] != '*' {
+		return // an empty rule is ignored; any other matches nothing
+	}
+	p.arena = p.lines.add(p.arena, num)
+	pat := uint32(len(p.arena))
+	if kind, ok := plainPattern(v); ok && len(v) <= maxPattern {
+		// Normalised as written, as most patterns are.
+		p.arena = append(p.arena, v...)
+		p.rules = append(p.rules, makeRule(pat, v, allow, kind, false, false))
+		p.cur.rulesHi = len(p.rules)
+		return
+	}
+	p.arena = appendNormRule(p.arena, v)
+	if len(p.arena)-int(pat) > maxPattern {
+		var ok bool
+		if p.arena, ok = capPattern(p.arena, int(pat), maxPattern, allow); !ok {
+			return
+		}
+	}
+	norm := p.arena[pat:]
+	written := !bytes.Equal(norm, v)
+	decoded := written && decodesTo(norm, v)
+	rl := makeRule(pat, norm, allow, patternKind(norm), written && !decoded, decoded)
+	if written && !decoded {
+		// Keep how to edit the normalised pattern into the one written,
+		// after it.
+		p.arena = appendEdit(p.arena, norm, v)
+	}
+	p.rules = append(p.rules, rl)
+	p.cur.rulesHi = len(p.rules)
+}
+
+// recycle drops p's references to the body and returns its buffers to
+// scratchPool, unless they have grown too large to keep.
+func (p *parser) recycle() {
+	sc, uc := p.sc, &p.sc.usage
 	clear(uc.lines) // drop the references to body
 	uc.lines, uc.nFile = uc.lines[:0], 0
 	if cap(uc.lines) > maxScratch/32 {
 		uc.lines = nil
 	}
-	if cap(arena) <= maxScratch && cap(rules) <= maxScratch/16 && cap(smaps) <= maxScratch && cap(tokens) <= maxScratch/16 {
-		clear(tokens) // drop the token strings, whose bytes lie in sc.toks
-		if cap(sc.toks) > maxScratch {
-			sc.toks = nil
-		}
-		sc.toks = sc.toks[:0]
-		sc.blocks, sc.tokens, sc.rules, sc.arena, sc.smaps = blocks, tokens, rules, arena, smaps
-		if cap(lines.marks) <= maxScratch/8 {
-			sc.marks = lines.marks
-		}
-		scratchPool.Put(sc)
+	if cap(p.arena) > maxScratch || cap(p.rules) > maxScratch/8 || cap(p.smaps) > maxScratch ||
+		cap(p.tokens) > maxScratch/24 || cap(p.lines.marks) > maxScratch/8 || cap(sc.toks) > maxScratch {
+		return
 	}
-	return r
+	sc.toks = sc.toks[:0]
+	sc.blocks, sc.tokens, sc.rules, sc.arena, sc.smaps, sc.marks = p.blocks, p.tokens, p.rules, p.arena, p.smaps, p.lines.marks
+	scratchPool.Put(sc)
 }
 
 // scratch holds the working buffers of Parse, reused across calls so that
@@ -299,11 +271,7 @@ type scratch struct {
 	smaps  []byte
 	groups []groupSpec
 	ids    []int
-	hashes []uint64
 	marks  []lineMark
-	// places says where each group's rules go; prints is fewCandidates's.
-	places []uint8
-	prints []uint16
 	usage  usageCollector
 }
 
@@ -312,29 +280,12 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 // maxScratch bounds, in bytes, the buffers kept in scratchPool.
 const maxScratch = 1 << 20
 
-// lowerToken returns the lower case of the product token tok, an ASCII
-// string, in a string that lies in *buf. The strings it returns are valid
-// until *buf is reused, that is, during one Parse: appending to *buf never
-// writes where an earlier string lies.
-func lowerToken(buf *[]byte, tok []byte) string {
-	if len(tok) == 0 {
-		return ""
-	}
-	off := len(*buf)
-	for _, c := range tok {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		*buf = append(*buf, c)
-	}
-	return unsafe.String(&(*buf)[off], len(tok))
-}
-
-// tokenBlock records that a user-agent line of a block names token.
+// tokenBlock records that a user-agent line of a block names a token, in
+// lower case, that lies in scratch.toks; "*" for the "*" group.
 type tokenBlock struct {
-	key   uint64 // keyFold8(token), by which build sorts most tokens without comparing them whole
-	token string // lower case; "*" for the "*" group
-	block int
+	key      uint64 // keyFold8(token), by which build sorts most tokens without comparing them whole
+	off, len uint32
+	block    int
 }
 
 // groupSpec is a group to build: the blocks it combines, ids[lo:hi].
@@ -342,65 +293,63 @@ type groupSpec struct {
 	lo, hi int
 }
 
-// Where the rules of a group go: the groups that are scanned first, those
-// of more than linearMax rules (placeMid) before the others (placeSmall),
-// then the groups that are indexed.
-const (
-	placeMid uint8 = iota
-	placeSmall
-	placeIndexed
-)
-
 // build combines the blocks that name each token into one Group each.
-// arena holds the normalised patterns; build adds the tokens to it, so
-// that the strings a query reads lie together in memory. smaps holds the
-// sitemaps' values, each but the last followed by a line feed.
-func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []block, tokens []tokenBlock, smaps []byte, uc *usageCollector) *Robots {
-	r := &Robots{robotsFields: robotsFields{star: -1}}
+func build(p *parser) *Robots {
+	r := &Robots{star: -1}
+	sc := p.sc
+	tok := func(t tokenBlock) []byte { return sc.toks[t.off : t.off+t.len] }
 	// By token, as the agents are (see Robots.agent): the keys, their
 	// first 8 bytes, order tokens as the tokens do, and most pairs
 	// without comparing the strings.
-	slices.SortFunc(tokens, func(a, b tokenBlock) int {
+	slices.SortFunc(p.tokens, func(a, b tokenBlock) int {
 		if a.key != b.key {
 			return cmp.Compare(a.key, b.key)
 		}
-		if c := strings.Compare(a.token, b.token); c != 0 {
+		if c := bytes.Compare(tok(a), tok(b)); c != 0 {
 			return c
 		}
 		return a.block - b.block
 	})
 	// One agent per distinct token other than "*", its token in the arena.
 	agents := sc.agents[:0]
-	for i, t := range tokens {
-		if (i == 0 || t.token != tokens[i-1].token) && t.token != "*" {
-			agents = append(agents, agentGroup{key: t.key, tok: uint32(len(arena))})
-			arena = append(arena, t.token...)
+	for i, t := range p.tokens {
+		if (i == 0 || !bytes.Equal(tok(t), tok(p.tokens[i-1]))) && string(tok(t)) != "*" {
+			agents = append(agents, agentGroup{key: t.key, tok: uint32(len(p.arena))})
+			p.arena = append(p.arena, tok(t)...)
 		}
 	}
 	if cap(agents) <= maxScratch/16 {
 		sc.agents = agents
 	}
-	if len(smaps) > 0 {
-		r.sitemaps = string(smaps) // apart from the arena, which queries read
+	r.agents = slices.Clone(agents)
+	r.arena = string(p.arena)
+	r.marks = slices.Clone(p.lines.marks)
+	if len(p.smaps) > 0 {
+		r.sitemaps = string(p.smaps)
 	}
-	if len(tokens) == 0 {
-		r.setSlab(nil, 0, 0, nil, arena, 0) // no user-agent line: no rules
-		r.buildUsage(uc, blocks, nil, nil)
-		return r
+	specs, ids := r.groupSpecs(p)
+	r.fillGroups(p, specs, ids)
+	r.buildUsage(&sc.usage, p.blocks, specs, ids)
+	if cap(specs) <= maxScratch/16 && cap(ids) <= maxScratch/8 {
+		sc.groups, sc.ids = specs, ids
 	}
+	return r
+}
 
-	// The groups: one per distinct set of blocks that some token names.
-	// Blocks are numbered in file order, so a set is a sorted list.
-	specs, ids := sc.groups[:0], sc.ids[:0]
-	single := make([]int32, len(blocks)) // 1 + the group of one block, shared by the tokens that name only it
-	var multi map[string]int32           // groups of several blocks, by their block numbers
-	agentGroups := make([]int32, 0, len(agents))
-	nRules, nLines := 0, 0
-	for i := 0; i < len(tokens); {
-		tok := tokens[i].token
+// groupSpecs returns the groups to build: one per distinct set of blocks
+// that some token names, the blocks of each as numbers in file order in
+// ids. It sets the group of each agent and r.star.
+func (r *Robots) groupSpecs(p *parser) (specs []groupSpec, ids []int) {
+	specs, ids = p.sc.groups[:0], p.sc.ids[:0]
+	single := make([]int32, len(p.blocks)) // 1 + the group of one block, shared by the tokens that name only it
+	var multi map[string]int32             // groups of several blocks, by their block numbers
+	toks, agent := p.sc.toks, 0
+	for i := 0; i < len(p.tokens); {
+		t := p.tokens[i]
+		tok := toks[t.off : t.off+t.len]
 		lo := len(ids)
-		for ; i < len(tokens) && tokens[i].token == tok; i++ {
-			if b := tokens[i].block; len(ids) == lo || ids[len(ids)-1] != b {
+		for ; i < len(p.tokens) && bytes.Equal(toks[p.tokens[i].off:p.tokens[i].off+p.tokens[i].len], tok); i++ {
+			if b := p.tokens[i].block; len(ids) == lo || ids[len(ids)-1] != b {
 				ids = append(ids, b)
 			}
 		}
@@ -419,256 +368,124 @@ func build(sc *scratch, arena []byte, rules []rule, marks []lineMark, blocks []b
 				g = gi
 			}
 		}
-		if g < 0 {
-			g = int32(len(specs))
-			specs = append(specs, groupSpec{lo, len(ids)})
-			for _, b := range ids[lo:] {
-				nRules += blocks[b].rulesHi - blocks[b].rulesLo
-			}
-			nLines += len(ids) - lo
-			if len(ids)-lo == 1 {
-				single[ids[lo]] = g + 1
-			} else {
-				if multi == nil {
-					multi = make(map[string]int32)
-				}
-				multi[key] = g
-			}
-		} else {
+		switch {
+		case g >= 0:
 			ids = ids[:lo]
+		case len(ids)-lo == 1:
+			g = int32(len(specs))
+			single[ids[lo]] = g + 1
+		default:
+			g = int32(len(specs))
+			if multi == nil {
+				multi = make(map[string]int32)
+			}
+			multi[key] = g
 		}
-		if tok == "*" {
+		if int(g) == len(specs) {
+			specs = append(specs, groupSpec{lo, len(ids)})
+		}
+		if string(tok) == "*" {
 			r.star = g
 		} else {
-			agentGroups = append(agentGroups, g)
+			r.agents[agent].group = uint32(g)
+			agent++
 		}
 	}
-	// Groups of few rules, and groups of some more whose rules few paths
-	// would all have to be tried against, are scanned; the others are
-	// indexed.
-	places := sc.places[:0]
-	nScan, nMid := 0, 0
+	return specs, ids
+}
+
+// fillGroups lays out the rules, lines and crawl-delays of the groups of
+// specs, and sorts those of the groups that are scanned.
+func (r *Robots) fillGroups(p *parser, specs []groupSpec, ids []int) {
+	nRules := 0
 	for _, sp := range specs {
-		n := 0
 		for _, b := range ids[sp.lo:sp.hi] {
-			n += blocks[b].rulesHi - blocks[b].rulesLo
+			nRules += p.blocks[b].rulesHi - p.blocks[b].rulesLo
 		}
-		place := placeSmall
-		if n > linearMax {
-			place = placeIndexed
-			if n <= scanMax {
-				var few bool
-				few, sc.prints = fewCandidates(arena, rules, blocks, ids[sp.lo:sp.hi], sc.prints)
-				if few {
-					place = placeMid
-					nMid += n
-				}
-			}
-		}
-		if place != placeIndexed {
-			nScan += n
-		}
-		places = append(places, place)
 	}
-	if cap(places) <= maxScratch {
-		sc.places = places
+	if nRules > 0 {
+		r.rules = make([]rule, 0, nRules)
 	}
-	r.setSlab(agents, nRules, nScan, marks, arena, nLines)
-	r.groups = make([]Group, len(specs))
-	// Where the next group's rules go, by its place.
-	var next [3]uint32
-	next[placeSmall], next[placeIndexed] = uint32(nMid), uint32(nScan)
+	if len(specs) > 0 {
+		r.groups = make([]Group, len(specs))
+		r.lines = make([]int32, 0, len(ids))
+	}
 	for gi, sp := range specs {
 		g := &r.groups[gi]
-		at := &next[places[gi]]
-		g.r, g.lo, g.ln = r, *at, uint32(len(r.lines))
+		g.r, g.lo, g.ln = r, uint32(len(r.rules)), uint32(len(r.lines))
 		delay := time.Duration(-1)
 		for _, bi := range ids[sp.lo:sp.hi] {
-			b := &blocks[bi]
-			*at += uint32(copy(r.rules[*at:], rules[b.rulesLo:b.rulesHi]))
+			b := &p.blocks[bi]
+			r.rules = append(r.rules, p.rules[b.rulesLo:b.rulesHi]...)
 			if b.hasDelay && b.delay > delay {
 				delay = b.delay
 			}
 			r.lines = append(r.lines, int32(min(b.line, maxLine)))
 		}
-		g.hi = *at
+		g.hi = uint32(len(r.rules))
 		if delay >= 0 {
 			if k := len(r.delays); k == 0 || r.delays[k-1] != delay {
 				r.delays = append(r.delays, delay)
 			}
 			g.delay = uint32(len(r.delays))
 		}
-		if rs := r.rules[g.lo:g.hi]; len(rs) <= linearMax {
+		if rs := g.rules(); len(rs) <= linearMax {
 			sortBest(rs)
-			r.setPrints(g.lo, g.hi)
 		}
 	}
-	for i, g := range agentGroups {
-		r.agents[i].group = uint32(g)
-	}
-	if r.star >= 0 {
-		lo, hi := r.groups[r.star].lo, r.groups[r.star].hi
-		r.starLo, r.starHi = lo, hi
-		if lo < hi && hi <= r.nScan && hi-lo <= linearMax {
-			r.starPrints[0], r.starPrints[1] = r.firstPrints(lo)
-		}
-	}
-	r.buildUsage(uc, blocks, specs, ids)
-	if cap(specs) <= maxScratch/16 && cap(ids) <= maxScratch/8 {
-		sc.groups, sc.ids = specs, ids
-	}
-	return r
 }
 
-// setSlab allocates one block of memory for the agents, nRules rules, the
-// prints of the first nScan, the line marks, the arena and nLines lines, in
-// that order, and copies agents, marks and arena into it. A query reads
-// the agents, rules, prints and arena: in one block, they share pages, and
-// those of a small file share a few cache lines.
-func (r *Robots) setSlab(agents []agentGroup, nRules, nScan int, marks []lineMark, arena []byte, nLines int) {
-	aBytes := len(agents) * int(unsafe.Sizeof(agentGroup{}))
-	rBytes := nRules * int(unsafe.Sizeof(rule{}))
-	pBytes := printsBytes(nScan)
-	mBytes := len(marks) * int(unsafe.Sizeof(lineMark{}))
-	slab := slabBytes(len(agents), nRules, nScan, len(marks), len(arena), nLines)
-	if slab == 0 {
-		return
-	}
-	base := allocNoZero(slab)
-	if len(agents) > 0 {
-		r.agents = unsafe.Slice((*agentGroup)(base), len(agents))
-		copy(r.agents, agents)
-		for _, a := range agents {
-			r.agentBits |= agentBit(a.key)
-		}
-	}
-	if nRules > 0 {
-		r.rules = unsafe.Slice((*rule)(unsafe.Add(base, aBytes)), nRules)
-	}
-	r.nScan = uint32(nScan)
-	if len(marks) > 0 {
-		r.marks = unsafe.Slice((*lineMark)(unsafe.Add(base, aBytes+rBytes+pBytes)), len(marks))
-		copy(r.marks, marks)
-	}
-	if len(arena) > 0 {
-		b := unsafe.Slice((*byte)(unsafe.Add(base, aBytes+rBytes+pBytes+mBytes)), len(arena))
-		copy(b, arena)
-		r.arena = unsafe.String(&b[0], len(b))
-	}
-	if nLines > 0 {
-		r.lines = unsafe.Slice((*int32)(unsafe.Add(base, linesAt(aBytes+rBytes+pBytes+mBytes+len(arena)))), nLines)[:0]
-	}
-}
-
-// allocNoZero returns a block of n bytes, n a multiple of 8, aligned to 8
-// bytes, for values that hold no pointers. Unlike make, it does not zero
-// the block, which setSlab would overwrite at once: every byte of the
-// block whose value is used is first written (the agents, marks and arena
-// are copied in, build writes each of the rules and lines, and the prints
-// of a group are written before it is scanned), and only padding is left
-// as it was: before the lines, at the end, and after the prints, which a
-// scan reads with the prints before it but masks off. It takes the
-// block from a strings.Builder, which allocates its buffer unzeroed, as
-// its String returns it; an allocation of a multiple of 8 bytes is aligned
-// to 8 bytes.
-func allocNoZero(n int) unsafe.Pointer {
-	var b strings.Builder
-	b.Grow(n)
-	b.WriteByte(0) // so that String has the block's address
-	return unsafe.Pointer(unsafe.StringData(b.String()))
-}
-
-// prints returns what the rules of the groups that are scanned need of a
-// path (see setPrints and scanPrints), which follow the rules in the
-// file's block.
-func (r *Robots) prints() string {
-	if r.nScan == 0 {
-		return ""
-	}
-	return unsafe.String((*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(r.rules)), len(r.rules)*int(unsafe.Sizeof(rule{})))), printsBytes(int(r.nScan)))
-}
-
-// linesAt returns the offset in the block of setSlab of the lines, which
-// follow n bytes.
-func linesAt(n int) int { return (n + 3) &^ 3 }
-
-// printsBytes returns the bytes of the prints of n rules: two for each,
-// and 8 after the prints of each offset, so that a scan can read the
-// prints of any rule and the 7 after it as one word, rounded up to keep
-// the marks that follow aligned.
-func printsBytes(n int) int {
-	if n == 0 {
-		return 0
-	}
-	return (2*(n+8) + 3) &^ 3
-}
-
-// slabBytes returns the size of the block of setSlab.
-func slabBytes(agents, rules, scanned, marks, arena, lines int) int {
-	n := agents*int(unsafe.Sizeof(agentGroup{})) + rules*int(unsafe.Sizeof(rule{})) + printsBytes(scanned) +
-		marks*int(unsafe.Sizeof(lineMark{})) + arena
-	if lines > 0 {
-		n = linesAt(n) + 4*lines
-	}
-	return (n + 7) &^ 7
-}
-
-// computeSize returns the bytes r holds, counting indexed, the bytes of
-// the indexes that its groups will build when first used.
-func (r *Robots) computeSize(indexed, groups int) int {
-	return allocSize(int(unsafe.Sizeof(*r))) +
-		allocSize(slabBytes(len(r.agents), len(r.rules), int(r.nScan), len(r.marks), len(r.arena), cap(r.lines))) +
-		allocSizePtr(groups*int(unsafe.Sizeof(Group{}))) +
-		allocSize(len(r.sitemaps)) +
-		allocSize(cap(r.delays)*8) +
-		indexed
-}
-
-// Size returns about how many bytes of memory r holds, counting each
-// group's index as built: an index is built when its group is first
-// matched against, and Size counts it from the start. It is meant for a
-// cache that bounds the memory its parsed files take, so it may count a
-// little more than r holds but not less. Size counts on its first call,
-// in time linear in the number of rules, and takes constant time after.
+// Size returns about how many bytes of memory r holds. It is meant for a
+// cache that bounds the memory its parsed files take, so it may count more
+// than r holds but not less: it counts each allocation of r at its length
+// and a quarter more. Size builds the index of each group that has one
+// (which is otherwise built when the group is first matched against) and
+// counts it, on its first call; later calls take constant time.
 func (r *Robots) Size() int {
 	if n := r.size.Load(); n != 0 {
 		return int(n)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.countSize()
-}
-
-// countSize returns Size, counting it if it has not been counted. r.mu
-// must be held. It is counted on demand rather than by Parse, which most
-// callers of Parse never need, and before the first index is built (see
-// Group.index), since the size of an index depends on the order of its
-// group's rules as parsed, which building it changes (see wideKeys).
-func (r *Robots) countSize() int {
 	if n := r.size.Load(); n != 0 {
 		return int(n)
 	}
-	sc := scratchPool.Get().(*scratch)
-	indexed := 0 // bytes of the indexes, once built
-	for i := range r.groups {
-		if g := &r.groups[i]; g.hi > r.nScan {
-			var n int
-			rs := g.rules()
-			n, sc.hashes = indexSize(r.arena, rs, sc.hashes)
-			indexed += n
-		}
-	}
-	if cap(sc.hashes) > maxScratch/8 {
-		sc.hashes = nil
-	}
-	scratchPool.Put(sc)
-	n := r.computeSize(indexed, len(r.groups))
-	if r.usage != nil {
-		n += r.usage.size
+	n := allocBytes(int(reflect.TypeFor[Robots]().Size())) + r.heldBytes()
+	if d := r.usage; d != nil {
+		n += d.heldBytes()
 	}
 	r.size.Store(int64(n))
 	return n
 }
+
+// heldBytes returns the bytes that r's slices and indexes hold, building
+// the indexes. r.mu must be held.
+func (r *Robots) heldBytes() int {
+	n := allocBytes(len(r.arena)) + sliceBytes(r.rules) + sliceBytes(r.agents) + sliceBytes(r.groups) +
+		sliceBytes(r.lines) + sliceBytes(r.marks) + allocBytes(len(r.sitemaps)) + sliceBytes(r.delays)
+	for i := range r.groups {
+		if g := &r.groups[i]; g.indexed() {
+			n += g.indexLocked().heldBytes()
+		}
+	}
+	return n
+}
+
+// allocBytes returns no less than the bytes the allocator takes for an
+// object of n bytes, generously: a small object's size class is at most a
+// fifth larger than it, and a large object takes whole pages.
+func allocBytes(n int) int {
+	switch {
+	case n == 0:
+		return 0
+	case n <= 32<<10:
+		return n + n/4 + 16
+	}
+	return (n + n/32 + 16 + 8191) &^ 8191
+}
+
+// sliceBytes returns allocBytes of the array of s.
+func sliceBytes[T any](s []T) int { return allocBytes(cap(s) * int(reflect.TypeFor[T]().Size())) }
 
 // maxLine is the largest line number a rule or group records: a rule on a
 // later line reports this one.
@@ -767,32 +584,7 @@ func parseDelay(v []byte) (time.Duration, bool) {
 // Allowed reports whether the crawler with product token agent may fetch url.
 // url is an absolute URL or a path with an optional query, raw or
 // percent-encoded. It is short for r.Group(agent).Allowed(url).
-func (r *Robots) Allowed(agent, url string) bool {
-	head := urlHead(url) // first: see urlHead
-	var g *Group
-	if i := r.agent(agent); i >= 0 {
-		g = &r.groups[r.agents[i].group]
-	} else if r.star < 0 {
-		return true
-	} else if lo, hi := r.starLo, r.starHi; hi <= r.nScan && hi-lo <= linearMax {
-		// The "*" group, scanned here without reading groups, nor its
-		// first prints, when it is small.
-		i := r.scanDecideFirst(lo, hi, url, head, r.starPrints[0], r.starPrints[1])
-		return i < 0 || r.rules[lo+uint32(i)].allow()
-	} else if hi <= r.nScan && r.starReady.Load() {
-		// Or larger and prepared.
-		i := r.scanDecide(lo, hi, url, head)
-		return i < 0 || r.rules[lo+uint32(i)].allow()
-	} else {
-		g = &r.groups[r.star]
-	}
-	if g.hi > r.nScan {
-		return g.Allowed(url)
-	}
-	g.prepare()
-	i := r.scanDecide(g.lo, g.hi, url, head)
-	return i < 0 || r.rules[g.lo+uint32(i)].allow()
-}
+func (r *Robots) Allowed(agent, url string) bool { return r.Group(agent).Allowed(url) }
 
 // Match is like Allowed but also names the deciding rule.
 func (r *Robots) Match(agent, url string) Match { return r.Group(agent).Match(url) }
@@ -822,32 +614,17 @@ func (r *Robots) Group(agent string) *Group {
 // agent returns the index in agents of the token agent, compared without
 // regard to ASCII case, or -1.
 func (r *Robots) agent(agent string) int {
-	if r.agentBits == 0 {
+	if len(r.agents) == 0 {
 		return -1 // most files name no agent but "*"
 	}
 	key := keyFold8(agent)
-	if r.agentBits&agentBit(key) == 0 {
-		return -1 // no agent has its key
-	}
-	agents := r.agents
-	// The first agent whose key is not less, written so that the compiler
-	// can use conditional moves.
-	lo := 0
-	for n := len(agents); n > 0; {
-		half := n >> 1
-		next := half
-		if agents[lo+half].key < key {
-			lo += half + 1
-			next = n - half - 1
-		}
-		n = next
-	}
+	i, _ := slices.BinarySearchFunc(r.agents, key, func(a agentGroup, k uint64) int { return cmp.Compare(a.key, k) })
 	// Then those with the same key, which tokens of more than 8 bytes
 	// share, in order.
-	for ; lo < len(agents) && agents[lo].key == key; lo++ {
-		if c := compareFold(agent, r.token(lo)); c <= 0 {
+	for ; i < len(r.agents) && r.agents[i].key == key; i++ {
+		if c := compareFold(agent, r.token(i)); c <= 0 {
 			if c == 0 {
-				return lo
+				return i
 			}
 			break
 		}

@@ -2,7 +2,6 @@ package matcher
 
 import (
 	"fmt"
-	"math/bits"
 	"math/rand"
 	"slices"
 	"strings"
@@ -112,7 +111,7 @@ func TestNormalization(t *testing.T) {
 		if got := string(appendNormRule(nil, []byte(c.in))); got != c.rule {
 			t.Errorf("rule %q normalises to %q want %q", c.in, got, c.rule)
 		}
-		if got := normalPath(c.in, nil); got != c.url {
+		if got := normalPath(c.in); got != c.url {
 			t.Errorf("normalPath(%q) = %q want %q", c.in, got, c.url)
 		}
 	}
@@ -168,7 +167,7 @@ func TestURLForms(t *testing.T) {
 		{"https://example.com?a*b", "/?a%2Ab"},
 	}
 	for _, c := range cases {
-		if got := normalPath(c.url, nil); got != c.want {
+		if got := normalPath(c.url); got != c.want {
 			t.Errorf("normalPath(%q) = %q want %q", c.url, got, c.want)
 		}
 	}
@@ -478,7 +477,7 @@ func TestManyAgents(t *testing.T) {
 }
 
 func TestConcurrentUse(t *testing.T) {
-	// Groups are prepared on first use; many goroutines may get there at
+	// Groups are indexed on first use; many goroutines may get there at
 	// once. Run with -race.
 	var b strings.Builder
 	b.WriteString("User-agent: a\nUser-agent: b\n")
@@ -739,11 +738,10 @@ func TestLongPatterns(t *testing.T) {
 	}
 }
 
-// TestConcurrentPrepare has goroutines use, for the first time and at
-// once, groups of more than linearMax rules that are scanned, which are
-// prepared on first use, and the small groups whose prints lie after
-// theirs. Run with -race.
-func TestConcurrentPrepare(t *testing.T) {
+// TestConcurrentFirstUse has goroutines use, for the first time and at
+// once, groups of more than linearMax rules, which are indexed on first
+// use, and small groups. Run with -race.
+func TestConcurrentFirstUse(t *testing.T) {
 	var b strings.Builder
 	for g := range 4 {
 		fmt.Fprintf(&b, "User-agent: mid%d\n", g)
@@ -777,8 +775,8 @@ func TestConcurrentPrepare(t *testing.T) {
 	}
 	r := Parse(body)
 	for _, a := range []string{"mid0", "other"} {
-		if g := r.Group(a); g.hi > r.nScan || g.hi-g.lo <= linearMax {
-			t.Fatalf("the group of %s, of %d rules, is not scanned", a, g.hi-g.lo)
+		if g := r.Group(a); !g.indexed() {
+			t.Fatalf("the group of %s, of %d rules, is not indexed", a, g.hi-g.lo)
 		}
 	}
 	var wg sync.WaitGroup
@@ -799,64 +797,13 @@ func TestConcurrentPrepare(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if !r.starReady.Load() {
-		t.Error("the \"*\" group, used, is not marked prepared")
-	}
 }
 
-// TestPrintsLayout checks what keeps scans from reading the prints that
-// prepare writes: the groups of more than linearMax rules that are
-// scanned come before the smaller groups, and 8 bytes follow the prints
-// of each offset. (Prints are read as strings, which the race detector
-// does not watch.)
-func TestPrintsLayout(t *testing.T) {
-	var b strings.Builder
-	for g := range 6 {
-		fmt.Fprintf(&b, "User-agent: small%d\nDisallow: /s%d\n", g, g)
-		fmt.Fprintf(&b, "User-agent: mid%d\n", g)
-		for i := range 17 + 5*g {
-			fmt.Fprintf(&b, "Disallow: /%c%c%d\n", 'a'+i%26, 'a'+g, i)
-		}
-		fmt.Fprintf(&b, "User-agent: big%d\n", g)
-		for i := range 200 {
-			fmt.Fprintf(&b, "Disallow: /x/%d\n", i)
-		}
-	}
-	r := Parse([]byte(b.String()))
-	mids, smalls := 0, 0
-	var midEnd, smallStart uint32 = 0, r.nScan
-	for i := range r.groups {
-		g := &r.groups[i]
-		switch n := g.hi - g.lo; {
-		case g.hi > r.nScan:
-			if n <= linearMax {
-				t.Errorf("a group of %d rules is indexed", n)
-			}
-		case n > linearMax:
-			mids++
-			midEnd = max(midEnd, g.hi)
-		default:
-			smalls++
-			smallStart = min(smallStart, g.lo)
-		}
-	}
-	if mids != 6 || smalls != 6 {
-		t.Fatalf("%d groups of more than linearMax rules scanned and %d smaller; want 6 and 6", mids, smalls)
-	}
-	if midEnd > smallStart {
-		t.Errorf("the larger scanned groups end at rule %d, after the smaller ones start at %d", midEnd, smallStart)
-	}
-	if want := 2 * (int(r.nScan) + 8); len(r.prints()) < want {
-		t.Errorf("%d bytes of prints for %d rules; want at least %d", len(r.prints()), r.nScan, want)
-	}
-}
-
-// TestFirstUseOfScannedGroup asks, as the first query of a freshly parsed
+// TestFirstUseOfLargeGroup asks, as the first query of a freshly parsed
 // file, a URL whose deciding rule comes after a worse one in the file, of
-// a "*" group and of a named group of more than linearMax rules that are
-// scanned: the rules must be sorted on that first use, whichever way the
-// query comes.
-func TestFirstUseOfScannedGroup(t *testing.T) {
+// a "*" group and of a named group of more than linearMax rules: the rules
+// must be sorted on that first use, whichever way the query comes.
+func TestFirstUseOfLargeGroup(t *testing.T) {
 	var b strings.Builder
 	for _, ua := range []string{"*", "named"} {
 		fmt.Fprintf(&b, "User-agent: %s\nDisallow: /aa\n", ua)
@@ -875,8 +822,8 @@ func TestFirstUseOfScannedGroup(t *testing.T) {
 			{"Match", func(r *Robots) bool { return r.Match(agent, "/aa/0/x").Allowed }},
 		} {
 			r := Parse(body)
-			if g := r.Group(agent); g.hi > r.nScan || g.hi-g.lo <= linearMax {
-				t.Fatalf("%s: a group of %d rules, not scanned or not large", agent, g.hi-g.lo)
+			if g := r.Group(agent); !g.indexed() {
+				t.Fatalf("%s: a group of %d rules, not large", agent, g.hi-g.lo)
 			}
 			if !ask.f(r) {
 				t.Errorf("%s(%q, /aa/0/x) on first use: disallowed, want allowed (Allow: /aa/0/x is longer)", ask.name, agent)
@@ -885,11 +832,10 @@ func TestFirstUseOfScannedGroup(t *testing.T) {
 	}
 }
 
-// TestAgentBits checks the agent search of files naming a few agents,
-// whose agentBits lets most queries skip it, against a map: each named
-// token finds its group in any case, and any other token the "*" group,
-// whether its bit is set by another token or not.
-func TestAgentBits(t *testing.T) {
+// TestAgentSearch checks the agent search of files naming a few agents
+// against a map: each named token finds its group in any case, and any
+// other token the "*" group.
+func TestAgentSearch(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	letters := []string{"a", "B", "bot", "-", "_", "9", "googlebot"}
 	token := func() string {
@@ -911,9 +857,6 @@ func TestAgentBits(t *testing.T) {
 		}
 		b.WriteString("User-agent: *\nDisallow: /star\n")
 		r := Parse([]byte(b.String()))
-		if bits.OnesCount32(r.agentBits) > len(named) {
-			t.Fatalf("%d bits set for %d tokens", bits.OnesCount32(r.agentBits), len(named))
-		}
 		for range 20 {
 			q := token()
 			if rng.Intn(2) == 0 {

@@ -1,7 +1,5 @@
 package matcher
 
-import "unsafe"
-
 // Percent-encoding normalisation (RFC 9309 §2.2.2 and §2.2.3, RFC 3986 §6.2.2).
 //
 // Rule patterns and URL paths are normalised the same way, byte by byte, and
@@ -92,42 +90,26 @@ func plainPattern(v []byte) (kind uint8, ok bool) {
 	if len(v) > 0 && v[len(v)-1] == '$' {
 		v, kind = v[:len(v)-1], kindExact
 	}
-	// Eight bytes at a time, most of a pattern being as written; the
-	// bytes of a word that is not, and of the tail, one by one. A tail
-	// whose word ending the pattern is as written needs no look.
-	i := 0
-	for ; i+8 <= len(v); i += 8 {
-		if !plain8(unsafe.String(&v[i], 8)) && !plainWild(v, i, i+8, &kind) {
-			return 0, false
+	for i, c := range v {
+		if !asWritten[c] {
+			if c != '*' || i > 0 && v[i-1] == '*' {
+				return 0, false
+			}
+			kind = kindWild
 		}
-	}
-	if i < len(v) && (len(v) < 8 || !plain8(unsafe.String(&v[len(v)-8], 8))) && !plainWild(v, i, len(v), &kind) {
-		return 0, false
 	}
 	return kind, true
 }
 
-// plainWild reports whether the bytes v[i:j] of a pattern are as written
-// or '*' wildcards that do not follow another, and sets *kind to kindWild
-// if one is.
-func plainWild(v []byte, i, j int, kind *uint8) bool {
-	for ; i < j; i++ {
-		if c := v[i]; !asWritten[c] {
-			if c != '*' || i > 0 && v[i-1] == '*' {
-				return false
-			}
-			*kind = kindWild
+// asWritten marks the bytes that normalisation keeps as written, and keep
+// is 1 for them and 0 for the others.
+var asWritten, keep = func() (t [256]bool, k [256]uint8) {
+	for c, class := range byteClass {
+		if class == classKeep || class == classUnreserved {
+			t[c], k[c] = true, 1
 		}
 	}
-	return true
-}
-
-// asWritten marks the bytes that normalisation keeps as written.
-var asWritten = func() (t [256]bool) {
-	for c, class := range byteClass {
-		t[c] = class == classKeep || class == classUnreserved
-	}
-	return t
+	return t, k
 }()
 
 // appendNormRule appends the normalised form of a rule pattern. The result

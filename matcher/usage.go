@@ -2,9 +2,9 @@ package matcher
 
 import (
 	"encoding/binary"
+	"reflect"
 	"slices"
 	"strings"
-	"unsafe"
 
 	"github.com/dunglas/httpsfv"
 )
@@ -261,7 +261,6 @@ type usageData struct {
 	// fileZero is 1 + the preference of the file's lines without a
 	// path, of each kind, combined; 0 if none.
 	fileZero [2]uint32
-	size     int // bytes held, as counted in Robots.Size
 }
 
 // pref is one distinct preference: ents[ent:], text[txt:], each up to
@@ -355,39 +354,81 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 	if len(uc.lines) == 0 {
 		return
 	}
-	d := &usageData{prefs: []pref{{}}}
+	b := &usageBuilder{d: &usageData{prefs: []pref{{}}}, uc: uc, byText: make(map[string]uint32)}
+	d := b.d
 	d.sub.star = -1
-	// Intern the statements: by kind and text as written, then by
-	// canonical text.
-	byRaw := make(map[string]uint32)
-	byText := make(map[string]uint32)
-	var text strings.Builder
-	intern := func(lv []labelValue) uint32 {
-		t := canonicalText(lv)
-		p, ok := byText[t]
-		if !ok {
-			p = d.addPref(lv, &text)
-			byText[t] = p
-		}
-		return p
+	b.internLines()
+	b.setArena()
+	b.setGroups(blocks, specs, ids)
+	d.none = Group{r: r, ln: uint32(len(r.lines))}
+	b.setZeros()
+	// Precompute what a group's Content-Usage and Content-Signal rules say
+	// together, for the common files that have few of either.
+	var filePrefs [2][]uint32
+	for k := range filePrefs {
+		filePrefs[k] = d.pathPrefs(nil, &d.file.g[k])
 	}
+	budget := maxCombos
+	for gi := -1; gi < len(d.groups) && budget > 0; gi++ {
+		ug := &d.noneU
+		if gi >= 0 {
+			ug = &d.groups[gi]
+			if ug.g[0].hi == ug.g[0].lo && ug.g[1].hi == ug.g[1].lo {
+				continue // no lines of its own: as noneU
+			}
+		}
+		budget = d.addCombos(ug, budget, &filePrefs, &b.text)
+	}
+	// Held at their lengths: the builders grew by doubling.
+	d.text = strings.Clone(b.text.String())
+	d.prefs, d.ents = slices.Clone(d.prefs), slices.Clone(d.ents)
+	r.usage = d
+}
+
+// usageBuilder is the state of buildUsage.
+type usageBuilder struct {
+	d        *usageData
+	uc       *usageCollector
+	byText   map[string]uint32 // the preferences, by canonical text
+	text     strings.Builder   // the canonical texts of the preferences, as d.text will hold them
+	linePref []uint32          // the preference of each line
+	lineRule []rule            // the rule of each line
+}
+
+// intern returns the preference of sorted labels lv, adding it if it is
+// new.
+func (b *usageBuilder) intern(lv []labelValue) uint32 {
+	t := canonicalText(lv)
+	p, ok := b.byText[t]
+	if !ok {
+		p = b.d.addPref(lv, &b.text)
+		b.byText[t] = p
+	}
+	return p
+}
+
+// internLines interns the statements of the lines, by kind and text as
+// written, then by canonical text, and numbers their labels.
+func (b *usageBuilder) internLines() {
+	d := b.d
+	byRaw := make(map[string]uint32)
 	var prefLabels [][]labelValue
-	linePref := make([]uint32, len(uc.lines))
-	for i, l := range uc.lines {
+	b.linePref = make([]uint32, len(b.uc.lines))
+	for i, l := range b.uc.lines {
 		_, _, stmt := splitUsage(l.value)
 		raw := string(rune('0'+l.kind)) + string(stmt)
 		p, ok := byRaw[raw]
 		if !ok {
 			lv, _ := parseStatement(l.kind, string(stmt)) // a statement that does not parse states nothing
 			text := canonicalText(lv)
-			if p, ok = byText[text]; !ok {
+			if p, ok = b.byText[text]; !ok {
 				p = uint32(len(prefLabels))
-				byText[text] = p
+				b.byText[text] = p
 				prefLabels = append(prefLabels, lv)
 			}
 			byRaw[raw] = p
 		}
-		linePref[i] = p
+		b.linePref[i] = p
 	}
 	// Label ids, in the labels' order.
 	var labels []string
@@ -399,10 +440,10 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 	slices.Sort(labels)
 	d.labels = slices.Compact(labels)
 	for _, lv := range prefLabels {
-		d.addPref(lv, &text)
+		d.addPref(lv, &b.text)
 	}
 	// The labels, as the texts hold them.
-	d.text = text.String()
+	d.text = b.text.String()
 	d.labelAt = make([]uint32, len(d.labels))
 	for p := range prefLabels {
 		t, off := d.textOf(uint32(p)), d.prefs[p].txt
@@ -416,12 +457,15 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 		}
 	}
 	d.labels = nil
+}
 
-	// The arena: each line's preference, pattern and text.
+// setArena writes the arena of the usage rules: each line's preference,
+// pattern and text.
+func (b *usageBuilder) setArena() {
 	var arena []byte
 	var lines lineMarker
-	lineRule := make([]rule, len(uc.lines))
-	for i, l := range uc.lines {
+	b.lineRule = make([]rule, len(b.uc.lines))
+	for i, l := range b.uc.lines {
 		path, hasPath, stmt := splitUsage(l.value)
 		arena = lines.add(arena, l.line)
 		pat := uint32(len(arena))
@@ -434,17 +478,21 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 			}
 		}
 		n := uint32(len(arena)) - pat
-		lineRule[i] = makeRule(pat, arena[pat:pat+n], l.kind == kindSignal, patternKind(arena[pat:]), false, false)
-		arena = binary.LittleEndian.AppendUint32(arena, linePref[i])
+		b.lineRule[i] = makeRule(pat, arena[pat:pat+n], l.kind == kindSignal, patternKind(arena[pat:]), false, false)
+		arena = binary.LittleEndian.AppendUint32(arena, b.linePref[i])
 		arena = binary.AppendUvarint(arena, uint64(len(path)))
 		arena = append(arena, path...)
 		arena = binary.AppendUvarint(arena, uint64(len(stmt)))
 		arena = append(arena, stmt...)
 	}
-	d.sub.arena = string(arena)
-	d.sub.marks = slices.Clip(lines.marks)
+	b.d.sub.arena = string(arena)
+	b.d.sub.marks = slices.Clip(lines.marks)
+}
 
-	// The rules of each group, each kind side by side, and of the file.
+// setGroups lays out the usage rules of each group, each kind side by
+// side, and of the file.
+func (b *usageBuilder) setGroups(blocks []block, specs []groupSpec, ids []int) {
+	d, uc := b.d, b.uc
 	nRules := uc.nFile
 	own := make([]bool, len(specs))
 	for gi, sp := range specs {
@@ -458,8 +506,6 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 		}
 	}
 	d.sub.rules = make([]rule, 0, nRules)
-	indexed := 0
-	var hashes []uint64
 	addGroup := func(ug *usageGroup, ranges func(yield func(lo, hi int))) {
 		for k := range ug.g {
 			g := &ug.g[k]
@@ -467,7 +513,7 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 			ranges(func(lo, hi int) {
 				for i := lo; i < hi; i++ {
 					if uc.lines[i].kind == uint8(k) {
-						d.sub.rules = append(d.sub.rules, lineRule[i])
+						d.sub.rules = append(d.sub.rules, b.lineRule[i])
 					}
 				}
 			})
@@ -478,9 +524,6 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 				sortBest(rs)
 			} else {
 				d.big = append(d.big, &Group{r: &d.sub, lo: g.lo, hi: g.hi})
-				var n int
-				n, hashes = indexSize(d.sub.arena, rs, hashes)
-				indexed += n + allocSize(int(unsafe.Sizeof(Group{})))
 			}
 		}
 	}
@@ -498,39 +541,18 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 			}
 		})
 	}
-	d.none = Group{r: r, ln: uint32(len(r.lines))}
-	// What the lines without a path say, combined: the file's once, then
-	// each group's with the file's. A group whose own and the file's are
-	// not combined beforehand (the file has too many to copy) leaves it to
-	// the query, as a tie.
-	zeroOf := func(g *usageSet) (zero uint32, many bool) {
-		var lv []labelValue
-		var first uint32
-		for i := range g.rules(d) {
-			if r := &g.rules(d)[i]; r.n() == 0 {
-				p := d.prefOf(r)
-				if zero == 0 {
-					first, zero = p, 1
-				} else if p != first {
-					many = true
-				}
-				if many || len(lv) == 0 {
-					lv = append(lv, d.labelsOf(d.entsOf(p))...)
-				}
-			}
-		}
-		switch {
-		case zero == 0:
-			return 0, false
-		case many:
-			return 1 + intern(mergeLabels(lv)), true
-		}
-		return 1 + first, false
-	}
+}
+
+// setZeros sets what the lines without a path say, combined: the file's
+// once, then each group's with the file's. A group whose own and the
+// file's are not combined beforehand (the file has too many to copy)
+// leaves it to the query, as a tie.
+func (b *usageBuilder) setZeros() {
+	d := b.d
 	fileZero := &d.fileZero
 	var fileZeroMany [2]bool
 	for k := range fileZero {
-		fileZero[k], fileZeroMany[k] = zeroOf(&d.file.g[k])
+		fileZero[k], fileZeroMany[k] = b.zeroOf(&d.file.g[k])
 	}
 	for gi := -1; gi < len(d.groups); gi++ {
 		ug := &d.noneU
@@ -538,7 +560,7 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 			ug = &d.groups[gi]
 		}
 		for k := range ug.zero {
-			z, many := zeroOf(&ug.g[k])
+			z, many := b.zeroOf(&ug.g[k])
 			switch {
 			case ug.has(ugWithFile, 0) || fileZero[k] == 0:
 			case z == 0:
@@ -550,29 +572,34 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 			ug.set(ugZeroMany, k, many)
 		}
 	}
+}
 
-	// Precompute what a group's Content-Usage and Content-Signal rules say
-	// together, for the common files that have few of either.
-	var filePrefs [2][]uint32
-	for k := range filePrefs {
-		filePrefs[k] = d.pathPrefs(nil, &d.file.g[k])
-	}
-	budget := maxCombos
-	for gi := -1; gi < len(d.groups) && budget > 0; gi++ {
-		ug := &d.noneU
-		if gi >= 0 {
-			ug = &d.groups[gi]
-			if ug.g[0].hi == ug.g[0].lo && ug.g[1].hi == ug.g[1].lo {
-				continue // no lines of its own: as noneU
+// zeroOf returns 1 + the preference of the rules of g without a path,
+// combined, or 0 if it has none, and whether they say different things.
+func (b *usageBuilder) zeroOf(g *usageSet) (zero uint32, many bool) {
+	d := b.d
+	var lv []labelValue
+	var first uint32
+	for i := range g.rules(d) {
+		if r := &g.rules(d)[i]; r.n() == 0 {
+			p := d.prefOf(r)
+			if zero == 0 {
+				first, zero = p, 1
+			} else if p != first {
+				many = true
+			}
+			if many || len(lv) == 0 {
+				lv = append(lv, d.labelsOf(d.entsOf(p))...)
 			}
 		}
-		budget = d.addCombos(ug, budget, &filePrefs, &text)
 	}
-	// Held at their lengths: the builders grew by doubling.
-	d.text = strings.Clone(text.String())
-	d.prefs, d.ents = slices.Clone(d.prefs), slices.Clone(d.ents)
-	d.size = d.computeSize(indexed)
-	r.usage = d
+	switch {
+	case zero == 0:
+		return 0, false
+	case many:
+		return 1 + b.intern(mergeLabels(lv)), true
+	}
+	return 1 + first, false
 }
 
 // addPref appends a preference of sorted labels lv, whose labels are
@@ -693,7 +720,7 @@ func (d *usageData) addCombos(ug *usageGroup, budget int, filePrefs *[2][]uint32
 			if sameA || sameB {
 				continue
 			}
-			key := string(u32Bytes(m))
+			key := string(comboKey(nil, m))
 			if _, ok := d.combos[key]; ok {
 				continue
 			}
@@ -707,26 +734,22 @@ func (d *usageData) addCombos(ug *usageGroup, budget int, filePrefs *[2][]uint32
 	return budget
 }
 
-// computeSize returns the bytes d holds, counting indexed, the bytes of the
-// indexes of its large groups, once built.
-func (d *usageData) computeSize(indexed int) int {
-	n := allocSize(int(unsafe.Sizeof(*d))) +
-		allocSize(len(d.sub.arena)) +
-		allocSize(cap(d.sub.rules)*int(unsafe.Sizeof(rule{}))) +
-		allocSize(cap(d.sub.marks)*int(unsafe.Sizeof(lineMark{}))) +
-		allocSize(cap(d.groups)*int(unsafe.Sizeof(usageGroup{}))) +
-		allocSizePtr(cap(d.big)*8) +
-		allocSize(cap(d.prefs)*int(unsafe.Sizeof(pref{}))) +
-		allocSize(cap(d.ents)*4) +
-		allocSize(cap(d.labelAt)*4) +
-		allocSize(len(d.text)) +
-		indexed
+// heldBytes returns no less than the bytes d holds, building the indexes
+// of its large groups.
+func (d *usageData) heldBytes() int {
+	d.sub.mu.Lock()
+	defer d.sub.mu.Unlock()
+	n := allocBytes(int(reflect.TypeFor[usageData]().Size())) + d.sub.heldBytes() + sliceBytes(d.groups) +
+		sliceBytes(d.big) + sliceBytes(d.prefs) + sliceBytes(d.ents) + sliceBytes(d.labelAt) + allocBytes(len(d.text))
+	for _, g := range d.big {
+		n += allocBytes(int(reflect.TypeFor[Group]().Size())) + g.indexLocked().heldBytes()
+	}
 	if d.combos != nil {
-		// A map slot holds a 16-byte key, a 4-byte value and a control
-		// byte; groups are at most 7/8 full.
-		n += allocSize(48 + len(d.combos)*(16+4+1)*8/7)
+		// A map slot holds a 16-byte key and a 4-byte value, in groups
+		// of 8 slots with a control word, at most 7/8 full.
+		n += allocBytes(64 + len(d.combos)*32)
 		for k := range d.combos {
-			n += allocSize(len(k))
+			n += allocBytes(len(k))
 		}
 	}
 	return n
@@ -810,9 +833,12 @@ func mergeEnts(buf, ea, eb []uint32) (m []uint32, sameA, sameB bool) {
 	return buf, sameA, sameB
 }
 
-// u32Bytes returns the bytes of s, to use as a map key.
-func u32Bytes(s []uint32) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), 4*len(s))
+// comboKey appends to buf ents as bytes, its key in usageData.combos.
+func comboKey(buf []byte, ents []uint32) []byte {
+	for _, e := range ents {
+		buf = binary.LittleEndian.AppendUint32(buf, e)
+	}
+	return buf
 }
 
 // usageGroup returns the usage data of g's file and g's usage rules, or
@@ -822,12 +848,8 @@ func (g *Group) usageGroup() (*usageData, *usageGroup) {
 	if d == nil {
 		return nil, nil
 	}
-	gs := g.r.groups
-	if g == &d.none || len(gs) == 0 {
-		return d, &d.noneU
-	}
-	i := (uintptr(unsafe.Pointer(g)) - uintptr(unsafe.Pointer(&gs[0]))) / unsafe.Sizeof(*g)
-	if i >= uintptr(len(gs)) {
+	i, ok := g.r.groupIndex(g)
+	if g == &d.none || !ok {
 		return d, &d.noneU
 	}
 	return d, &d.groups[i]
@@ -953,8 +975,8 @@ func labelUsage(x labelValue) (string, UsageValue) {
 // first, and with a response's own Content-Usage header if one was added
 // with [Usage.WithHeader]. The zero Usage states nothing. A Usage is a
 // small value; getting one and its String does not allocate for an ASCII
-// URL, save where rules with paths of equal specificity say different
-// things.
+// URL that matching does not allocate for (see the package documentation),
+// save where rules with paths of equal specificity say different things.
 type Usage struct {
 	d     *usageData
 	ug    *usageGroup
@@ -1037,22 +1059,11 @@ func (g *Group) usageInto(u *Usage, url string) {
 	}
 	p, normal := pathQuery(url)
 	if !normal {
-		g.usageNormalized(u, d, ug, p)
+		var buf [512]byte
+		g.usageAt(u, d, ug, string(normalizeTo(buf[:0], p))) // on the stack when at most 32 bytes long
 		return
 	}
 	g.usageAt(u, d, ug, p)
-}
-
-// usageNormalized is usageInto for a path and query p that need
-// normalising.
-func (g *Group) usageNormalized(u *Usage, d *usageData, ug *usageGroup, p string) {
-	var buf [512]byte
-	b := buf[:0]
-	if p == "" || p[0] == '?' {
-		b = append(b, '/') // an empty path is "/"
-	}
-	b = appendNormURL(b, p)
-	g.usageAt(u, d, ug, unsafe.String(unsafe.SliceData(b), len(b)))
 }
 
 // usageAt is usageInto for the normalised path and query p.
@@ -1137,7 +1148,8 @@ func (u *Usage) text() string {
 	case sameB:
 		return u.d.textOf(b - 1)
 	}
-	if p, ok := u.d.combos[string(u32Bytes(m))]; ok {
+	var kb [128]byte
+	if p, ok := u.d.combos[string(comboKey(kb[:0], m))]; ok {
 		return u.d.textOf(p)
 	}
 	return canonicalText(u.d.labelsOf(m))
@@ -1165,7 +1177,8 @@ func (u *Usage) stringOf(ps ...uint32) string {
 			return u.d.textOf(p - 1)
 		}
 	}
-	if p, ok := u.d.combos[string(u32Bytes(m))]; ok {
+	var kb [128]byte
+	if p, ok := u.d.combos[string(comboKey(kb[:0], m))]; ok {
 		return u.d.textOf(p)
 	}
 	return canonicalText(u.d.labelsOf(m))

@@ -69,7 +69,7 @@ func bruteUsage(g *Group, url string) string {
 	if d == nil || !g.Allowed(url) {
 		return ""
 	}
-	p := normalPath(url, nil)
+	p := normalPath(url)
 	var lv []labelValue
 	for k := range 2 {
 		var best []uint32
