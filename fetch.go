@@ -20,16 +20,16 @@ import (
 )
 
 const (
-	// MaxRedirects is how many redirects a fetch of robots.txt follows
+	// maxRedirects is how many redirects a fetch of robots.txt follows
 	// (RFC 9309 §2.3.1.2); one more makes it unavailable.
-	MaxRedirects = 5
+	maxRedirects = 5
 
 	// drainLimit is how much of an unwanted body is read before closing
 	// it, so that the connection can be reused.
 	drainLimit = 4 << 10
 )
 
-// errTooManyRedirects is in no result: more than MaxRedirects hops is
+// errTooManyRedirects is in no result: more than maxRedirects hops is
 // AccessUnavailable, which has no error. It exists for the log.
 var errTooManyRedirects = errors.New("robots: stopped after 5 redirects")
 
@@ -141,7 +141,7 @@ func (t *Transport) fetch(parent context.Context, origin string, rt *route, user
 			// 404 (RFC 9309 §2.3.1.2).
 			return &fetchResult{access: AccessUnavailable, status: resp.StatusCode, lifetime: t.cfg.ttl}
 		}
-		if hop == MaxRedirects {
+		if hop == maxRedirects {
 			t.log(ctx, "robots.txt redirects too often", "origin", origin, "err", errTooManyRedirects)
 			return &fetchResult{access: AccessUnavailable, status: resp.StatusCode, lifetime: t.cfg.ttl}
 		}

@@ -357,7 +357,7 @@ func TestFaultRedirects(t *testing.T) {
 		want  outcome
 		fetch int // requests for robots.txt and its hops
 	}{
-		{"loop", unavailable, MaxRedirects + 1},
+		{"loop", unavailable, maxRedirects + 1},
 		{"five", rules, 6},
 		{"six", unavailable, 6},
 		{"cross", rules, 2}, // the rules of other.test govern cross.test
@@ -578,17 +578,17 @@ func TestFaultRetryAfter(t *testing.T) {
 		retryAfter string
 		want       time.Duration
 	}{
-		{429, "", RetryMin},
-		{503, "", RetryMin},
+		{429, "", retryMin},
+		{503, "", retryMin},
 		{429, "7200", 2 * time.Hour},
 		{503, "7200", 2 * time.Hour},
 		{503, httpDate, 3 * time.Hour},
-		{503, "10", RetryMin},                     // shorter than the back-off: the back-off
+		{503, "10", retryMin},                     // shorter than the back-off: the back-off
 		{429, "99999999999", DefaultTTL},          // capped
 		{503, "9223372036854775808", DefaultTTL},  // past int64 seconds: capped too
 		{429, "99999999999999999999", DefaultTTL}, // 20 digits
-		{503, "soon", RetryMin},                   // malformed: ignored
-		{503, "-5", RetryMin},
+		{503, "soon", retryMin},                   // malformed: ignored
+		{503, "-5", retryMin},
 	} {
 		name := fmt.Sprintf("%d %q", c.status, c.retryAfter)
 		if c.retryAfter == httpDate {

@@ -213,7 +213,7 @@ func TestFetchTimeoutBoundsBase(t *testing.T) {
 				if d := time.Since(start); d != 10*time.Second {
 					t.Errorf("refused after %v, want FetchTimeout, 10s", d)
 				}
-				time.Sleep(RetryMin)
+				time.Sleep(retryMin)
 				req, _ = http.NewRequest(http.MethodGet, "https://example.com/page", nil)
 				resp, err := tr.RoundTrip(req)
 				if err != nil {

@@ -324,7 +324,10 @@ type memPacer struct {
 // it keeps.
 type memTurn struct{ at, every time.Duration }
 
-func (p *memPacer) Reserve(ctx context.Context, origin string, every, maxWait time.Duration) (time.Duration, bool, error) {
+func (p *memPacer) Reserve(ctx context.Context, origin string, every time.Duration, known bool, maxWait time.Duration) (time.Duration, bool, error) {
+	if !known {
+		every = unknownEvery(every)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Since(p.epoch)

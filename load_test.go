@@ -442,7 +442,7 @@ func (stuckStore) TryLock(ctx context.Context, _ string, _ time.Duration) (func(
 	return nil, false, ctx.Err()
 }
 
-func (panicPacer) Reserve(context.Context, string, time.Duration, time.Duration) (time.Duration, bool, error) {
+func (panicPacer) Reserve(context.Context, string, time.Duration, bool, time.Duration) (time.Duration, bool, error) {
 	panic("pacer kaput")
 }
 

@@ -254,7 +254,7 @@ type namingPacer struct {
 	got []string
 }
 
-func (p *namingPacer) Reserve(_ context.Context, origin string, _, _ time.Duration) (time.Duration, bool, error) {
+func (p *namingPacer) Reserve(_ context.Context, origin string, _ time.Duration, _ bool, _ time.Duration) (time.Duration, bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.got = append(p.got, origin)

@@ -20,12 +20,13 @@ type Pacer interface {
 	// Reserve takes origin's next turn and returns how long to wait for it,
 	// without waiting itself. The turn is the first instant after any pause
 	// that is at least max(every, prev) after the previous turn, prev being
-	// the interval that turn kept; the new turn keeps every. A negative
-	// every says the caller does not know the origin's rules: the turn is
-	// spaced as for -every and keeps max(-every, prev). If the wait would
-	// exceed maxWait, Reserve takes no turn and returns ok false with the
-	// wait it foresees.
-	Reserve(ctx context.Context, origin string, every, maxWait time.Duration) (wait time.Duration, ok bool, err error)
+	// the interval that turn kept. The new turn keeps every if known is
+	// true; known is false when the caller does not know the origin's rules
+	// (it is about to fetch robots.txt), and then the turn keeps
+	// max(every, prev), so that a fetch does not shorten the interval the
+	// rules set. If the wait would exceed maxWait, Reserve takes no turn and
+	// returns ok false with the wait it foresees.
+	Reserve(ctx context.Context, origin string, every time.Duration, known bool, maxWait time.Duration) (wait time.Duration, ok bool, err error)
 
 	// Pause delays origin's turns until at least until; an earlier end than
 	// the one set changes nothing. Its context is the Transport's own,
@@ -156,6 +157,18 @@ func keptEvery(every, prev time.Duration, hasPrev bool) time.Duration {
 // would say "known, no delay".
 func unknownEvery(floor time.Duration) time.Duration {
 	return -max(floor, time.Nanosecond)
+}
+
+// pacerEvery returns the arguments of [Pacer.Reserve] for the interval
+// every, negative when the rules are unknown (see unknownEvery).
+func pacerEvery(every time.Duration) (iv time.Duration, known bool) {
+	if every >= 0 {
+		return every, true
+	}
+	if every == unknownEvery(0) {
+		return 0, false
+	}
+	return -every, false
 }
 
 func abs(d time.Duration) time.Duration {

@@ -152,10 +152,14 @@ type fakePacer struct {
 	err      error
 }
 
-func (p *fakePacer) Reserve(ctx context.Context, origin string, every, maxWait time.Duration) (time.Duration, bool, error) {
+func (p *fakePacer) Reserve(ctx context.Context, origin string, every time.Duration, known bool, maxWait time.Duration) (time.Duration, bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.reserves = append(p.reserves, fmt.Sprintf("%s every=%v", origin, every))
+	r := fmt.Sprintf("%s every=%v", origin, every)
+	if !known {
+		r += ", rules unknown"
+	}
+	p.reserves = append(p.reserves, r)
 	if p.err != nil {
 		return 0, false, p.err
 	}
@@ -198,9 +202,9 @@ func TestPacer(t *testing.T) {
 		want := []string{
 			// The fetch of robots.txt takes a turn; its negative
 			// interval tells the Pacer that no delay is known yet.
-			"https://example.com every=-1ns",
+			"https://example.com every=0s, rules unknown",
 			"https://example.com every=3s",
-			"https://fast.example every=-1ns",
+			"https://fast.example every=0s, rules unknown",
 			"https://fast.example every=0s", // a Pacer is asked for every request
 			"https://example.com every=3s",
 			// The request with a deadline 1s away: the process
@@ -266,7 +270,7 @@ func TestPaceKeepsInterval(t *testing.T) {
 // whose copy of the fleet's pauses holds one.
 type downWatcher struct{ until time.Time }
 
-func (p *downWatcher) Reserve(context.Context, string, time.Duration, time.Duration) (time.Duration, bool, error) {
+func (p *downWatcher) Reserve(context.Context, string, time.Duration, bool, time.Duration) (time.Duration, bool, error) {
 	return 0, false, errors.New("pacer down")
 }
 func (p *downWatcher) Pause(context.Context, string, time.Time) error {
@@ -328,7 +332,7 @@ func TestFailingPacerPacesInMemory(t *testing.T) {
 // ctxPacer is a Pacer that waits for its context to be done, if it can be.
 type ctxPacer struct{}
 
-func (ctxPacer) Reserve(ctx context.Context, _ string, _, _ time.Duration) (time.Duration, bool, error) {
+func (ctxPacer) Reserve(ctx context.Context, _ string, _ time.Duration, _ bool, _ time.Duration) (time.Duration, bool, error) {
 	if ctx.Done() == nil {
 		return 0, true, nil
 	}
@@ -366,9 +370,9 @@ type watchPacer struct {
 	watched  map[string]time.Time // guarded by mu
 }
 
-func (p *watchPacer) Reserve(ctx context.Context, origin string, every, maxWait time.Duration) (time.Duration, bool, error) {
+func (p *watchPacer) Reserve(ctx context.Context, origin string, every time.Duration, known bool, maxWait time.Duration) (time.Duration, bool, error) {
 	p.reserves.Add(1)
-	return p.atkPacer.Reserve(ctx, origin, every, maxWait)
+	return p.atkPacer.Reserve(ctx, origin, every, known, maxWait)
 }
 
 func (p *watchPacer) WatchedPause(origin string) (time.Time, bool) {
@@ -460,7 +464,10 @@ func (p *atkPacer) pace(origin string) *pace {
 	return p.paces[origin]
 }
 
-func (p *atkPacer) Reserve(ctx context.Context, origin string, every, maxWait time.Duration) (time.Duration, bool, error) {
+func (p *atkPacer) Reserve(ctx context.Context, origin string, every time.Duration, known bool, maxWait time.Duration) (time.Duration, bool, error) {
+	if !known {
+		every = unknownEvery(every)
+	}
 	if p.down.Load() {
 		return 0, false, errors.New("pacer down")
 	}

@@ -10,19 +10,19 @@ import (
 )
 
 const (
-	// MinTTL is the least lifetime a Cache-Control header can set.
-	MinTTL = time.Minute
+	// minTTL is the least lifetime a Cache-Control header can set.
+	minTTL = time.Minute
 
-	// RetryMin is the wait before fetching again after an unreachable
-	// result; it doubles at each further one, up to RetryMax.
-	RetryMin = time.Minute
+	// retryMin is the wait before fetching again after an unreachable
+	// result; it doubles at each further one, up to retryMax.
+	retryMin = time.Minute
 
-	// RetryMax caps that back-off.
-	RetryMax = time.Hour
+	// retryMax caps that back-off.
+	retryMax = time.Hour
 
-	// UnreachableAllowAfter is how long an origin never reached stays
+	// unreachableAllowAfter is how long an origin never reached stays
 	// disallowed; then its URLs are allowed until a fetch reaches it.
-	UnreachableAllowAfter = 30 * 24 * time.Hour
+	unreachableAllowAfter = 30 * 24 * time.Hour
 )
 
 // classify maps the final status of a robots.txt fetch (after redirects) to
@@ -123,22 +123,22 @@ func allDigits(s string) bool {
 
 // lifetime is how long a reachable fetch result is used: ttl, shortened by
 // the max-age of the response's Cache-Control header values (see maxAge)
-// down to MinTTL.
+// down to minTTL.
 func lifetime(ttl time.Duration, cacheControl ...string) time.Duration {
 	if d, ok := maxAge(cacheControl...); ok && d < ttl {
-		return min(max(d, MinTTL), ttl)
+		return min(max(d, minTTL), ttl)
 	}
 	return ttl
 }
 
 // backoff is the wait before fetching again after the n-th unreachable
-// result in a row (n ≥ 1): RetryMin doubled n-1 times, at most RetryMax.
+// result in a row (n ≥ 1): retryMin doubled n-1 times, at most retryMax.
 func backoff(n int) time.Duration {
-	d := RetryMin
-	for i := 1; i < n && d < RetryMax; i++ {
+	d := retryMin
+	for i := 1; i < n && d < retryMax; i++ {
 		d *= 2
 	}
-	return min(d, RetryMax)
+	return min(d, retryMax)
 }
 
 // fetchResult is what one robots.txt fetch found.

@@ -100,11 +100,11 @@ func TestLifetimeFunc(t *testing.T) {
 	}{
 		{DefaultTTL, "", DefaultTTL},
 		{DefaultTTL, "max-age=7200", 2 * time.Hour},
-		{DefaultTTL, "max-age=1", MinTTL},
-		{DefaultTTL, "no-store", MinTTL},
+		{DefaultTTL, "max-age=1", minTTL},
+		{DefaultTTL, "no-store", minTTL},
 		{DefaultTTL, "max-age=172800", DefaultTTL}, // max-age never lengthens
 		{time.Hour, "max-age=7200", time.Hour},
-		{30 * time.Second, "max-age=1", 30 * time.Second}, // a TTL below MinTTL is kept
+		{30 * time.Second, "max-age=1", 30 * time.Second}, // a TTL below minTTL is kept
 	}
 	for _, c := range cases {
 		if got := lifetime(c.ttl, c.header); got != c.want {
@@ -121,8 +121,8 @@ func TestBackoff(t *testing.T) {
 			t.Errorf("backoff(%d) = %v want %v", i+1, got, w)
 		}
 	}
-	if got := backoff(1 << 30); got != RetryMax {
-		t.Errorf("backoff(huge) = %v want %v", got, RetryMax)
+	if got := backoff(1 << 30); got != retryMax {
+		t.Errorf("backoff(huge) = %v want %v", got, retryMax)
 	}
 }
 
@@ -143,14 +143,14 @@ func TestNext(t *testing.T) {
 		t.Errorf("stale copy not kept: %+v", e2)
 	}
 	if !e2.UnreachableSince.Equal(now.Add(2*time.Hour)) || e2.Failures != 1 || e2.Error != "robots: 503" ||
-		!e2.Expires.Equal(now.Add(2*time.Hour+RetryMin)) {
+		!e2.Expires.Equal(now.Add(2*time.Hour+retryMin)) {
 		t.Errorf("after first failure: %+v", e2)
 	}
 	if e.Failures != 0 || !e.UnreachableSince.IsZero() {
 		t.Errorf("next modified prev: %+v", e)
 	}
 	e3 := next(e2, down, now.Add(3*time.Hour))
-	if !e3.UnreachableSince.Equal(e2.UnreachableSince) || e3.Failures != 2 || !e3.Expires.Equal(now.Add(3*time.Hour+2*RetryMin)) {
+	if !e3.UnreachableSince.Equal(e2.UnreachableSince) || e3.Failures != 2 || !e3.Expires.Equal(now.Add(3*time.Hour+2*retryMin)) {
 		t.Errorf("after second failure: %+v", e3)
 	}
 
@@ -170,7 +170,7 @@ func TestNext(t *testing.T) {
 		t.Errorf("Retry-After 30d: expires %v", e.Expires.Sub(now))
 	}
 	ra.retryAfter = time.Second // shorter than the back-off: the back-off wins
-	if e := next(nil, ra, now); !e.Expires.Equal(now.Add(RetryMin)) {
+	if e := next(nil, ra, now); !e.Expires.Equal(now.Add(retryMin)) {
 		t.Errorf("Retry-After 1s: expires %v", e.Expires.Sub(now))
 	}
 
@@ -284,8 +284,8 @@ func TestLifetime(t *testing.T) {
 		{"", 0, 24 * time.Hour},
 		{"max-age=3600", 0, time.Hour},
 		{"public, max-age=600", 0, 10 * time.Minute},
-		{"max-age=0", 0, MinTTL},
-		{"no-store", 0, MinTTL},
+		{"max-age=0", 0, minTTL},
+		{"no-store", 0, minTTL},
 		{"max-age=999999", 0, 24 * time.Hour},
 		{"", 2 * time.Hour, 2 * time.Hour},
 		{"max-age=86400", 48 * time.Hour, 24 * time.Hour},
@@ -350,7 +350,7 @@ func TestStaleIfError(t *testing.T) {
 		}
 
 		respond(&cur, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /public\n"))
-		time.Sleep(RetryMax)
+		time.Sleep(retryMax)
 		wantAllowed(t, client, "https://example.com/private")
 		wantRefused(t, client, "https://example.com/public")
 		if s := tr.Stats(); s.FetchSuccess != 2 || s.FetchUnreachable != 2 {
@@ -418,7 +418,7 @@ func TestThirtyDayRule(t *testing.T) {
 		if de.Err == nil || !strings.Contains(de.Err.Error(), "503") {
 			t.Errorf("Err = %v, want it to name the 503", de.Err)
 		}
-		time.Sleep(UnreachableAllowAfter - time.Hour)
+		time.Sleep(unreachableAllowAfter - time.Hour)
 		wantRefused(t, client, "https://example.com/x")
 		time.Sleep(time.Hour)
 		wantAllowed(t, client, "https://example.com/x")
@@ -462,10 +462,10 @@ func TestMaxAgeHeaderLines(t *testing.T) {
 		want  time.Duration
 	}{
 		{[]string{"public", "max-age=7200"}, 2 * time.Hour},
-		{[]string{"max-age=60, max-age=86400"}, MinTTL},
+		{[]string{"max-age=60, max-age=86400"}, minTTL},
 		{[]string{"max-age=3600", "max-age=1"}, time.Hour},
-		{[]string{"max-age=3600", "no-cache"}, MinTTL},
-		{[]string{"max-age=abc", "max-age=3600"}, MinTTL},
+		{[]string{"max-age=3600", "no-cache"}, minTTL},
+		{[]string{"max-age=abc", "max-age=3600"}, minTTL},
 		{[]string{"max-age=99999999999"}, DefaultTTL},
 	} {
 		if got := lifetime(DefaultTTL, c.lines...); got != c.want {
@@ -480,9 +480,9 @@ func TestCacheControlHeaderLines(t *testing.T) {
 		want  time.Duration
 	}{
 		{[]string{"public", "max-age=120"}, 2 * time.Minute},
-		{[]string{"max-age=60, max-age=86400"}, MinTTL},
+		{[]string{"max-age=60, max-age=86400"}, minTTL},
 		{[]string{"max-age=300", "max-age=86400"}, 5 * time.Minute},
-		{[]string{"max-age=300", "no-store"}, MinTTL},
+		{[]string{"max-age=300", "no-store"}, minTTL},
 	} {
 		t.Run(strings.Join(c.lines, "|"), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -518,7 +518,7 @@ func TestCacheControlHeaderLines(t *testing.T) {
 //   - a zero FetchedAt is used like any other until Expires, and is older
 //     than any Forget;
 //   - Failures out of range (negative, or the largest int) give a back-off
-//     within RetryMin..RetryMax and a count that stays positive.
+//     within retryMin..retryMax and a count that stays positive.
 func TestEntryZeroFields(t *testing.T) {
 	const rules = "User-agent: *\nDisallow: /private\n"
 	far := time.Now().Add(time.Hour)
@@ -571,7 +571,7 @@ func TestEntryZeroFields(t *testing.T) {
 	for _, failures := range []int{-5, 0, math.MaxInt} {
 		e := next(&Entry{Failures: failures}, &fetchResult{err: errors.New("down")}, time.Now())
 		wait := time.Until(e.Expires)
-		if e.Failures < 1 || wait < RetryMin-time.Second || wait > RetryMax {
+		if e.Failures < 1 || wait < retryMin-time.Second || wait > retryMax {
 			t.Errorf("Failures %d: next has Failures %d and waits %v", failures, e.Failures, wait)
 		}
 	}

@@ -205,7 +205,7 @@ func FuzzTransport(f *testing.F) {
 		// day (Retry-After and max-age cannot push it further), its body
 		// within the size limit.
 		fetches := base.fetches.Load()
-		if fetches < 1 || fetches > MaxRedirects+1 {
+		if fetches < 1 || fetches > maxRedirects+1 {
 			t.Fatalf("%d requests for one fetch", fetches)
 		}
 		e, _ := store.Get(ctx, "https://fuzz.example")

@@ -334,7 +334,8 @@ func (t *Transport) reserve(ctx context.Context, s *site, every time.Duration, l
 	}
 	now := t.now()
 	left := lim.left(now)
-	wait, ok, err := p.Reserve(ctx, s.origin, every, left)
+	iv, known := pacerEvery(every)
+	wait, ok, err := p.Reserve(ctx, s.origin, iv, known, left)
 	if err == nil && ok && wait >= left && lim.until != math.MaxInt64 {
 		// A Pacer that rounds may hand out a turn at the limit itself.
 		ok = false

@@ -216,7 +216,7 @@ func (t *Transport) compile(e *Entry, robots *matcher.Robots) *state {
 			// An entry that does not say since when the origin is
 			// unreachable never counts 30 days: it refuses until it
 			// expires, and the fetch that follows sets the date.
-			st.allowAt = t.clock(e.UnreachableSince.Add(UnreachableAllowAfter))
+			st.allowAt = t.clock(e.UnreachableSince.Add(unreachableAllowAfter))
 		}
 	}
 	return st

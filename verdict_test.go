@@ -92,7 +92,7 @@ func TestZeroEntryRefuses(t *testing.T) {
 	}
 	// The 30-day rule still holds for an entry that says since when.
 	store := &MemoryStore{}
-	store.Put(context.Background(), "https://example.com", &Entry{Expires: far, UnreachableSince: time.Now().Add(-UnreachableAllowAfter - time.Hour)})
+	store.Put(context.Background(), "https://example.com", &Entry{Expires: far, UnreachableSince: time.Now().Add(-unreachableAllowAfter - time.Hour)})
 	client := &http.Client{Transport: &Transport{Base: newMock(), Agent: "ExampleBot", Store: store}}
 	wantAllowed(t, client, "https://example.com/page")
 }
@@ -152,7 +152,7 @@ func TestRefusalsToldApart(t *testing.T) {
 	start := time.Now()
 	err = get(client, "https://down.example/page")
 	de, _ := errors.AsType[*DisallowedError](err)
-	if !errors.Is(err, ErrDisallowed) || !errors.Is(err, ErrUnreachable) || de == nil || de.RetryAt.Before(start.Add(RetryMin-time.Second)) {
+	if !errors.Is(err, ErrDisallowed) || !errors.Is(err, ErrUnreachable) || de == nil || de.RetryAt.Before(start.Add(retryMin-time.Second)) {
 		t.Errorf("unreachable: err = %v (%+v), want ErrDisallowed and ErrUnreachable, RetryAt about a minute away", err, de)
 	}
 	err = get(client, "ftp://example.com/file")

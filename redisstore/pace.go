@@ -154,26 +154,28 @@ return {1, bad}
 // of the Redis: it takes origin's next turn, at least the larger of every
 // and the latest turn's interval after the latest turn taken, and not before
 // origin's pause ends, and returns how long the caller must wait for it,
-// without waiting itself. A negative every says the caller does not know
-// the origin's rules, as robots.Pacer documents. When that wait is longer
+// without waiting itself. When known is false (the caller does not know the
+// origin's rules), the turn keeps the larger of every and the latest turn's
+// interval, as robots.Pacer documents. When that wait is longer
 // than maxWait, it takes no turn and returns ok false and the wait. Turns are
 // handed out first come, first served, each once, and timed by the clock of
 // the Redis server.
 //
 // Each call is one Redis command: a Lua script that reads the pause and the
 // latest turn, and, if the caller can wait, records its turn as the latest.
-func (s *Store) Reserve(ctx context.Context, origin string, every, maxWait time.Duration) (wait time.Duration, ok bool, err error) {
+func (s *Store) Reserve(ctx context.Context, origin string, every time.Duration, known bool, maxWait time.Duration) (wait time.Duration, ok bool, err error) {
 	s.once.Do(s.init)
 	keys := []string{s.paceKey(origin), s.pauseKey(origin)}
 	var res []int64
 	err = s.do(ctx, "pace", func(ctx context.Context) error {
 		var err error
-		// every rounds away from zero, so that turns are never
-		// closer than every, and a negative every stays negative;
-		// maxWait rounds down.
-		e := ceilMicros(every)
-		if every < 0 {
-			e = -ceilMicros(-every)
+		// every rounds up, so that turns are never closer than
+		// every; the script reads a negative one as "rules unknown"
+		// (and -1 µs as unknown with no interval); maxWait rounds
+		// down.
+		e := ceilMicros(max(every, 0))
+		if !known {
+			e = -max(e, 1)
 		}
 		res, err = reserveScript.Run(ctx, s.client, keys, e, max(maxWait, 0).Microseconds()).Int64Slice()
 		return err

@@ -55,10 +55,15 @@ func newStores(t *testing.T, n int) []*Store {
 	return stores
 }
 
-// reserve calls s.Reserve and fails t on an error.
+// reserve calls s.Reserve and fails t on an error. A negative every asks
+// for a turn with rules unknown, spaced by -every.
 func reserve(t *testing.T, s *Store, origin string, every, maxWait time.Duration) (time.Duration, bool) {
 	t.Helper()
-	wait, ok, err := s.Reserve(context.Background(), origin, every, maxWait)
+	iv, known := every, true
+	if every < 0 {
+		iv, known = -every, false
+	}
+	wait, ok, err := s.Reserve(context.Background(), origin, iv, known, maxWait)
 	if err != nil {
 		t.Fatalf("Reserve(%s, %v, %v): %v", origin, every, maxWait, err)
 	}
@@ -259,7 +264,7 @@ func TestReserveFleet(t *testing.T) {
 		}
 		wg.Go(func() {
 			for range 3 {
-				wait, ok, err := s.Reserve(context.Background(), "https://example.com", every, maxWait)
+				wait, ok, err := s.Reserve(context.Background(), "https://example.com", every, true, maxWait)
 				at := time.Now().Add(wait)
 				if err != nil {
 					t.Errorf("Reserve: %v", err)
@@ -406,7 +411,7 @@ func TestReserveCanceled(t *testing.T) {
 	s := newStores(t, 1)[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := s.Reserve(ctx, "https://example.com", time.Second, forever); !errors.Is(err, context.Canceled) {
+	if _, _, err := s.Reserve(ctx, "https://example.com", time.Second, true, forever); !errors.Is(err, context.Canceled) {
 		t.Errorf("Reserve with a canceled context: %v, want context.Canceled", err)
 	}
 	if s.outage.Load() != nil {
@@ -515,7 +520,7 @@ func TestFleetCrawlDelay(t *testing.T) {
 	// once, and is not sent.
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if _, _, err := fleet[0].store.Reserve(context.Background(), s.origin(), time.Second, 0); err != nil {
+	if _, _, err := fleet[0].store.Reserve(context.Background(), s.origin(), time.Second, true, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := get(ctx, fleet[1].client, s.URL+"/late"); !errors.Is(err, context.DeadlineExceeded) {

@@ -80,8 +80,8 @@ const (
 	// entry in Redis after it expires: as long as a Transport obeys an
 	// origin's last good robots.txt while the origin is unreachable, and
 	// as long as it counts an origin as unreachable before it allows
-	// every URL (robots.UnreachableAllowAfter).
-	DefaultRetain = robots.UnreachableAllowAfter
+	// every URL (30 days).
+	DefaultRetain = 30 * 24 * time.Hour
 
 	// DefaultMaxEntrySize bounds the encoded size of an entry of a Store
 	// whose MaxEntrySize is zero: enough for robots.DefaultMaxBodySize.

@@ -447,7 +447,7 @@ func TestPrefixWithBrace(t *testing.T) {
 	if _, err := s.Get(ctx, "https://example.com"); err == nil || errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "Prefix") {
 		t.Errorf("Get with a Prefix holding a brace: %v, want an error about the Prefix", err)
 	}
-	if _, ok, err := s.Reserve(ctx, "https://example.com", time.Second, time.Second); ok || err == nil {
+	if _, ok, err := s.Reserve(ctx, "https://example.com", time.Second, true, time.Second); ok || err == nil {
 		t.Errorf("Reserve with a Prefix holding a brace = %v, %v; want an error", ok, err)
 	}
 	if _, ok := s.WatchedPause("https://example.com"); ok {
