@@ -33,33 +33,27 @@ func TestAgentGivenAsUserAgent(t *testing.T) {
 	}
 }
 
-// TestAgentWithoutToken: an Agent that names no token is loud.
+// TestAgentWithoutToken: an Agent that names no token, given to NewTransport
+// or set in a Transport, fails every request with an error that says so, and
+// sends nothing.
 func TestAgentWithoutToken(t *testing.T) {
-	func() {
-		defer func() {
-			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "empty agent") {
-				t.Errorf("NewTransport(nil, \"\"): recovered %v, want a panic that names the empty agent", r)
-			}
-		}()
-		NewTransport(nil, "") // as from an unset environment variable
-	}()
+	mock := newMock()
+	client := &http.Client{Transport: NewTransport(mock, "")} // as from an unset environment variable
+	if err := get(client, "https://example.com/page"); err == nil || errors.Is(err, ErrDisallowed) || !strings.Contains(err.Error(), "empty agent") {
+		t.Errorf("NewTransport(mock, \"\"): err = %v, want an error that names the empty agent", err)
+	}
+	if n := mock.GetTotalCallCount(); n != 0 {
+		t.Errorf("NewTransport(mock, \"\"): %d requests sent, want none", n)
+	}
 	for _, agent := range []string{"/1.0", "(bot)", "  ", "***", "My Crawler", "My Crawler/1.0", "Example Bot (+https://example.com)"} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("NewTransport(nil, %q) did not panic", agent)
-				}
-			}()
-			NewTransport(nil, agent)
-		}()
-		mock := newMock()
-		client := &http.Client{Transport: &Transport{Base: mock, Agent: agent}}
-		err := get(client, "https://example.com/page")
-		if err == nil || errors.Is(err, ErrDisallowed) || !strings.Contains(err.Error(), "names no product token") && !strings.Contains(err.Error(), "is words, not a product token") {
-			t.Errorf("Agent %q: err = %v, want an error that says the agent names no token", agent, err)
-		}
-		if n := mock.GetTotalCallCount(); n != 0 {
-			t.Errorf("Agent %q: %d requests sent, want none", agent, n)
+		for _, tr := range []*Transport{NewTransport(newMock(), agent), {Base: newMock(), Agent: agent}} {
+			err := get(&http.Client{Transport: tr}, "https://example.com/page")
+			if err == nil || errors.Is(err, ErrDisallowed) || !strings.Contains(err.Error(), "names no product token") && !strings.Contains(err.Error(), "is words, not a product token") {
+				t.Errorf("Agent %q: err = %v, want an error that says the agent names no token", agent, err)
+			}
+			if n := tr.Base.(*httpmock.MockTransport).GetTotalCallCount(); n != 0 {
+				t.Errorf("Agent %q: %d requests sent, want none", agent, n)
+			}
 		}
 	}
 
@@ -76,7 +70,7 @@ func TestAgentWithoutToken(t *testing.T) {
 
 	// A UserAgent that does not name the Agent would hide the crawler's
 	// token from site owners: as loud.
-	mock := newMock()
+	mock = newMock()
 	tr := &Transport{Base: mock, Agent: "ExampleBot", UserAgent: "Mozilla/5.0 (compatible; OtherBot/1.0)"}
 	if err := get(&http.Client{Transport: tr}, "https://example.com/page"); err == nil || errors.Is(err, ErrDisallowed) ||
 		!strings.Contains(err.Error(), "does not name the agent") {

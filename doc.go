@@ -62,8 +62,10 @@
 // A header that names no token obeys the "*" group. A request without a
 // User-Agent is decided as it leaves: as the token of [Transport.UserAgent];
 // else, when Base is an [*http.Transport], as Go-http-client; else by the
-// "*" group. An Agent that names no token, such as "/1.0", is an error:
-// [NewTransport] panics, and a Transport made otherwise fails every request.
+// "*" group. An Agent that names no token, such as "/1.0" or "My Crawler",
+// is an error, however the Transport was made: every request fails, and
+// nothing is sent. So is an empty agent given to [NewTransport] or
+// [WithAgent].
 // One fetch of robots.txt serves every token: the file is cached, not the
 // verdicts.
 //

@@ -185,12 +185,15 @@ type Transport struct {
 	stats stats
 	// the last User-Agent header → token derivation
 	ua atomic.Pointer[uaToken]
+	// named is set by NewTransport: Agent must name a token, even when
+	// changed to "" afterwards.
+	named bool
 
-	// when a Pacer failure was last logged, in Unix ns; 0 if never
 	// missed, if set (only by tests, through export_test.go), is called
 	// on each miss before the load is waited for.
 	missed func(originKey)
 
+	// when a Pacer failure was last logged, in Unix ns; 0 if never
 	pacerLogged atomic.Int64
 }
 
@@ -238,20 +241,15 @@ func defaultBase() http.RoundTripper {
 
 // NewTransport returns a Transport that sends through base (nil means
 // [http.DefaultTransport], as it is now) as the crawler whose product token
-// is agent (see Transport.Agent). It panics if agent names no product token,
-// "" included: a Transport that reads each request's token from its
-// User-Agent header is a Transport{} with Agent left empty.
+// is agent (see Transport.Agent). If agent names no product token, ""
+// included, every request fails with an error that says so, as with a
+// Transport whose Agent names none; a Transport that reads each request's
+// token from its User-Agent header is a Transport{} with Agent left empty.
 func NewTransport(base http.RoundTripper, agent string) *Transport {
-	if _, err := tokenOf(agent); err != nil {
-		panic(err)
-	}
-	if agent == "" {
-		panic(errors.New("robots: NewTransport: empty agent (for a token from each request's User-Agent, use a Transport with Agent empty)"))
-	}
 	if base == nil {
 		base = defaultBase()
 	}
-	return &Transport{Base: base, Agent: agent}
+	return &Transport{Base: base, Agent: agent, named: true}
 }
 
 func (t *Transport) init() {
@@ -282,6 +280,9 @@ func (t *Transport) init() {
 		c.uses = append(c.uses, u)
 	}
 	c.agent, c.err = tokenOf(t.Agent)
+	if c.err == nil && c.agent == "" && t.named {
+		c.err = errors.New("robots: NewTransport: empty agent (for a token from each request's User-Agent, use a Transport with Agent empty)")
+	}
 	if c.userAgent == "" && c.agent != "*" {
 		c.userAgent = t.Agent
 	}

@@ -311,14 +311,6 @@ func TestDefaultTransportDoesNotRecurse(t *testing.T) {
 // naming no token; ftp URLs; unreachable refusals; the caller's request not
 // modified; Check agreeing with RoundTrip.
 func TestMisuseFailsClearly(t *testing.T) {
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Error("NewTransport(nil, \"/1.0\") did not panic")
-			}
-		}()
-		NewTransport(nil, "/1.0")
-	}()
 	srv := &fakeOrigins{handle: func(req *http.Request) (int, http.Header, string) {
 		if req.URL.Host == "down.example" {
 			return 503, nil, ""
