@@ -129,7 +129,7 @@ func TestLoadManyOrigins(t *testing.T) {
 	}
 	st := tr.Stats()
 	const total = 2 * origins * perOrigin
-	if st.FetchSuccess != origins || st.Hits+st.Misses != total || st.Refused != total/2 {
+	if st.FetchSuccess != origins || st.CacheHits+st.LoadWaits != total || st.Refused != total/2 {
 		t.Errorf("Stats = %+v, want %d fetches, %d requests, %d refused", st, origins, total, total/2)
 	}
 
@@ -141,7 +141,7 @@ func TestLoadManyOrigins(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 	t.Logf("%d requests over %d origins: %d robots.txt fetches, %d hits, %d misses; heap held afterwards %+d KiB",
-		total, origins, st.FetchSuccess, st.Hits, st.Misses, held>>10)
+		total, origins, st.FetchSuccess, st.CacheHits, st.LoadWaits, held>>10)
 	if held > 8<<20 {
 		t.Errorf("%d MiB held for %d origins", held>>20, origins)
 	}
@@ -266,8 +266,8 @@ func TestLoadMillionOrigins(t *testing.T) {
 	}
 
 	st := tr.Stats()
-	kept := st.Misses - st.Evictions // every origin was added once, on a miss
-	if st.Misses != uint64(origins) || st.FetchSuccess != uint64(origins) || kept > bound {
+	kept := st.LoadWaits - st.Evictions // every origin was added once, on a miss
+	if st.LoadWaits != uint64(origins) || st.FetchSuccess != uint64(origins) || kept > bound {
 		t.Errorf("Stats = %+v: %d origins kept, want %d misses and fetches, at most %d kept", st, kept, origins, bound)
 	}
 	n := 0

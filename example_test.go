@@ -148,7 +148,7 @@ func ExampleTransport_crawlDelay() {
 		resp.Body.Close()
 	}
 	fmt.Println("at least 1.5s:", time.Since(start) >= 1500*time.Millisecond)
-	fmt.Println("requests that waited:", tr.Stats().PaceWaits)
+	fmt.Println("requests that waited:", tr.Stats().TurnWaits)
 	// Output:
 	// at least 1.5s: true
 	// requests that waited: 3
@@ -218,15 +218,15 @@ func ExampleErrUnreachable() {
 
 // A Transport tells what robots.txt says from its cache: one fetch serves the
 // sitemaps, the crawl-delay, the verdict for another token and the requests.
-func ExampleTransport_RobotsTxt() {
+func ExampleTransport_Origin() {
 	site := newSite("User-agent: *\nCrawl-delay: 2\nDisallow: /drafts/\n\nUser-agent: Google-Extended\nDisallow: /\n\nSitemap: https://example.com/sitemap.xml\n")
 	defer site.Close()
 	t := robots.NewTransport(nil, "ExampleBot")
 	ctx := context.Background()
 	u, _ := url.Parse(site.URL + "/article")
 
-	rt, _ := t.RobotsTxt(ctx, u)
-	fmt.Println(rt.Access, rt.Robots.Sitemaps())
+	rt, _ := t.Origin(ctx, u)
+	fmt.Println(rt.Access, rt.File.Sitemaps())
 	d, _ := t.CrawlDelay(ctx, u)
 	fmt.Println("crawl-delay", d)
 	fmt.Println("ExampleBot allowed:", t.Check(ctx, u) == nil)

@@ -9,18 +9,18 @@ import (
 	"github.com/f9014239/robots/matcher"
 )
 
-// RobotsTxt is what a [Transport] knows of one origin's robots.txt.
-type RobotsTxt struct {
-	// Origin is the origin, as a Store names it: "https://example.com".
-	Origin string
+// Origin is what a [Transport] knows of one origin's robots.txt.
+type Origin struct {
+	// Name is the origin, as a Store names it: "https://example.com".
+	Name string
 
 	// Access is what the last fetch that reached the origin found, or
-	// AccessUnreachable if none did; it, not Robots, decides.
+	// AccessUnreachable if none did; it, not File, decides.
 	Access Access
 
-	// Robots is the parsed file when Access is AccessSuccess, else an
+	// File is the parsed robots.txt when Access is AccessSuccess, else an
 	// empty file; never nil.
-	Robots *matcher.Robots
+	File *matcher.Robots
 
 	// FetchedAt is when the file in use was fetched (zero if none was);
 	// Expires is when it is fetched again.
@@ -30,10 +30,10 @@ type RobotsTxt struct {
 	Err error
 }
 
-// RobotsTxt returns the robots.txt of u's origin as the Transport knows it,
+// Origin returns what the Transport knows of u's origin's robots.txt,
 // fetching it first if needed as a request to u would (same fetch, turn and
 // cache). It fails if u cannot be sent or ctx is done first.
-func (t *Transport) RobotsTxt(ctx context.Context, u *url.URL) (*RobotsTxt, error) {
+func (t *Transport) Origin(ctx context.Context, u *url.URL) (*Origin, error) {
 	s, st, err := t.stateOf(ctx, u)
 	if err != nil {
 		return nil, err
@@ -43,10 +43,10 @@ func (t *Transport) RobotsTxt(ctx context.Context, u *url.URL) (*RobotsTxt, erro
 	if r == nil {
 		r = emptyRobots
 	}
-	return &RobotsTxt{
-		Origin:    s.origin,
+	return &Origin{
+		Name:      s.origin,
 		Access:    e.Access,
-		Robots:    r,
+		File:      r,
 		FetchedAt: e.FetchedAt,
 		Expires:   e.Expires,
 		Err:       st.err,

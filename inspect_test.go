@@ -10,9 +10,9 @@ import (
 	"github.com/jarcoal/httpmock"
 )
 
-// TestRobotsTxtNeverNil: what RobotsTxt hands out can be used whatever the
+// TestOriginNeverNil: what Origin hands out can be used whatever the
 // fetch found: an unavailable or unreachable robots.txt is an empty file.
-func TestRobotsTxtNeverNil(t *testing.T) {
+func TestOriginNeverNil(t *testing.T) {
 	mock := newMock()
 	mock.RegisterResponder("GET", "https://gone.example/robots.txt", httpmock.NewStringResponder(404, ""))
 	mock.RegisterResponder("GET", "https://down.example/robots.txt", httpmock.NewStringResponder(503, ""))
@@ -27,15 +27,15 @@ func TestRobotsTxtNeverNil(t *testing.T) {
 		{"https://down.example/", AccessUnreachable, 0},
 		{"https://example.com/", AccessSuccess, 1},
 	} {
-		rt, err := tr.RobotsTxt(context.Background(), mustURL(c.u))
+		rt, err := tr.Origin(context.Background(), mustURL(c.u))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rt.Access != c.access || rt.Robots == nil || len(rt.Robots.Sitemaps()) != c.sitemaps {
-			t.Errorf("%s: Access %v, Robots %v; want %v and %d sitemaps", c.u, rt.Access, rt.Robots, c.access, c.sitemaps)
+		if rt.Access != c.access || rt.File == nil || len(rt.File.Sitemaps()) != c.sitemaps {
+			t.Errorf("%s: Access %v, File %v; want %v and %d sitemaps", c.u, rt.Access, rt.File, c.access, c.sitemaps)
 			continue
 		}
-		rt.Robots.Group("ExampleBot").CrawlDelay()
+		rt.File.Group("ExampleBot").CrawlDelay()
 	}
 }
 
@@ -48,11 +48,11 @@ func TestInspectWithOneFetch(t *testing.T) {
 		tr := NewTransport(mock, "ExampleBot")
 		ctx := context.Background()
 		u := mustURL("https://example.com/article")
-		rt, err := tr.RobotsTxt(ctx, u)
-		if err != nil || rt.Access != AccessSuccess || rt.Origin != "https://example.com" {
+		rt, err := tr.Origin(ctx, u)
+		if err != nil || rt.Access != AccessSuccess || rt.Name != "https://example.com" {
 			t.Fatalf("RobotsTxt = %+v, %v", rt, err)
 		}
-		if sm := rt.Robots.Sitemaps(); len(sm) != 1 || sm[0] != "https://example.com/sitemap.xml" {
+		if sm := rt.File.Sitemaps(); len(sm) != 1 || sm[0] != "https://example.com/sitemap.xml" {
 			t.Errorf("Sitemaps = %q", sm)
 		}
 		if d, err := tr.CrawlDelay(ctx, u); d != 2*time.Second || err != nil {
@@ -68,14 +68,14 @@ func TestInspectWithOneFetch(t *testing.T) {
 			t.Errorf("%d fetches, want 1", n)
 		}
 		tr.Forget(u)
-		if _, err := tr.RobotsTxt(ctx, u); err != nil {
+		if _, err := tr.Origin(ctx, u); err != nil {
 			t.Fatal(err)
 		}
 		if n := calls(mock, exampleRobots); n != 2 {
 			t.Errorf("%d fetches after Forget, want 2", n)
 		}
 		// The pace outlives Forget: the fetch after it waited its turn.
-		if st := tr.Stats(); st.PaceWaits == 0 {
+		if st := tr.Stats(); st.TurnWaits == 0 {
 			t.Errorf("the fetch after Forget did not wait for its turn: %+v", st)
 		}
 	})

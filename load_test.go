@@ -43,7 +43,7 @@ func TestSingleFlight(t *testing.T) {
 		if r := refused.Load(); r != n/2 {
 			t.Errorf("%d refused, want %d", r, n/2)
 		}
-		if s := tr.Stats(); s.Misses != n || s.Hits != 0 || s.FetchSuccess != 1 || s.Refused != n/2 {
+		if s := tr.Stats(); s.LoadWaits != n || s.CacheHits != 0 || s.FetchSuccess != 1 || s.Refused != n/2 {
 			t.Errorf("stats %+v", s)
 		}
 	})

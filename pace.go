@@ -279,6 +279,9 @@ type PauseWatcher interface {
 // PauseChecker is implemented by a [Pacer] that can tell whether an origin
 // is paused. A Transport asks it before it sends a request that has waited
 // for its turn, since another user may have paused the origin meanwhile.
+// Unlike a [PauseWatcher], which reads a copy in the process and must not
+// block, it may ask the shared state and wait for the answer; a Pacer may
+// be both.
 type PauseChecker interface {
 	// PausedUntil returns when origin's pause ends, or the zero time.
 	PausedUntil(ctx context.Context, origin string) (time.Time, error)

@@ -37,8 +37,8 @@ func TestCrawlDelay(t *testing.T) {
 		}
 		// The fetch counted as a request: the first page waited too.
 		s := tr.Stats()
-		if s.PaceWaits != 10 || s.PaceWait != 50*time.Second {
-			t.Errorf("PaceWaits=%d PaceWait=%v, want 10 and 50s", s.PaceWaits, s.PaceWait)
+		if s.TurnWaits != 10 || s.TurnWaitTime != 50*time.Second {
+			t.Errorf("TurnWaits=%d TurnWaitTime=%v, want 10 and 50s", s.TurnWaits, s.TurnWaitTime)
 		}
 	})
 }

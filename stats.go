@@ -6,16 +6,16 @@ import (
 	"time"
 )
 
-// Stats are a Transport's counters since it was created. Misses counts the
+// Stats are a Transport's counters since it was created. LoadWaits counts the
 // requests that waited for a load (a fetch, or the Store), whether or not
 // they started it; Evictions counts the origins dropped under MaxOrigins
 // and under MaxBytes. Refused is the sum of the three Refused counters.
 // AllowedNoRules counts requests allowed with no rules to obey (robots.txt
-// unavailable, or unreachable for 30 days). PaceWait is the total time of
-// the PaceWaits requests that waited for their turn.
+// unavailable, or unreachable for 30 days). TurnWaitTime is the total time of
+// the TurnWaits requests that waited for their turn.
 type Stats struct {
-	Hits      uint64 // requests decided by a fresh copy in memory
-	Misses    uint64 // requests that waited for a load
+	CacheHits uint64 // requests decided by a fresh copy in memory
+	LoadWaits uint64 // requests that waited for a load
 	Evictions uint64 // origins dropped from memory
 
 	// requests sent through Base (fetches not included)
@@ -31,10 +31,10 @@ type Stats struct {
 	FetchUnreachable uint64 // fetches with no answer, a 429 or a 5xx
 	StoreHits        uint64 // fresh entries taken from Store, not fetched
 
-	NotYet    uint64        // requests not sent, their turn too far (ErrNotYet)
-	PaceWaits uint64        // requests that waited for their turn
-	PaceWait  time.Duration // the time they waited, in total
-	Pauses    uint64        // origins paused by Retry-After
+	NotYet       uint64        // requests not sent, their turn too far (ErrNotYet)
+	TurnWaits    uint64        // requests that waited for their turn
+	TurnWaitTime time.Duration // the time they waited, in total
+	Pauses       uint64        // origins paused by Retry-After
 }
 
 // Stats returns the Transport's counters, each read atomically (together,
@@ -42,8 +42,8 @@ type Stats struct {
 func (t *Transport) Stats() Stats {
 	s := &t.stats
 	return Stats{
-		Hits:               s.hitCount.load(),
-		Misses:             s.misses.Load(),
+		CacheHits:          s.hitCount.load(),
+		LoadWaits:          s.misses.Load(),
 		Evictions:          s.evictions.Load(),
 		Sent:               s.sent.load(),
 		Refused:            s.refusedRule.Load() + s.refusedUnreachable.Load() + s.refusedUsage.Load(),
@@ -56,8 +56,8 @@ func (t *Transport) Stats() Stats {
 		FetchUnreachable:   s.fetches[AccessUnreachable].Load(),
 		StoreHits:          s.storeHits.Load(),
 		NotYet:             s.notYet.Load(),
-		PaceWaits:          s.paceWaits.Load(),
-		PaceWait:           time.Duration(s.paceWait.Load()),
+		TurnWaits:          s.paceWaits.Load(),
+		TurnWaitTime:       time.Duration(s.paceWait.Load()),
 		Pauses:             s.pauses.Load(),
 	}
 }

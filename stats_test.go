@@ -20,7 +20,7 @@ func TestStats(t *testing.T) {
 	wantAllowed(t, client, "https://gone.example/a")
 	wantRefused(t, client, "https://down.example/a")
 	wantRefused(t, client, "https://down.example/b")
-	want := Stats{Hits: 3, Misses: 3, Sent: 3, Refused: 3, RefusedRule: 1, RefusedUnreachable: 2, AllowedNoRules: 1,
+	want := Stats{CacheHits: 3, LoadWaits: 3, Sent: 3, Refused: 3, RefusedRule: 1, RefusedUnreachable: 2, AllowedNoRules: 1,
 		FetchSuccess: 1, FetchUnavailable: 1, FetchUnreachable: 1}
 	if got := tr.Stats(); got != want {
 		t.Errorf("Stats() = %+v, want %+v", got, want)

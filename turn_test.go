@@ -188,7 +188,7 @@ func TestPacerWaitIsCounted(t *testing.T) {
 		if err := get(&http.Client{Transport: tr}, "https://example.com/z"); err != nil {
 			t.Fatal(err)
 		}
-		if st := tr.Stats(); st.PaceWaits == 0 || st.PaceWait == 0 {
+		if st := tr.Stats(); st.TurnWaits == 0 || st.TurnWaitTime == 0 {
 			t.Errorf("Stats = %+v, want the Pacer's waits counted", st)
 		}
 
@@ -211,7 +211,7 @@ func TestPacerWaitIsCounted(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
-		if st := fresh.Stats(); st.PaceWaits != 1 || st.PaceWait != 2*time.Second {
+		if st := fresh.Stats(); st.TurnWaits != 1 || st.TurnWaitTime != 2*time.Second {
 			t.Errorf("Stats = %+v, want the fetch's wait of 2s counted", st)
 		}
 		srv.check(t, func(string) time.Duration { return 2 * time.Second })
@@ -524,8 +524,8 @@ func TestMaxWaitRefusesNow(t *testing.T) {
 		if len(a.times) != 2 || !a.times[0].Equal(start) || !a.times[1].Equal(te.At) {
 			t.Errorf("arrivals at %v, want robots.txt at %v and the page at %v", a.times, start, te.At)
 		}
-		if st := tr.Stats(); st.NotYet != 4 || st.PaceWaits != 1 || st.PaceWait != time.Second/2 {
-			t.Errorf("NotYet = %d, PaceWaits = %d, PaceWait = %v; want 4, 1 and 0.5s", st.NotYet, st.PaceWaits, st.PaceWait)
+		if st := tr.Stats(); st.NotYet != 4 || st.TurnWaits != 1 || st.TurnWaitTime != time.Second/2 {
+			t.Errorf("NotYet = %d, TurnWaits = %d, TurnWaitTime = %v; want 4, 1 and 0.5s", st.NotYet, st.TurnWaits, st.TurnWaitTime)
 		}
 	})
 }

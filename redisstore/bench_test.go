@@ -73,7 +73,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 			time.Sleep(2 * delay) // past the turns the warm-up took
 			b.Run(name+"/"+c.name, func(b *testing.B) {
 				b.ReportAllocs()
-				waits := c.tr.Stats().PaceWaits
+				waits := c.tr.Stats().TurnWaits
 				i := 0
 				for b.Loop() {
 					if _, err := c.tr.RoundTrip(reqs[i%origins]); err != nil {
@@ -81,7 +81,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 					}
 					i++
 				}
-				if w := c.tr.Stats().PaceWaits - waits; w > 0 {
+				if w := c.tr.Stats().TurnWaits - waits; w > 0 {
 					b.Logf("%d of %d requests waited for a turn", w, i)
 				}
 			})

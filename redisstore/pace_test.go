@@ -608,10 +608,10 @@ func TestTransportWaits(t *testing.T) {
 		t.Errorf("GET in a pause sent at %v, before the pause ended at %v", arrived[len(arrived)-1], until)
 	}
 	st := p.tr.Stats()
-	if n := st.PaceWaits - before.PaceWaits; n != 1 {
-		t.Errorf("Stats.PaceWaits grew by %d, want 1", n)
+	if n := st.TurnWaits - before.TurnWaits; n != 1 {
+		t.Errorf("Stats.TurnWaits grew by %d, want 1", n)
 	}
-	if d := st.PaceWait - before.PaceWait; d < want-waitTolerance || d > want+waitTolerance {
-		t.Errorf("Stats.PaceWait grew by %v, want %v", d, want)
+	if d := st.TurnWaitTime - before.TurnWaitTime; d < want-waitTolerance || d > want+waitTolerance {
+		t.Errorf("Stats.TurnWaitTime grew by %v, want %v", d, want)
 	}
 }

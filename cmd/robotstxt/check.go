@@ -287,7 +287,7 @@ func (c *fileChecker) check(_ context.Context, target string) (*verdict, error) 
 
 // siteChecker checks URLs with a [robots.Transport], which fetches and caches
 // the robots.txt of each origin. The rules and their line numbers are those
-// of the Transport's own copy ([robots.Transport.RobotsTxt]). A recorder
+// of the Transport's own copy ([robots.Transport.Origin]). A recorder
 // beneath the Transport sees that one fetch too, for what the copy does not
 // hold: the product tokens of each group's user-agent lines, and the status
 // of a robots.txt that is unavailable.
@@ -328,7 +328,7 @@ func (c *siteChecker) check(ctx context.Context, target string) (*verdict, error
 	if err != nil && !refused {
 		return nil, err
 	}
-	rt, err := c.tr.RobotsTxt(ctx, u) // the copy Check decided by: no second fetch
+	rt, err := c.tr.Origin(ctx, u) // the copy Check decided by: no second fetch
 	if err != nil {
 		return nil, err
 	}
@@ -340,7 +340,7 @@ func (c *siteChecker) check(ctx context.Context, target string) (*verdict, error
 	if seen == nil {
 		seen = &source{}
 	}
-	src := &source{robots: rt.Robots, groups: seen.groups}
+	src := &source{robots: rt.File, groups: seen.groups}
 	switch rt.Access {
 	case robots.AccessUnavailable:
 		src.reason = "robots.txt is unavailable: no restrictions"

@@ -316,7 +316,7 @@ func (c *crawler) crawl(ctx context.Context, starts []*url.URL) int {
 	// A request refused for now and sent again counts once: it was
 	// decided from the cache before it was refused, unless it found its
 	// robots.txt being fetched, which the questions above make rare.
-	hits, misses, notYet := st.Hits-before.Hits, st.Misses-before.Misses, st.NotYet-before.NotYet
+	hits, misses, notYet := st.CacheHits-before.CacheHits, st.LoadWaits-before.LoadWaits, st.NotYet-before.NotYet
 	hits -= min(hits, notYet)
 	fmt.Fprintf(c.out, "; %d of %s decided from the cache\n", hits, count(int(hits+misses), "request"))
 	return code
@@ -605,7 +605,7 @@ func (p *progress) clear() {
 // finds it in the cache.
 func obeying(ctx context.Context, tr *robots.Transport, u *url.URL, agent string) string {
 	ctx = robots.WithMaxWait(ctx, 0) // wait for the fetch, however long it takes (up to -timeout)
-	rt, err := tr.RobotsTxt(ctx, u)
+	rt, err := tr.Origin(ctx, u)
 	if err != nil {
 		return "robots.txt not known: " + errorText(err)
 	}
@@ -614,7 +614,7 @@ func obeying(ctx context.Context, tr *robots.Transport, u *url.URL, agent string
 	case robots.AccessUnavailable:
 		s = "robots.txt is unavailable: everything is allowed"
 	case robots.AccessSuccess:
-		s = obeyedGroups(rt.Robots, agent)
+		s = obeyedGroups(rt.File, agent)
 		if rt.Err != nil {
 			s = "robots.txt unreachable (" + unreachableText(rt.Err) + "); obeying the copy fetched at " +
 				clock(rt.FetchedAt) + ": " + s
@@ -632,8 +632,8 @@ func obeying(ctx context.Context, tr *robots.Transport, u *url.URL, agent string
 	}
 	var stated time.Duration
 	hasDelay := false
-	if rt.Robots != nil {
-		stated, hasDelay = rt.Robots.Group(agent).CrawlDelay()
+	if rt.File != nil {
+		stated, hasDelay = rt.File.Group(agent).CrawlDelay()
 	}
 	switch {
 	case hasDelay && stated > kept:

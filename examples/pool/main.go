@@ -72,7 +72,7 @@ func main() {
 	fmt.Printf("\n%d fetched, %d refused by robots.txt, %d failed, in %v with %d workers;\n",
 		res.Fetched, res.Refused, res.Failed, time.Since(start).Round(10*time.Millisecond), *workers)
 	fmt.Printf("%d requests were not sent yet and requeued, %v spent waiting for a turn inside the Transport\n",
-		tr.Stats().NotYet, tr.Stats().PaceWait.Round(time.Millisecond))
+		tr.Stats().NotYet, tr.Stats().TurnWaitTime.Round(time.Millisecond))
 }
 
 // demoBase returns a transport that connects every *.test host to addr, and
