@@ -11,23 +11,15 @@ import (
 
 // Origin is what a [Transport] knows of one origin's robots.txt.
 type Origin struct {
-	// Name is the origin, as a Store names it: "https://example.com".
-	Name string
+	Name   string          // as a Store names it: "https://example.com"
+	Access Access          // of the last fetch that reached it, or AccessUnreachable; it decides
+	File   *matcher.Robots // the parsed file if Access is AccessSuccess, else an empty one; never nil
 
-	// Access is what the last fetch that reached the origin found, or
-	// AccessUnreachable if none did; it, not File, decides.
-	Access Access
-
-	// File is the parsed robots.txt when Access is AccessSuccess, else an
-	// empty file; never nil.
-	File *matcher.Robots
-
-	// FetchedAt is when the file in use was fetched (zero if none was);
-	// Expires is when it is fetched again.
+	// FetchedAt is when the file in use was fetched (zero if none was),
+	// Expires when it is fetched again, and Err why the last fetch was
+	// unreachable, or nil.
 	FetchedAt, Expires time.Time
-
-	// Err says why the last fetch was unreachable, or is nil.
-	Err error
+	Err                error
 }
 
 // Origin returns what the Transport knows of u's origin's robots.txt,

@@ -42,29 +42,18 @@ func (a Access) String() string {
 // unreachable fetch keeps the Access and Body of an earlier good copy, which
 // is obeyed meanwhile (RFC 9309 §2.4), and sets UnreachableSince.
 type Entry struct {
-	// Access is the result of the last fetch that reached the origin,
-	// or AccessUnreachable if none did.
-	Access Access
-
-	// Body is the robots.txt body when Access is AccessSuccess, else nil.
-	// A Store must not modify it.
-	Body []byte
-
-	// FetchedAt is when Access and Body were fetched; zero if never.
-	FetchedAt time.Time
-
-	// Expires is when the entry must be fetched again.
-	Expires time.Time
+	Access    Access    // of the last fetch that reached the origin, or AccessUnreachable
+	Body      []byte    // the body when Access is AccessSuccess, else nil; not modified
+	FetchedAt time.Time // when Access and Body were fetched; zero if never
+	Expires   time.Time // when the entry must be fetched again
 
 	// UnreachableSince is when the current run of unreachable fetches
-	// began, or zero if the last fetch reached the origin.
+	// began, or zero if the last fetch reached the origin; Failures counts
+	// the fetches of that run (the back-off), and Error says why the last
+	// one was unreachable, or is "".
 	UnreachableSince time.Time
-
-	// Failures counts the unreachable fetches of the run (the back-off).
-	Failures int
-
-	// Error says why the last fetch was unreachable, or is "".
-	Error string
+	Failures         int
+	Error            string
 }
 
 // Store keeps robots.txt entries by origin, so that several Transports (the

@@ -126,14 +126,12 @@ type Transport struct {
 	// line it cuts is dropped. It is at least DefaultMaxBodySize.
 	MaxBodySize int64
 
-	// MaxOrigins bounds the origins cached; the least recently used
-	// (approximately) are dropped first. If zero, DefaultMaxOrigins.
+	// MaxOrigins and MaxBytes bound the origins cached and their memory
+	// (parsed files, their bodies when Store is set, about 1 KiB of state
+	// each); the least recently used (approximately) are dropped first. If
+	// zero, DefaultMaxOrigins and DefaultMaxBytes.
 	MaxOrigins int
-
-	// MaxBytes bounds the memory of the cache (parsed files, their bodies
-	// when Store is set, about 1 KiB of state each), as MaxOrigins does.
-	// If zero, DefaultMaxBytes.
-	MaxBytes int64
+	MaxBytes   int64
 
 	// Store, if non-nil, shares fetched entries with other Transports. If
 	// it is also a Locker, one fetch per origin happens among its users.
@@ -144,23 +142,17 @@ type Transport struct {
 	// each request held for its turn, with the request's context.
 	Logger *slog.Logger
 
-	// IgnoreCrawlDelay, if true, turns off pacing by crawl-delay.
+	// IgnoreCrawlDelay turns off pacing by crawl-delay; MaxCrawlDelay caps
+	// the crawl-delay honoured (if zero, DefaultMaxCrawlDelay); MinDelay is
+	// the least time between two requests to one origin (if zero, an
+	// origin that states no crawl-delay is not paced). IgnoreRetryAfter
+	// turns off the pauses that Retry-After sets; MaxRetryAfter caps them
+	// (if zero, DefaultMaxRetryAfter).
 	IgnoreCrawlDelay bool
-
-	// MaxCrawlDelay caps the crawl-delay honoured. If zero,
-	// DefaultMaxCrawlDelay.
-	MaxCrawlDelay time.Duration
-
-	// MinDelay is the least time between two requests to one origin. If
-	// zero, an origin that states no crawl-delay is not paced.
-	MinDelay time.Duration
-
-	// IgnoreRetryAfter, if true, turns off the pauses that Retry-After sets.
+	MaxCrawlDelay    time.Duration
+	MinDelay         time.Duration
 	IgnoreRetryAfter bool
-
-	// MaxRetryAfter caps a Retry-After pause. If zero,
-	// DefaultMaxRetryAfter.
-	MaxRetryAfter time.Duration
+	MaxRetryAfter    time.Duration
 
 	// Uses names the uses the crawler makes of what it fetches ("train-ai",
 	// "search", "ai-input", "use=reference", ...): a request whose URL

@@ -20,8 +20,7 @@ var ErrNotYet = errors.New("robots: not yet: the origin's turn is later")
 // [context.DeadlineExceeded] when the deadline refused it. The request took
 // no turn.
 type TurnError struct {
-	// Origin is the origin, as a Store names it: "https://example.com".
-	Origin string
+	Origin string // as a Store names it: "https://example.com"
 
 	// At is the earliest time a retry can be sent: the origin's next turn,
 	// or when the fetch of robots.txt it needs is sent (100 ms on when that
