@@ -5,8 +5,16 @@
 //
 //	robotstxt check [-agent TOKEN] [-json] [-timeout D] FILE|URL|- [URL...]
 //	robotstxt lint [-json] [-all] [-timeout D] FILE|URL|-
-//	robotstxt crawl [-agent TOKEN] [-max N] [-timeout D] [-workers N] [-demo] [URL...]
+//	robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-demo] [URL...]
+//	robotstxt version
 //	robotstxt help [COMMAND]
+//
+// -agent is the crawler's product token, as in ExampleBot, or a User-Agent
+// header that names one, as in "ExampleBot/1.0" or "Mozilla/5.0
+// (compatible; ExampleBot/1.0; +https://example.com/bot)": the token is
+// derived as package robots derives it (see [robots.Transport.Agent]), and
+// a header given is sent as it is. Something that names no token, such as
+// "/1.0" or "My Crawler", is a usage error.
 //
 // # check
 //
@@ -131,7 +139,8 @@ const (
 const usage = `usage:
   robotstxt check [-agent TOKEN] [-json] [-timeout D] FILE|URL|- [URL...]
   robotstxt lint [-json] [-all] [-timeout D] FILE|URL|-
-  robotstxt crawl [-agent TOKEN] [-max N] [-timeout D] [-workers N] [-demo] [URL...]
+  robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-demo] [URL...]
+  robotstxt version
 
 Run "robotstxt COMMAND -h" for the flags of a command.
 `
@@ -154,6 +163,8 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return runLint(ctx, args[1:], stdin, stdout, stderr)
 	case "crawl":
 		return runCrawl(ctx, args[1:], stdout, stderr)
+	case "version":
+		return runVersion(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(args) == 2 && args[0] == "help" && args[1] != "help" {
 			return runContext(ctx, []string{args[1], "-h"}, stdin, stdout, stderr)
