@@ -36,11 +36,15 @@ type verdict struct {
 	Line    int         `json:"line,omitempty"` // its line number
 	Groups  []groupJSON `json:"groups"`         // the groups that applied; empty when none did
 	Reason  string      `json:"reason,omitempty"`
-	// Usage is the usage preference of an allowed URL (SPEC.md section
-	// 10.3), as in "search=y, train-ai=n", and UsageRules the lines that
-	// decide it; both empty when robots.txt states none for the URL.
+	// Usage is the usage preference of an allowed URL, from its
+	// Content-Usage (IETF AIPREF) and Content-Signal lines, as in
+	// "search=y, train-ai=n, use=reference"; UsageRules the lines that
+	// decide it; Use the extent Content-Signal's use key allows
+	// ("immediate", "reference" or "full"). All empty when robots.txt
+	// states none for the URL.
 	Usage      string          `json:"usage,omitempty"`
 	UsageRules []usageRuleJSON `json:"usage_rules,omitempty"`
+	Use        string          `json:"use,omitempty"`
 }
 
 type usageRuleJSON struct {
@@ -58,6 +62,7 @@ func (v *verdict) setUsage(r *matcher.Robots, agent, target string) {
 	if v.Usage == "" {
 		return
 	}
+	v.Use = u.Use()
 	for _, ur := range u.Rules() {
 		v.UsageRules = append(v.UsageRules, usageRuleJSON{Line: ur.Line, Rule: ur.Rule})
 	}
@@ -118,13 +123,14 @@ func (s *source) applied(agent string) []groupJSON {
 
 func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	agent := fs.String("agent", defaultAgent, "the crawler's product `token`")
+	agent := fs.String("agent", defaultAgent, "the crawler's product `token`, or a User-Agent header that names one")
 	asJSON := fs.Bool("json", false, "write one JSON object per URL, one a line")
 	timeout := fs.Duration("timeout", fetchTimeout, "time limit for fetching a site's robots.txt")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: robotstxt check [-agent TOKEN] [-json] [-timeout D] FILE|URL|- [URL...]\n\n"+
 			"Prints whether each URL is allowed under the robots.txt FILE (\"-\" for standard\n"+
-			"input), or under the robots.txt of the site at URL. Without URLs, reads them\n"+
+			"input), or under the robots.txt of the site at URL (http or https). Each URL\n"+
+			"to check is absolute or a path starting with \"/\". Without URLs, reads them\n"+
 			"from standard input, one a line.\n"+
 			"Exit status: 0 all allowed, 1 any disallowed, 2 bad usage or unreadable input.\n\n")
 		fs.PrintDefaults()
@@ -136,8 +142,9 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fs.Usage()
 		return exitUsage
 	}
-	if !validToken(*agent) {
-		fmt.Fprintf(stderr, "robotstxt: -agent %q is not a product token (letters, digits, '-' and '_')\n", *agent)
+	token, err := agentToken(*agent)
+	if err != nil {
+		fmt.Fprintf(stderr, "robotstxt: %v\n", err)
 		return exitUsage
 	}
 	if *timeout <= 0 {
@@ -157,24 +164,30 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			fmt.Fprintf(stderr, "robotstxt: %v\n", err)
 			return exitUsage
 		}
-		c = newSiteChecker(site, *agent, *timeout)
-		defer c.(*siteChecker).close()
+		sc := newSiteChecker(site, *agent, token, *timeout)
+		sc.warn = func(msg string) { fmt.Fprintf(stderr, "robotstxt: warning: %s\n", msg) }
+		defer sc.close()
+		c = sc
 	} else {
 		body, size, err := readFile(src, stdin, parseLimit+1)
 		if err != nil {
 			fmt.Fprintf(stderr, "robotstxt: %v\n", err)
 			return exitUsage
 		}
+		name := src
+		if src == "-" {
+			name = "standard input"
+		}
 		if size != int64(len(body)) || len(body) > parseLimit {
 			body = matcher.Truncate(body, parseLimit)
-			name := src
-			if src == "-" {
-				name = "standard input"
-			}
 			fmt.Fprintf(stderr, "robotstxt: warning: %s is %s; like crawlers, check reads only the first 500 KiB, to line %d, and ignores the rest\n",
 				name, sizeText(size), lineCount(body))
 		}
-		c = &fileChecker{src: newSource(body), agent: *agent}
+		fc := &fileChecker{src: newSource(body), agent: token}
+		if msg := notRobotsTxt(body, fc.src.groups); msg != "" {
+			fmt.Fprintf(stderr, "robotstxt: warning: %s: %s\n", name, msg)
+		}
+		c = fc
 	}
 
 	enc := json.NewEncoder(stdout)
@@ -207,7 +220,7 @@ func runCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		return code
 	}
-	err := eachLine(stdin, maxURLLine, func(n int, line []byte, tooLong bool) bool {
+	err = eachLine(stdin, maxURLLine, func(n int, line []byte, tooLong bool) bool {
 		if tooLong {
 			w.Flush()
 			fmt.Fprintf(stderr, "robotstxt: standard input, line %d: longer than %d KiB, skipped\n", n, maxURLLine>>10)
@@ -269,7 +282,7 @@ type fileChecker struct {
 }
 
 func (c *fileChecker) check(_ context.Context, target string) (*verdict, error) {
-	if _, err := url.Parse(target); err != nil {
+	if _, err := parseTarget(target); err != nil {
 		return nil, err
 	}
 	m := c.src.robots.Group(c.agent).Match(target)
@@ -293,19 +306,22 @@ func (c *fileChecker) check(_ context.Context, target string) (*verdict, error) 
 // of a robots.txt that is unavailable.
 type siteChecker struct {
 	site    *url.URL
-	agent   string
+	agent   string           // the product token
+	warn    func(msg string) // reports a robots.txt that is not one; may be nil
 	rec     *recorder
 	tr      *robots.Transport
 	fetches map[string]*source // what the recorder saw of the last fetch, by origin
 }
 
-func newSiteChecker(site *url.URL, agent string, timeout time.Duration) *siteChecker {
+// newSiteChecker returns a siteChecker for the crawler that agent names (a
+// token or a User-Agent header, sent as given), whose product token is token.
+func newSiteChecker(site *url.URL, agent, token string, timeout time.Duration) *siteChecker {
 	rec := &recorder{base: baseTransport(timeout), limit: parseLimit}
 	tr := robots.NewTransport(rec, agent)
 	tr.FetchTimeout = timeout
 	return &siteChecker{
 		site:    site,
-		agent:   agent,
+		agent:   token,
 		rec:     rec,
 		tr:      tr,
 		fetches: make(map[string]*source),
@@ -315,7 +331,7 @@ func newSiteChecker(site *url.URL, agent string, timeout time.Duration) *siteChe
 func (c *siteChecker) close() { c.rec.CloseIdleConnections() }
 
 func (c *siteChecker) check(ctx context.Context, target string) (*verdict, error) {
-	ref, err := url.Parse(target)
+	ref, err := parseTarget(target)
 	if err != nil {
 		return nil, err
 	}
@@ -335,6 +351,15 @@ func (c *siteChecker) check(ctx context.Context, target string) (*verdict, error
 	origin := originOf(u)
 	if f := c.rec.take(); f != nil {
 		c.fetches[origin] = sourceOf(f)
+		if src := c.fetches[origin]; src.robots != nil && c.warn != nil {
+			if msg := notRobotsTxt(f.body, src.groups); msg != "" {
+				where := f.url
+				if f.final != nil {
+					where = f.final
+				}
+				c.warn(where.String() + ": " + msg)
+			}
+		}
 	}
 	seen := c.fetches[origin]
 	if seen == nil {
@@ -376,6 +401,26 @@ func (c *siteChecker) check(ctx context.Context, target string) (*verdict, error
 	v.setUsage(src.robots, c.agent, u.String())
 	v.Reason = src.reason
 	return v, nil
+}
+
+// parseTarget parses a URL to check: an absolute URL, or a reference
+// whose path, if any, starts with "/". A path without its leading "/"
+// ("private/a", or a host such as "example.com/a") is an error: matched as
+// it is, it would start no rule's path, and resolved against a site, it
+// would depend on the site URL's last segment.
+func parseTarget(target string) (*url.URL, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme == "" && u.Host == "" && u.Path != "" && !strings.HasPrefix(u.Path, "/") {
+		hint := "/" + target
+		if host, _, _ := strings.Cut(u.Path, "/"); strings.Contains(host, ".") {
+			hint += " or https://" + target
+		}
+		return nil, fmt.Errorf("the path does not start with \"/\": give a path from the site's root or an absolute URL, as in %s", hint)
+	}
+	return u, nil
 }
 
 // printVerdict writes v as one line of text.

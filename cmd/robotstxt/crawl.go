@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"container/heap"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -42,25 +43,28 @@ const (
 
 func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("crawl", flag.ContinueOnError)
-	agent := fs.String("agent", defaultAgent, "the crawler's product `token`")
+	agent := fs.String("agent", defaultAgent, "the crawler's product `token`, or a User-Agent header that names one")
+	asJSON := fs.Bool("json", false, "write one JSON object per URL, one a line; the rest goes to standard error")
 	max := fs.Int("max", defaultMax, "stop after `N` URLs, fetched or refused")
 	demo := fs.Bool("demo", false, "start a demo site on 127.0.0.1 and crawl it")
 	timeout := fs.Duration("timeout", fetchTimeout, "time limit for fetching robots.txt and for each request")
 	workers := fs.Int("workers", defaultWorkers, "send up to `N` requests at a time")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: robotstxt crawl [-agent TOKEN] [-max N] [-timeout D] [-workers N] [-demo] [URL...]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-demo] [URL...]\n\n"+
 			"Crawls each URL and the pages it links to on the same site, obeying its\n"+
 			"robots.txt and Crawl-delay. A site's pages wait for its turn in a queue, not\n"+
 			"in a worker: a site with a long Crawl-delay does not hold up the others.\n"+
 			"With -demo, starts a small site on 127.0.0.1 and crawls it.\n"+
 			"Exit status: 0 the crawl ran, 1 a start URL could not be fetched, 2 bad usage.\n\n")
 		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), crawlJSONHelp)
 	}
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	if !validToken(*agent) {
-		fmt.Fprintf(stderr, "robotstxt: -agent %q is not a product token (letters, digits, '-' and '_')\n", *agent)
+	token, err := agentToken(*agent)
+	if err != nil {
+		fmt.Fprintf(stderr, "robotstxt: %v\n", err)
 		return exitUsage
 	}
 	if *max < 1 {
@@ -81,6 +85,10 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 
 	var starts []*url.URL
+	head := stdout // what is not a URL's line
+	if *asJSON {
+		head = stderr
+	}
 	if *demo {
 		site, stop, err := startDemo(demoCrawlDelay)
 		if err != nil {
@@ -89,14 +97,14 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		defer stop()
 		starts = append(starts, site)
-		fmt.Fprintf(stdout, "demo site at %s, serving this robots.txt:\n\n", site)
+		fmt.Fprintf(head, "demo site at %s, serving this robots.txt:\n\n", site)
 		body := demoRobots(site.Host, demoCrawlDelay)
 		n := 0
 		for line := range strings.Lines(body) {
 			n++
-			fmt.Fprintf(stdout, "%6d  %s", n, line)
+			fmt.Fprintf(head, "%6d  %s", n, line)
 		}
-		fmt.Fprintln(stdout)
+		fmt.Fprintln(head)
 	} else {
 		for _, arg := range fs.Args() {
 			u, err := parseSite(arg)
@@ -108,7 +116,12 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 
-	c := newCrawler(*agent, *max, *workers, *timeout, stdout, stderr)
+	c := newCrawler(*agent, token, *max, *workers, *timeout, stdout, stderr)
+	if *asJSON {
+		c.json = json.NewEncoder(stdout)
+		c.json.SetEscapeHTML(false)
+		c.out = bufio.NewWriter(stderr)
+	}
 	defer c.client.CloseIdleConnections()
 	return c.crawl(ctx, starts)
 }
@@ -117,17 +130,6 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // through. Tests replace it.
 var crawlBase = func(timeout time.Duration) http.RoundTripper { return baseTransport(timeout) }
 
-// validToken reports whether s is a product token: letters, digits, '-' and
-// '_' (RFC 9309 §2.2.1, with digits, as SPEC.md section 5 allows).
-func validToken(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return s != ""
-}
-
 // crawler visits the pages of one or more sites through a
 // [robots.Transport], with workers. A URL whose site's turn is later than
 // crawlMaxWait goes back in the queue for that turn. Only crawl's loop
@@ -135,11 +137,12 @@ func validToken(s string) bool {
 type crawler struct {
 	client  *http.Client
 	tr      *robots.Transport
-	agent   string
+	agent   string // the product token
 	max     int
 	workers int
-	out     *bufio.Writer
-	prog    *progress // nil unless standard error is a terminal
+	out     *bufio.Writer // the text lines, or with -json the header and summary
+	json    *json.Encoder // with -json, where a URL's object goes; else nil
+	prog    *progress     // nil unless standard error is a terminal
 
 	origins map[string]bool // of the start URLs: links to them are followed
 	single  string          // the origin, if one: its URLs print as paths
@@ -154,17 +157,21 @@ type crawler struct {
 	errors      int
 
 	timeout time.Duration // of each request, once its response has begun
+	ua      string        // the User-Agent header sent
 }
 
-func newCrawler(agent string, max, workers int, timeout time.Duration, stdout, stderr io.Writer) *crawler {
+// newCrawler returns a crawler for the crawler that agent names (a token or
+// a User-Agent header), whose product token is token.
+func newCrawler(agent, token string, max, workers int, timeout time.Duration, stdout, stderr io.Writer) *crawler {
 	tr := robots.NewTransport(crawlBase(timeout), agent)
 	tr.FetchTimeout = timeout
-	tr.UserAgent = userAgent(agent) // for robots.txt fetched before any request
+	tr.UserAgent = sentAgent(agent, token) // for robots.txt fetched before any request
 	tr.MaxWait = crawlMaxWait
 	c := &crawler{
 		tr:       tr,
 		timeout:  timeout,
-		agent:    agent,
+		agent:    token,
+		ua:       tr.UserAgent,
 		max:      max,
 		workers:  workers,
 		out:      bufio.NewWriter(stdout),
@@ -185,9 +192,10 @@ func newCrawler(agent string, max, workers int, timeout time.Duration, stdout, s
 
 // A job is a URL of the crawl and the earliest time it may be sent.
 type job struct {
-	at    time.Time
-	u     *url.URL
-	start bool // a start URL
+	at       time.Time
+	u        *url.URL
+	start    bool // a start URL
+	requeued int  // how many times it was refused for now and queued again
 }
 
 // frontier is a min-heap of jobs by at, for container/heap.
@@ -213,6 +221,7 @@ type outcome struct {
 	note   string
 	kind   int        // what to count: outFetched, outRefused, …
 	links  []*url.URL // of an HTML page, or a redirect's target
+	rec    crawlRecord
 }
 
 const (
@@ -364,7 +373,7 @@ func (c *crawler) run(ctx context.Context, done func(outcome)) int {
 		case o := <-results:
 			busy--
 			if !o.retry.IsZero() {
-				heap.Push(&c.queue, job{at: o.retry, u: o.u, start: o.start})
+				heap.Push(&c.queue, job{at: o.retry, u: o.u, start: o.start, requeued: o.requeued + 1})
 				continue
 			}
 			visited++
@@ -390,7 +399,11 @@ func (c *crawler) record(o outcome) {
 	default:
 		c.errors++
 	}
-	c.line(o.what, o.u, o.note)
+	if c.json != nil {
+		c.json.Encode(o.rec)
+	} else {
+		c.line(o.what, o.u, o.note)
+	}
 	for _, link := range o.links {
 		if c.origins[originOf(link)] {
 			c.enqueue(link, false)
@@ -401,6 +414,23 @@ func (c *crawler) record(o outcome) {
 // fetch fetches j.u and reports what happened, with the links of an HTML
 // page. It does not touch c's queue or totals.
 func (c *crawler) fetch(ctx context.Context, j job) outcome {
+	o := c.try(ctx, j)
+	o.rec.URL, o.rec.Requeued = j.u.String(), j.requeued
+	switch o.kind {
+	case outFetched:
+		o.rec.Outcome, o.rec.Status = "fetched", o.status
+	case outRefused:
+		o.rec.Outcome = "disallowed"
+	case outUnreachable:
+		o.rec.Outcome = "unreachable"
+	default:
+		o.rec.Outcome = "error"
+	}
+	return o
+}
+
+// try is fetch but for the record's fields that every outcome has.
+func (c *crawler) try(ctx context.Context, j job) outcome {
 	o := outcome{job: j}
 	u := j.u
 	// The request may first wait for robots.txt and for its turn, up to
@@ -410,9 +440,10 @@ func (c *crawler) fetch(ctx context.Context, j job) outcome {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		o.kind, o.what, o.note = outError, "error", err.Error()
+		o.rec.Error = o.note
 		return o
 	}
-	req.Header.Set("User-Agent", userAgent(c.agent))
+	req.Header.Set("User-Agent", c.ua)
 	resp, err := c.client.Do(req)
 	if te, ok := errors.AsType[*robots.TurnError](err); ok {
 		o.retry = te.At
@@ -424,13 +455,17 @@ func (c *crawler) fetch(ctx context.Context, j job) outcome {
 			o.kind = outUnreachable
 		}
 		why := "robots.txt unreachable"
+		o.rec.Rule, o.rec.Line = de.Rule, de.Line
 		switch {
 		case de.Rule != "":
 			why = de.Rule + " (line " + strconv.Itoa(de.Line) + ")"
 		case de.Err != nil:
-			why += " (" + unreachableText(de.Err) + ")"
+			o.rec.Error = unreachableText(de.Err)
+			why += " (" + o.rec.Error + ")"
 			if !de.RetryAt.IsZero() {
 				why += "; retry after " + clock(de.RetryAt)
+				at := de.RetryAt
+				o.rec.RetryAt = &at
 			}
 		}
 		o.note = why
@@ -438,6 +473,7 @@ func (c *crawler) fetch(ctx context.Context, j job) outcome {
 	}
 	if err != nil {
 		o.kind, o.what, o.note = outError, "error", errorText(err)
+		o.rec.Error = o.note
 		return o
 	}
 	timer := time.AfterFunc(c.timeout, cancel)
@@ -446,6 +482,7 @@ func (c *crawler) fetch(ctx context.Context, j job) outcome {
 
 	o.kind, o.status, o.what = outFetched, resp.StatusCode, strconv.Itoa(resp.StatusCode)
 	if loc, err := resp.Location(); err == nil && resp.StatusCode/100 == 3 {
+		o.rec.Redirect = loc.String()
 		if c.origins[originOf(loc)] {
 			o.note = "redirect to " + c.target(loc)
 			o.links = []*url.URL{loc}
@@ -453,11 +490,12 @@ func (c *crawler) fetch(ctx context.Context, j job) outcome {
 			o.note = "redirect to " + loc.String() + ", another site: not followed"
 		}
 	}
-	if usage := robots.UsageOf(resp).String(); usage != "" && resp.StatusCode/100 == 2 {
+	if usage := robots.UsageOf(resp); !usage.IsZero() && resp.StatusCode/100 == 2 {
+		o.rec.Usage, o.rec.Use, o.rec.UsageSources = usage.String(), usage.Use(), usageSources(usage)
 		if o.note != "" {
 			o.note += "; "
 		}
-		o.note += "usage " + usage
+		o.note += "usage " + usageText(o.rec.UsageSources)
 	}
 
 	body := io.LimitReader(resp.Body, maxPage)

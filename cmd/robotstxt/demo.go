@@ -19,9 +19,13 @@ var demoCrawlDelay = time.Second
 // The crawler's own group (robotstxt, the default -agent) shows an Allow
 // that beats a shorter Disallow and two wildcard rules; BadBot is shut out;
 // every other crawler obeys "*", which is not combined with the named groups.
-// The crawler's group also states usage preferences (SPEC.md section 10):
-// no AI training but on the blog, search and no AI answers; the blog's
-// first post says no training again in its own Content-Usage header.
+// The crawler's group also states usage preferences, in Content-Usage lines
+// (the IETF AIPREF drafts, draft-ietf-aipref-attach and
+// draft-ietf-aipref-vocab) and a Content-Signal line (Cloudflare's Content
+// Signals Policy): no AI training but on the blog, search, no AI answers,
+// and pages used for reference only (Content-Signal's use key). The blog's
+// first post says no training in its own Content-Usage header, which beats
+// the blog's train-ai=y: the crawl says which source decided each label.
 func demoRobots(host string, crawlDelay time.Duration) string {
 	delay := strconv.FormatFloat(crawlDelay.Seconds(), 'f', -1, 64)
 	return `# robots.txt of the robotstxt demo site
@@ -35,7 +39,7 @@ Disallow: /*.pdf$
 Crawl-delay: ` + delay + `
 Content-Usage: train-ai=n
 Content-Usage: /blog/ train-ai=y
-Content-Signal: search=yes, ai-input=no
+Content-Signal: search=yes, ai-input=no, use=reference
 
 User-agent: BadBot
 Disallow: /

@@ -150,7 +150,6 @@ func runLint(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 // lintBody fills in the report of out for body, the first lintLimit bytes
 // (or all) of a file of out.Size bytes.
 func lintBody(out *lintJSON, body []byte) {
-	out.Kind = fileKind(body)
 	out.Truncated = out.Size != int64(len(body))
 	whole := body
 	if out.Truncated {
@@ -194,11 +193,11 @@ func lintBody(out *lintJSON, body []byte) {
 		out.Groups = append(out.Groups, j)
 	}
 	out.Sitemaps = append(out.Sitemaps, readRep.Sitemaps...)
-	if out.Kind == "binary" && slices.ContainsFunc(out.Groups, func(g lintGroupJSON) bool { return g.Rules > 0 }) {
-		// A robots.txt with a run of NUL bytes in it, as some servers
-		// send: the rules around them still count.
-		out.Kind = ""
+	rules := 0
+	for _, g := range out.Groups {
+		rules += g.Rules
 	}
+	out.Kind = kindOf(body, rules)
 
 	if cut {
 		msg := fmt.Sprintf("the file is %s; crawlers read only the first 500 KiB (%d bytes), which end at line %d: this line and the rest are ignored",
@@ -259,6 +258,38 @@ func fileKind(body []byte) string {
 	return ""
 }
 
+// kindOf returns [fileKind] of body, in which crawlers read rules rules,
+// except that binary data with rules is a robots.txt: one with a run of NUL
+// bytes in it, as some servers send, whose rules around them still count.
+func kindOf(body []byte, rules int) string {
+	kind := fileKind(body)
+	if kind == "binary" && rules > 0 {
+		return ""
+	}
+	return kind
+}
+
+// kindMessage says what a file of the kind, not a robots.txt, is and what
+// crawlers read of it, in which they read rules rules.
+func kindMessage(kind string, rules int) string {
+	return kindText[kind] + ": crawlers will read " + rulesRead(rules)
+}
+
+// notRobotsTxt returns, for body, a robots.txt file read as crawlers read
+// it, with groups as [matcher.Lint] gives them, what lint says of a file
+// that is not a robots.txt at all (an HTML page, UTF-16 text, gzip or other
+// binary data); "" for a robots.txt.
+func notRobotsTxt(body []byte, groups []matcher.GroupInfo) string {
+	rules := 0
+	for _, g := range groups {
+		rules += g.Rules
+	}
+	if kind := kindOf(body, rules); kind != "" {
+		return kindMessage(kind, rules)
+	}
+	return ""
+}
+
 // kindText says what a file of the kind is, for the report.
 var kindText = map[string]string{
 	"html":   "this is an HTML page, not a robots.txt",
@@ -289,7 +320,7 @@ func printLint(stdout io.Writer, out *lintJSON, read bool, shown int) {
 	fmt.Fprintf(w, "%s, %s, %s, %s, %s\n", sizeText(out.Size), count(len(out.Groups), "group"),
 		count(rules, "rule"), count(len(out.Sitemaps), "sitemap"), count(len(out.Diagnostics), "problem"))
 	if out.Kind != "" {
-		fmt.Fprintf(w, "%s: crawlers will read %s\n", kindText[out.Kind], rulesRead(rules))
+		fmt.Fprintln(w, kindMessage(out.Kind, rules))
 	}
 	if out.Read < int(out.Size) || out.Size < 0 {
 		fmt.Fprintf(w, "crawlers read the first 500 KiB, lines 1–%d (%s, %s), and ignore the rest",

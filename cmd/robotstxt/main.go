@@ -5,8 +5,16 @@
 //
 //	robotstxt check [-agent TOKEN] [-json] [-timeout D] FILE|URL|- [URL...]
 //	robotstxt lint [-json] [-all] [-timeout D] FILE|URL|-
-//	robotstxt crawl [-agent TOKEN] [-max N] [-timeout D] [-workers N] [-demo] [URL...]
+//	robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-demo] [URL...]
+//	robotstxt version
 //	robotstxt help [COMMAND]
+//
+// -agent is the crawler's product token, as in ExampleBot, or a User-Agent
+// header that names one, as in "ExampleBot/1.0" or "Mozilla/5.0
+// (compatible; ExampleBot/1.0; +https://example.com/bot)": the token is
+// derived as package robots derives it (see [robots.Transport.Agent]), and
+// a header given is sent as it is. Something that names no token, such as
+// "/1.0" or "My Crawler", is a usage error.
 //
 // # check
 //
@@ -24,12 +32,20 @@
 // 500 KiB of a file, without the line that limit cuts. URLs may be paths
 // ("/private/a?b=c") or absolute; in site mode paths are resolved against the
 // site URL, and an absolute URL of another site is checked against that site's
-// robots.txt. With -json, check writes one JSON object per URL, one a line
+// robots.txt. A path without its leading "/" ("private/a", "example.com/a")
+// is an error, not a verdict. A source that is none of a file, "-" and an
+// http or https URL (a host such as example.com, an ftp URL) is a usage error
+// that says what was expected. A file that is not a robots.txt at all (an
+// HTML page, UTF-16 text, gzip or other binary data) is named as such in a
+// warning on standard error, as lint names it; its verdicts follow, as
+// crawlers would read it. With -json, check writes one JSON object per URL, one a line
 // (JSON Lines), so output can be piped into jq while URLs are still being read.
-// Each object has the fields url, agent, allowed, rule and line (the deciding
-// rule, when one decided), groups (the line and product tokens of each group
-// that applied) and reason (why no rule decided, when the site's robots.txt
-// was missing or unreachable).
+// Each object has the fields url, agent (the product token), allowed, rule
+// and line (the deciding rule, when one decided), groups (the line and
+// product tokens of each group that applied), reason (why no rule decided,
+// when the site's robots.txt was missing or unreachable), and for an allowed
+// URL with a usage preference, usage, usage_rules and use (the extent that
+// Content-Signal's use key allows: immediate, reference or full).
 //
 // Exit status: 0 when every URL is allowed, 1 when any is disallowed, 2 on bad
 // usage or unreadable input (a missing file, an unparsable URL). A site whose
@@ -91,16 +107,36 @@
 // as "retry after 12:34:56". The summary counts the URLs fetched, those
 // disallowed by rules, and those refused because robots.txt was unreachable.
 //
+// A fetched page with a usage preference is printed with it, and with what
+// decided each label: a line of robots.txt (Content-Usage or Content-Signal,
+// with its number) or the response's own Content-Usage header, as in
+//
+//	200      /blog/first-post  usage ai-input=n, search=y, use=reference from robots.txt line 12 (Content-Signal); train-ai=n from the response's Content-Usage header
+//
+// With -json, crawl writes one JSON object per URL on standard output, one a
+// line, with the fields url, outcome ("fetched", "disallowed",
+// "unreachable" or "error"), status, rule and line, error, retry_at (when a
+// site's robots.txt is unreachable: when it is fetched again), redirect,
+// requeued (how many times the URL waited in the queue for its site's turn),
+// usage, use and usage_sources; crawl -h describes them. The rest of the
+// output goes to standard error.
+//
 // Every response body is read up to a fixed size and every request has a
 // time limit (-timeout, which also bounds the fetch of robots.txt). Crawl
 // stops after -max URLs (fetched or refused). On a terminal, a progress line
 // is kept on standard error.
 //
-// Every command prints its usage to standard output and exits 0 for -h or
-// --help; a usage error prints it to standard error and exits 2.
-//
 // Exit status: 0 when the crawl ran, 1 when a start URL could not be fetched
 // (refused, or a network error), 2 on bad usage.
+//
+// # version
+//
+// Version prints the version of the module the command was built from, from
+// its build information: a release's version, or "(devel)" with the commit
+// and its time when the build recorded them, and the Go version.
+//
+// Every command prints its usage to standard output and exits 0 for -h or
+// --help; a usage error prints it to standard error and exits 2.
 package main
 
 import (
@@ -131,7 +167,8 @@ const (
 const usage = `usage:
   robotstxt check [-agent TOKEN] [-json] [-timeout D] FILE|URL|- [URL...]
   robotstxt lint [-json] [-all] [-timeout D] FILE|URL|-
-  robotstxt crawl [-agent TOKEN] [-max N] [-timeout D] [-workers N] [-demo] [URL...]
+  robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-demo] [URL...]
+  robotstxt version
 
 Run "robotstxt COMMAND -h" for the flags of a command.
 `
@@ -154,6 +191,8 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return runLint(ctx, args[1:], stdin, stdout, stderr)
 	case "crawl":
 		return runCrawl(ctx, args[1:], stdout, stderr)
+	case "version":
+		return runVersion(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(args) == 2 && args[0] == "help" && args[1] != "help" {
 			return runContext(ctx, []string{args[1], "-h"}, stdin, stdout, stderr)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -93,10 +94,60 @@ func readFile(name string, stdin io.Reader, keep int64) (body []byte, size int64
 	}
 	f, err := os.Open(name)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, sourceError(name, err)
 	}
 	defer f.Close()
 	return readCounted(f, keep)
+}
+
+// sourceError explains err, the failure to open name, a robots.txt source
+// given on the command line, when no file has that name: what was expected,
+// and what the name looks like instead (a URL of another scheme, or a host).
+func sourceError(name string, err error) error {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	const want = `the robots.txt source is a robots.txt file, "-" for standard input, or an http or https URL`
+	if scheme, _, ok := strings.Cut(name, "://"); ok && validScheme(scheme) {
+		return fmt.Errorf("%q: %s URLs are not supported; robots.txt is fetched only over http and https; %s", name, strings.ToLower(scheme), want)
+	}
+	msg := fmt.Sprintf("no file %q", name)
+	if host, _, _ := strings.Cut(name, "/"); hostLike(host) {
+		msg += "; for the site, give its URL: https://" + host + "/"
+	}
+	return fmt.Errorf("%s; %s", msg, want)
+}
+
+// validScheme reports whether s is a URL scheme (RFC 3986 §3.1).
+func validScheme(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// hostLike reports whether s looks like a host name, as in "example.com"
+// or "example.com:8080", rather than a file name such as "robots.txt".
+func hostLike(s string) bool {
+	name, _, _ := strings.Cut(s, ":")
+	dot := strings.LastIndexByte(name, '.')
+	if dot <= 0 || dot == len(name)-1 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	switch strings.ToLower(name[dot+1:]) {
+	case "txt", "text", "htm", "html", "xml", "json", "gz", "md", "log", "bak", "old", "orig":
+		return false
+	}
+	return true
 }
 
 // readCounted reads at most keep bytes of r and counts the rest, up to

@@ -61,8 +61,8 @@ func TestCheckUsageSite(t *testing.T) {
 		t.Errorf("check = %d, stderr %s", code, stderr)
 	}
 	for _, want := range []string{
-		"allowed " + s.URL + "/blog/ no rule matched; group robotstxt, examplebot (line 3); usage ai-input=n, search=y, train-ai=y (lines 11, 12)",
-		"allowed " + s.URL + "/ no rule matched; group robotstxt, examplebot (line 3); usage ai-input=n, search=y, train-ai=n (lines 10, 12)",
+		"allowed " + s.URL + "/blog/ no rule matched; group robotstxt, examplebot (line 3); usage ai-input=n, search=y, train-ai=y, use=reference (lines 11, 12)",
+		"allowed " + s.URL + "/ no rule matched; group robotstxt, examplebot (line 3); usage ai-input=n, search=y, train-ai=n, use=reference (lines 10, 12)",
 	} {
 		if !contains(lines(stdout), want) {
 			t.Errorf("check output lacks %q:\n%s", want, stdout)
@@ -86,5 +86,25 @@ func TestLintUsage(t *testing.T) {
 		if !contains(lines(stdout), want) {
 			t.Errorf("lint output lacks %q:\n%s", want, stdout)
 		}
+	}
+}
+
+// TestCheckUse: Content-Signal's use key is shown, and given alone in the
+// JSON form; the least extent stated applies.
+func TestCheckUse(t *testing.T) {
+	file := writeFile(t, []byte("User-agent: *\nContent-Signal: search=yes,ai-train=no,use=reference\nContent-Signal: /a/ use=full\nContent-Signal: /a/ use=immediate\nAllow: /\n"))
+	code, stdout, _ := runCmd(t, "", "check", file, "/x", "/a/b")
+	for _, want := range []string{
+		"allowed /x Allow: / (line 5); group * (line 1); usage search=y, train-ai=n, use=reference (line 2)",
+		"allowed /a/b Allow: / (line 5); group * (line 1); usage use=immediate (lines 3, 4)",
+	} {
+		if code != exitOK || !contains(lines(stdout), want) {
+			t.Errorf("check = %d, output lacks %q:\n%s", code, want, stdout)
+		}
+	}
+	_, stdout, _ = runCmd(t, "", "check", "-json", file, "/x")
+	var v verdict
+	if err := json.Unmarshal([]byte(stdout), &v); err != nil || v.Use != "reference" || v.Usage != "search=y, train-ai=n, use=reference" {
+		t.Errorf("check -json: %+v, %v; want use reference", v, err)
 	}
 }

@@ -6,7 +6,9 @@
 //	go run . [-agent TOKEN] [-max N] URL
 //
 // It prints a line per URL: the HTTP status, or "refused" with the robots.txt
-// rule that refused it.
+// rule that refused it, or, for a site whose robots.txt is unreachable, why
+// (DNS, a refused connection, a time-out, a 5xx status…) and when it is
+// fetched again.
 //
 // The whole integration is two lines:
 //
@@ -35,16 +37,19 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gocolly/colly/v2"
@@ -193,12 +198,22 @@ func crawl(starts []string, o options, base http.RoundTripper, out io.Writer) (*
 		target := r.Request.URL.String()
 		switch {
 		case errors.Is(err, robots.ErrDisallowed):
-			rule := "robots.txt unreachable"
-			if de, ok := errors.AsType[*robots.DisallowedError](err); ok && de.Rule != "" {
-				rule = de.Rule
+			rule, retry := "robots.txt unreachable", ""
+			if de, ok := errors.AsType[*robots.DisallowedError](err); ok {
+				switch {
+				case de.Rule != "":
+					rule = de.Rule
+				case de.Err != nil:
+					// Not the site's rules: its robots.txt could not be
+					// fetched. Say why, and when it is fetched again.
+					rule += ": " + unreachableWhy(de)
+					if !de.RetryAt.IsZero() {
+						retry = "; retry after " + de.RetryAt.Format(time.TimeOnly)
+					}
+				}
 			}
 			res.Refused[target] = rule
-			fmt.Fprintf(out, "refused %s (%s)\n", target, rule)
+			fmt.Fprintf(out, "refused %s (%s%s)\n", target, rule, retry)
 		case r.StatusCode != 0:
 			// Colly reports a status of 203 or more as an error too; the
 			// request was sent and answered.
@@ -221,4 +236,34 @@ func crawl(starts []string, o options, base http.RoundTripper, out io.Writer) (*
 		return res, err
 	}
 	return res, nil
+}
+
+// unreachableWhy says why the robots.txt behind de, a refusal of a whole
+// site, is unreachable, from the error that de wraps (its Err, and what that
+// wraps in turn): a DNS failure, a refused or reset connection, a time-out,
+// or the status robots.txt answered with, as in "503 Service Unavailable".
+func unreachableWhy(de *robots.DisallowedError) string {
+	err := de.Err
+	if dns, ok := errors.AsType[*net.DNSError](err); ok {
+		return "DNS: " + dns.Err + " " + dns.Name
+	}
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timed out"
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		return "timed out"
+	}
+	// A status, or another failure: what follows "robots: fetching URL: ".
+	s := err.Error()
+	if rest, ok := strings.CutPrefix(s, "robots: fetching "); ok {
+		if _, why, ok := strings.Cut(rest, ": "); ok {
+			return why
+		}
+	}
+	return strings.TrimPrefix(s, "robots: ")
 }

@@ -136,7 +136,7 @@ func TestCrawlUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rule, ok := res.Refused[s.URL+"/"]; !ok || rule != "robots.txt unreachable" || len(res.Fetched) != 0 {
+	if rule, ok := res.Refused[s.URL+"/"]; !ok || rule != "robots.txt unreachable: 503 Service Unavailable" || len(res.Fetched) != 0 {
 		t.Errorf("robots.txt 503: refused %v, fetched %v; want / refused as unreachable", res.Refused, res.Fetched)
 	}
 	for p := range s.paths() {
