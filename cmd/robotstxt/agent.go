@@ -23,12 +23,6 @@ func agentToken(agent string) (token string, err error) {
 	if agent == "" {
 		return "", errors.New("-agent is empty: give the crawler's product token, as in ExampleBot, or its User-Agent header")
 	}
-	defer func() {
-		// NewTransport panics for an agent that names no token.
-		if v := recover(); v != nil {
-			token, err = "", fmt.Errorf("-agent: %s", strings.TrimPrefix(fmt.Sprint(v), "robots: "))
-		}
-	}()
 	tr := robots.NewTransport(disallowAll{}, agent)
 	err = tr.Check(context.Background(), &url.URL{Scheme: "http", Host: "agent.invalid", Path: "/"})
 	if de, ok := errors.AsType[*robots.DisallowedError](err); ok && de.Agent != "" {
