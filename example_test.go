@@ -14,7 +14,7 @@ import (
 	"github.com/jarcoal/httpmock"
 
 	"github.com/f9014239/robots"
-	"github.com/f9014239/robots/matcher"
+	"github.com/f9014239/robots/usage"
 )
 
 // newSite starts a web site whose robots.txt is rules and whose every other
@@ -345,8 +345,8 @@ func ExampleUsageOf() {
 			panic(err)
 		}
 		resp.Body.Close()
-		usage := robots.UsageOf(resp)
-		fmt.Printf("%s: %s; may train: %v\n", path, usage, usage.Get("train-ai") != matcher.UsageDisallowed)
+		pref := robots.UsageOf(resp)
+		fmt.Printf("%s: %s; may train: %v\n", path, pref, pref.Get("train-ai") != usage.Disallowed)
 	}
 
 	trainer := &http.Client{Transport: &robots.Transport{Agent: "ExampleBot", Uses: []string{"train-ai"}}}

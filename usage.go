@@ -7,6 +7,7 @@ import (
 	"net/url"
 
 	"github.com/f9014239/robots/matcher"
+	"github.com/f9014239/robots/usage"
 )
 
 // Usage preferences: Content-Usage lines (draft-ietf-aipref-attach) and
@@ -44,19 +45,19 @@ func (t *Transport) attachUsage(resp *http.Response, req *http.Request, st *stat
 func (t *Transport) decideUses(st *state, agent, target string) decision {
 	u := st.groupOf(agent).Usage(target)
 	for _, use := range t.cfg.uses {
-		label, want := use, matcher.UsageUnknown
+		label, want := use, usage.Unknown
 		if r := useRank(use); r > 0 {
 			// "use=full": refused where the site allows less.
-			label, want = "use", matcher.UsageImmediate+matcher.UsageValue(r-1)
+			label, want = "use", usage.Immediate+usage.Value(r-1)
 			if site := useRank("use=" + u.Use()); site == 0 || site >= r {
 				continue
 			}
-		} else if u.Get(use) != matcher.UsageDisallowed {
+		} else if u.Get(use) != usage.Disallowed {
 			continue
 		}
 		d := decision{use: use}
 		for _, l := range u.Labels() {
-			if l.Label == label && (want == matcher.UsageUnknown || l.Value < want) && len(l.Rules) > 0 {
+			if l.Label == label && (want == usage.Unknown || l.Value < want) && len(l.Rules) > 0 {
 				d.rule, d.line = l.Rules[0].Rule, l.Rules[0].Line
 			}
 		}
@@ -88,14 +89,14 @@ func useRank(use string) int {
 //
 //	resp, err := client.Get("https://example.com/article")
 //	...
-//	if robots.UsageOf(resp).Get("train-ai") == matcher.UsageDisallowed {
+//	if robots.UsageOf(resp).Get("train-ai") == usage.Disallowed {
 //		// keep it out of the training set
 //	}
-func UsageOf(resp *http.Response) matcher.Usage {
+func UsageOf(resp *http.Response) usage.Preference {
 	if resp == nil {
-		return matcher.Usage{}
+		return usage.Preference{}
 	}
-	var u matcher.Usage
+	var u usage.Preference
 	if resp.Request != nil {
 		if ru, ok := resp.Request.Context().Value(usageKey{}).(*responseUsage); ok {
 			u = ru.group.Usage(ru.target)
@@ -105,16 +106,16 @@ func UsageOf(resp *http.Response) matcher.Usage {
 }
 
 // CheckUsage is [Transport.Check] that also returns the usage preference
-// that the cached robots.txt of u states for u: the zero Usage when u is
+// that the cached robots.txt of u states for u: the zero Preference when u is
 // refused or none is stated. [UsageOf] adds a response's own header.
-func (t *Transport) CheckUsage(ctx context.Context, u *url.URL) (matcher.Usage, error) {
+func (t *Transport) CheckUsage(ctx context.Context, u *url.URL) (usage.Preference, error) {
 	t.once.Do(t.init)
 	if u == nil {
-		return matcher.Usage{}, errors.New("robots: nil URL")
+		return usage.Preference{}, errors.New("robots: nil URL")
 	}
 	st, group, err := t.checkRequest(ctx, u, "", nil)
 	if err != nil || st == nil || st.robots == nil || !st.robots.HasUsage() {
-		return matcher.Usage{}, err
+		return usage.Preference{}, err
 	}
 	return st.groupOf(group).Usage(target(u)), nil
 }

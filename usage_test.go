@@ -12,7 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/f9014239/robots/matcher"
+	"github.com/f9014239/robots/usage"
 	"github.com/jarcoal/httpmock"
 )
 
@@ -79,8 +79,8 @@ func TestUsageOf(t *testing.T) {
 	// The deciding lines are named.
 	client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot"}}
 	rules := UsageOf(getResp(t, client, "https://example.com/nothing/a")).Rules()
-	if len(rules) != 2 || rules[0] != (matcher.UsageRule{Rule: "Content-Signal: search=yes, ai-train=no", Line: 1}) ||
-		rules[1] != (matcher.UsageRule{Rule: "Content-Usage: /nothing/ train-ai=n, search=n", Line: 8}) {
+	if len(rules) != 2 || rules[0] != (usage.Rule{Rule: "Content-Signal: search=yes, ai-train=no", Line: 1}) ||
+		rules[1] != (usage.Rule{Rule: "Content-Usage: /nothing/ train-ai=n, search=n", Line: 8}) {
 		t.Errorf("Rules = %+v", rules)
 	}
 	// A disallowed URL has none, and CheckUsage says so with the refusal.

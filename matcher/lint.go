@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/f9014239/robots/usage"
 )
 
 // MaxSize is the number of bytes of a robots.txt file that crawlers must
@@ -48,8 +50,7 @@ type GroupInfo struct {
 
 // Lint parses body as [Parse] does and reports what it finds. It is slower
 // than Parse and meant for people writing robots.txt files and the tools
-// that check them. Of Content-Usage and Content-Signal lines (SPEC.md
-// section 10), it reports statements that do not parse, keys in upper case,
+// that check them. Of Content-Usage and Content-Signal lines, it reports statements that do not parse, keys in upper case,
 // values other than y and n (yes and no for Content-Signal), and paths that
 // do not start with "/".
 func Lint(body []byte) *Report {
@@ -116,7 +117,7 @@ func (l *linter) line(body []byte) {
 		}
 		l.inRules = true
 	case fieldContentUsage, fieldContentSignal:
-		for _, msg := range lintUsage(s.field, v) {
+		for _, msg := range usage.Lint(usageKind(s.field), v) {
 			add(msg)
 		}
 		if l.cur != nil {

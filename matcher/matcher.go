@@ -32,11 +32,13 @@
 //
 // # Usage preferences
 //
-// Content-Usage (IETF AIPREF) and Content-Signal lines say how fetched
-// content may be used, such as for AI training; they never change whether a
-// URL may be fetched. [Robots.ContentUsage] and [Group.Usage] tell the
-// preference that applies to a URL: of each kind, the most specific matching
-// line decides, and the two combine label by label, "n" first. See [Usage].
+// Content-Usage (draft-ietf-aipref-attach) and Content-Signal (Cloudflare's
+// Content Signals Policy) lines say how fetched content may be used, such
+// as for AI training; they never change whether a URL may be fetched.
+// [Robots.Usage] and [Group.Usage] tell the preference that applies to a
+// URL: of each kind, the most specific matching line decides, and the two
+// combine label by label, "n" first. Package usage says what a preference
+// holds.
 //
 // # Example
 //
@@ -606,7 +608,7 @@ func (r *Robots) Group(agent string) *Group {
 		return &r.groups[r.star]
 	}
 	if r.usage != nil {
-		return &r.usage.none // no group, but the lines before the first one (SPEC 10.1)
+		return &r.usage.none // no group, but the usage lines before the first one apply
 	}
 	return emptyGroup
 }

@@ -69,7 +69,7 @@ func BenchmarkUsageCorpus(b *testing.B) {
 			qs := usageQueries(b, withUsage)
 			for _, q := range qs { // build the indexes of the groups asked about
 				q.r.Allowed(q.agent, q.url)
-				q.r.ContentUsage(q.agent, q.url)
+				_ = q.r.Usage(q.agent, q.url).String()
 			}
 			b.Run("Allowed", func(b *testing.B) {
 				b.ReportAllocs()
@@ -87,7 +87,7 @@ func BenchmarkUsageCorpus(b *testing.B) {
 				i := 0
 				for b.Loop() {
 					q := &qs[i]
-					q.r.ContentUsage(q.agent, q.url)
+					_ = q.r.Usage(q.agent, q.url).String()
 					if i++; i == len(qs) {
 						i = 0
 					}
@@ -128,7 +128,7 @@ func BenchmarkContentUsage(b *testing.B) {
 	b.Run("Cloudflare/ContentUsage", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			cf.ContentUsage("ExampleBot", "https://example.com/products/shoes?color=red")
+			_ = cf.Usage("ExampleBot", "https://example.com/products/shoes?color=red").String()
 		}
 	})
 	for _, u := range []string{
@@ -146,7 +146,7 @@ func BenchmarkContentUsage(b *testing.B) {
 		b.Run("ContentUsage"+name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				r.ContentUsage("Googlebot", u)
+				_ = r.Usage("Googlebot", u).String()
 			}
 		})
 	}

@@ -9,7 +9,7 @@ import (
 // Content-Usage and Content-Signal lines say how what is crawled may be
 // used. The most specific matching line of each kind decides; the two
 // combine, most restrictive first; a disallowed URL has no preference.
-func ExampleRobots_ContentUsage() {
+func ExampleRobots_Usage() {
 	r := matcher.Parse([]byte(`Content-Signal: search=yes, ai-input=no
 User-Agent: *
 Disallow: /never/
@@ -17,7 +17,7 @@ Content-Usage: train-ai=n
 Content-Usage: /ai-ok/ train-ai=y
 `))
 	for _, url := range []string{"/test", "/ai-ok/test", "/never/test"} {
-		fmt.Printf("%-12s %q\n", url, r.ContentUsage("ExampleBot", url))
+		fmt.Printf("%-12s %q\n", url, r.Usage("ExampleBot", url).String())
 	}
 	u := r.Usage("ExampleBot", "/ai-ok/test")
 	for _, l := range u.Labels() {

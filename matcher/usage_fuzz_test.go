@@ -1,6 +1,7 @@
 package matcher
 
 import (
+	"github.com/f9014239/robots/usage"
 	"strings"
 	"testing"
 )
@@ -24,7 +25,7 @@ func FuzzUsage(f *testing.F) {
 		g := r.Group(agent)
 		u := g.Usage(url)
 		s := u.String()
-		if got := r.ContentUsage(agent, url); got != s {
+		if got := r.Usage(agent, url).String(); got != s {
 			t.Fatalf("ContentUsage = %q, Usage = %q", got, s)
 		}
 		if got := labelsText(u); got != s {
@@ -46,14 +47,10 @@ func FuzzUsage(f *testing.F) {
 		}
 		// The canonical text is a statement that says the same, as a
 		// Content-Usage line and as a response header.
-		lv, err := parseStatement(kindUsage, s)
-		if err != nil || canonicalText(lv) != s {
-			t.Fatalf("canonical %q re-parses as %q, %v", s, canonicalText(lv), err)
-		}
-		if got := Parse([]byte("user-agent: *\ncontent-usage: / "+s+"\n")).ContentUsage("x", "/"); got != s {
+		if got := Parse([]byte("user-agent: *\ncontent-usage: / "+s+"\n")).Usage("x", "/").String(); got != s {
 			t.Fatalf("canonical %q as a line says %q", s, got)
 		}
-		if got := (Usage{}).WithHeader([]string{s}).String(); got != s {
+		if got := (usage.Preference{}).WithHeader([]string{s}).String(); got != s {
 			t.Fatalf("canonical %q as a header says %q", s, got)
 		}
 		if got := u.WithHeader([]string{s}).String(); got != s {
@@ -63,16 +60,17 @@ func FuzzUsage(f *testing.F) {
 }
 
 // bruteUsage is Usage's string for url under g, found by trying every
-// usage rule of g and of the file.
+// usage rule of g and of the file, and combining what the most specific of
+// each kind say as the lines of a tie are.
 func bruteUsage(g *Group, url string) string {
 	d, ug := g.usageGroup()
 	if d == nil || !g.Allowed(url) {
 		return ""
 	}
 	p := normalPath(url)
-	var lv []labelValue
+	var deciding []usage.ID
 	for k := range 2 {
-		var best []uint32
+		var best []usage.ID
 		bestN := -1
 		for _, grp := range []*usageSet{&ug.g[k], &d.file.g[k]} {
 			for i := range grp.rules(d) {
@@ -82,17 +80,18 @@ func bruteUsage(g *Group, url string) string {
 				}
 				switch n := int(r.n()); {
 				case n > bestN:
-					best, bestN = []uint32{d.prefOf(r)}, n
+					best, bestN = []usage.ID{d.idOf(r)}, n
 				case n == bestN:
-					best = append(best, d.prefOf(r))
+					best = append(best, d.idOf(r))
 				}
 			}
 		}
-		for _, pr := range best {
-			lv = append(lv, d.labelsOf(d.entsOf(pr))...)
-		}
+		deciding = append(deciding, best...)
 	}
-	return canonicalText(mergeLabels(lv))
+	if len(deciding) == 0 {
+		return ""
+	}
+	return d.t.Of([4]usage.ID{}, deciding).String()
 }
 
 func TestBruteUsageSeeds(t *testing.T) {
@@ -101,7 +100,7 @@ func TestBruteUsageSeeds(t *testing.T) {
 	for _, c := range []struct{ agent, url, want string }{
 		{"x", "/test", "train-ai=n"}, {"x", "/ai-ok/a", "train-ai=y"}, {"examplebot", "/never/", "train-ai=y"}, {"x", "/never/", ""},
 	} {
-		if got := bruteUsage(r.Group(c.agent), c.url); got != c.want || !strings.EqualFold(got, r.ContentUsage(c.agent, c.url)) {
+		if got := bruteUsage(r.Group(c.agent), c.url); got != c.want || !strings.EqualFold(got, r.Usage(c.agent, c.url).String()) {
 			t.Errorf("bruteUsage(%q, %q) = %q want %q", c.agent, c.url, got, c.want)
 		}
 	}

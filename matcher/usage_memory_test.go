@@ -77,9 +77,9 @@ func heldUsageBytes(body []byte) (held float64, size int) {
 		kept[i] = Parse(body)
 		queryAll(kept[i])
 		for j := range kept[i].agents {
-			kept[i].agentGroup(j).ContentUsage("/x")
+			_ = kept[i].agentGroup(j).Usage("/x").String()
 		}
-		kept[i].ContentUsage("no-such-bot", "/x")
+		_ = kept[i].Usage("no-such-bot", "/x").String()
 	}
 	runtime.GC()
 	runtime.GC()

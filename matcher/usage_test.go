@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/f9014239/robots/usage"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,8 +47,8 @@ func TestUsageConformance(t *testing.T) {
 					t.Fatalf("%s:%d: %v", file, line, err)
 				}
 				r := Parse([]byte(c.Robots))
-				if got := r.ContentUsage(c.Agent, c.URL); got != c.Usage {
-					t.Errorf("%s:%d %s: ContentUsage(%q, %q) = %q want %q\nrobots.txt:\n%s",
+				if got := r.Usage(c.Agent, c.URL).String(); got != c.Usage {
+					t.Errorf("%s:%d %s: Usage(%q, %q) = %q want %q\nrobots.txt:\n%s",
 						filepath.Base(file), line, c.ID, c.Agent, c.URL, got, c.Usage, c.Robots)
 				}
 				// The typed result says the same.
@@ -67,7 +68,7 @@ func TestUsageConformance(t *testing.T) {
 }
 
 // labelsText returns the canonical text of u built from u.Labels.
-func labelsText(u Usage) string {
+func labelsText(u usage.Preference) string {
 	var parts []string
 	for _, l := range u.Labels() {
 		parts = append(parts, l.Label+"="+l.Value.String())
@@ -148,8 +149,8 @@ func TestUsageTable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := Parse([]byte(tt.robots))
-			if got := r.ContentUsage(tt.agent, tt.url); got != tt.want {
-				t.Errorf("ContentUsage(%q, %q) = %q want %q\n%s", tt.agent, tt.url, got, tt.want, tt.robots)
+			if got := r.Usage(tt.agent, tt.url).String(); got != tt.want {
+				t.Errorf("Usage(%q, %q) = %q want %q\n%s", tt.agent, tt.url, got, tt.want, tt.robots)
 			}
 			if got := r.Group(tt.agent).Usage(tt.url); got.String() != tt.want || labelsText(got) != tt.want {
 				t.Errorf("Group.Usage = %q, Labels %q, want %q", got, labelsText(got), tt.want)
@@ -178,8 +179,8 @@ func TestUsageManyRules(t *testing.T) {
 		{"/d39/y/z.pdf", "ai-input=n, train-ai=n"},
 		{"/d40/", "search=y"},
 	} {
-		if got := r.ContentUsage("bot", tt.url); got != tt.want {
-			t.Errorf("ContentUsage(%q) = %q want %q", tt.url, got, tt.want)
+		if got := r.Usage("bot", tt.url).String(); got != tt.want {
+			t.Errorf("Usage(%q) = %q want %q", tt.url, got, tt.want)
 		}
 	}
 }
@@ -192,25 +193,25 @@ func TestUsageRules(t *testing.T) {
 	if got, want := u.String(), "search=n, train-ai=n"; got != want {
 		t.Fatalf("Usage = %q want %q", got, want)
 	}
-	want := []UsageRule{{"Content-Signal: search=yes, ai-train=no", 1}, {"Content-Usage: /a/ train-ai=y", 3}, {"Content-Usage: /a/ search=n", 4}}
+	want := []usage.Rule{{Rule: "Content-Signal: search=yes, ai-train=no", Line: 1}, {Rule: "Content-Usage: /a/ train-ai=y", Line: 3}, {Rule: "Content-Usage: /a/ search=n", Line: 4}}
 	if got := u.Rules(); !slices.Equal(got, want) {
 		t.Errorf("Rules = %v want %v", got, want)
 	}
 	labels := u.Labels()
-	if len(labels) != 2 || labels[0].Label != "search" || labels[0].Value != UsageDisallowed ||
-		!slices.Equal(labels[0].Rules, want[2:3]) || labels[1].Label != "train-ai" || labels[1].Value != UsageDisallowed ||
+	if len(labels) != 2 || labels[0].Label != "search" || labels[0].Value != usage.Disallowed ||
+		!slices.Equal(labels[0].Rules, want[2:3]) || labels[1].Label != "train-ai" || labels[1].Value != usage.Disallowed ||
 		!slices.Equal(labels[1].Rules, want[0:1]) {
 		t.Errorf("Labels = %+v", labels)
 	}
-	if g := u.Get("train-ai"); g != UsageDisallowed {
+	if g := u.Get("train-ai"); g != usage.Disallowed {
 		t.Errorf("Get(train-ai) = %v", g)
 	}
-	if g := u.Get("ai-input"); g != UsageUnknown {
+	if g := u.Get("ai-input"); g != usage.Unknown {
 		t.Errorf("Get(ai-input) = %v", g)
 	}
 	// Elsewhere only the file-level line decides.
 	u = r.Usage("bot", "/b")
-	if got := u.Rules(); !slices.Equal(got, want[:1]) || u.Get("train-ai") != UsageDisallowed {
+	if got := u.Rules(); !slices.Equal(got, want[:1]) || u.Get("train-ai") != usage.Disallowed {
 		t.Errorf("Rules = %v, Get = %v", got, u.Get("train-ai"))
 	}
 	// A response header combines, most restrictive first.
@@ -218,16 +219,16 @@ func TestUsageRules(t *testing.T) {
 	if got, want := h.String(), "foo=y, search=n, train-ai=n"; got != want {
 		t.Errorf("WithHeader = %q want %q", got, want)
 	}
-	if got := h.Rules(); len(got) != 2 || got[1] != (UsageRule{"Content-Usage: search=n, foo=y", 0}) {
+	if got := h.Rules(); len(got) != 2 || got[1] != (usage.Rule{Rule: "Content-Usage: search=n, foo=y"}) {
 		t.Errorf("WithHeader Rules = %v", got)
 	}
 	if got := u.WithHeader([]string{"Search=n"}).String(); got != u.String() {
 		t.Errorf("unparsed header changed %q to %q", u, got)
 	}
-	if got := (Usage{}).WithHeader([]string{"train-ai=n"}).String(); got != "train-ai=n" {
+	if got := (usage.Preference{}).WithHeader([]string{"train-ai=n"}).String(); got != "train-ai=n" {
 		t.Errorf("header alone = %q", got)
 	}
-	if !(Usage{}).IsZero() || (Usage{}).String() != "" || len((Usage{}).Labels()) != 0 {
+	if !(usage.Preference{}).IsZero() || (usage.Preference{}).String() != "" || len((usage.Preference{}).Labels()) != 0 {
 		t.Error("zero Usage states something")
 	}
 }
@@ -243,10 +244,10 @@ func TestUsageNoGroup(t *testing.T) {
 	if _, ok := g.CrawlDelay(); ok {
 		t.Error("no group has a crawl-delay")
 	}
-	if got := g.ContentUsage("/x"); got != "search=n" {
+	if got := g.Usage("/x").String(); got != "search=n" {
 		t.Errorf("ContentUsage = %q", got)
 	}
-	if got := r.ContentUsage("a", "/x"); got != "" {
+	if got := r.Usage("a", "/x").String(); got != "" {
 		t.Errorf("disallowed: ContentUsage = %q", got)
 	}
 }
@@ -273,11 +274,11 @@ func TestContentUsageDoesNotAllocate(t *testing.T) {
 		{"NoBot", "/never/x", ""},
 	} {
 		var got string
-		if n := testing.AllocsPerRun(100, func() { got = r.ContentUsage(tt.agent, tt.url) }); n != 0 {
-			t.Errorf("ContentUsage(%q, %q) allocates %v times", tt.agent, tt.url, n)
+		if n := testing.AllocsPerRun(100, func() { got = r.Usage(tt.agent, tt.url).String() }); n != 0 {
+			t.Errorf("Usage(%q, %q) allocates %v times", tt.agent, tt.url, n)
 		}
 		if got != tt.want {
-			t.Errorf("ContentUsage(%q, %q) = %q want %q", tt.agent, tt.url, got, tt.want)
+			t.Errorf("Usage(%q, %q) = %q want %q", tt.agent, tt.url, got, tt.want)
 		}
 	}
 }
@@ -342,8 +343,8 @@ func TestUsageConcurrent(t *testing.T) {
 	for i := range 8 {
 		wg.Go(func() {
 			url := fmt.Sprintf("/d%d/x", i)
-			if got, want := r.ContentUsage("bot", url), "search=y, train-ai=n"; got != want {
-				t.Errorf("ContentUsage(%q) = %q want %q", url, got, want)
+			if got, want := r.Usage("bot", url).String(), "search=y, train-ai=n"; got != want {
+				t.Errorf("Usage(%q) = %q want %q", url, got, want)
 			}
 		})
 	}

@@ -490,8 +490,8 @@ func (c *crawler) try(ctx context.Context, j job) outcome {
 			o.note = "redirect to " + loc.String() + ", another site: not followed"
 		}
 	}
-	if usage := robots.UsageOf(resp); !usage.IsZero() && resp.StatusCode/100 == 2 {
-		o.rec.Usage, o.rec.Use, o.rec.UsageSources = usage.String(), usage.Use(), usageSources(usage)
+	if u := robots.UsageOf(resp); !u.IsZero() && resp.StatusCode/100 == 2 {
+		o.rec.Usage, o.rec.Use, o.rec.UsageSources = u.String(), u.Use(), usageSources(u)
 		if o.note != "" {
 			o.note += "; "
 		}

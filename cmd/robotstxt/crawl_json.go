@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/f9014239/robots/matcher"
+	"github.com/f9014239/robots/usage"
 )
 
 // crawlRecord is what crawl -json writes for one URL, one object a line.
@@ -74,7 +74,7 @@ The header and summary go to standard error.
 `
 
 // usageSources returns each label of u and what decided it.
-func usageSources(u matcher.Usage) []usageSourceJSON {
+func usageSources(u usage.Preference) []usageSourceJSON {
 	var out []usageSourceJSON
 	for _, l := range u.Labels() {
 		s := usageSourceJSON{Label: l.Label, Value: l.Value.String()}

@@ -164,7 +164,7 @@ const (
 	exitUsage   = 2 // bad usage or unreadable input
 )
 
-const usage = `usage:
+const mainUsage = `usage:
   robotstxt check [-agent TOKEN] [-json] [-timeout D] FILE|URL|- [URL...]
   robotstxt lint [-json] [-all] [-timeout D] FILE|URL|-
   robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-demo] [URL...]
@@ -181,7 +181,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, mainUsage)
 		return exitUsage
 	}
 	switch args[0] {
@@ -197,10 +197,10 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		if len(args) == 2 && args[0] == "help" && args[1] != "help" {
 			return runContext(ctx, []string{args[1], "-h"}, stdin, stdout, stderr)
 		}
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, mainUsage)
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "robotstxt: unknown command %q\n%s", args[0], usage)
+	fmt.Fprintf(stderr, "robotstxt: unknown command %q\n%s", args[0], mainUsage)
 	return exitUsage
 }
 

@@ -1,4 +1,4 @@
-package matcher
+package usage
 
 import (
 	"fmt"
@@ -7,18 +7,19 @@ import (
 	"github.com/dunglas/httpsfv"
 )
 
-// lintUsage returns what is wrong with a usage line's value: a statement
-// that does not parse, keys in upper case, values other than y and n (yes
-// and no for Content-Signal), a path that does not start with "/".
-func lintUsage(f field, v []byte) []string {
+// Lint returns what is wrong with the value of a usage line of kind k, one
+// message a problem: a path that does not start with "/", a statement that
+// is missing or does not parse, a key in upper case, a value other than y
+// and n (yes and no for Content-Signal). It returns nil for a good value.
+func Lint(k Kind, value []byte) []string {
 	name := "content-usage"
 	yes, no := "y", "n"
-	if f == fieldContentSignal {
+	if k == ContentSignal {
 		name = "content-signal"
 		yes, no = "yes", "no"
 	}
 	var msgs []string
-	path, hasPath, stmt := splitUsage(v)
+	path, hasPath, stmt := split(value)
 	if hasPath && path[0] != '/' {
 		msgs = append(msgs, fmt.Sprintf("%s path %q does not start with \"/\"", name, path))
 	}

@@ -1,0 +1,172 @@
+package usage
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/dunglas/httpsfv"
+)
+
+// split splits a usage line's value into its path pattern, if any, and its
+// statement: a value that starts with '/' or '*' starts with a path, which
+// ends at the first white space.
+func split(v []byte) (path []byte, hasPath bool, stmt []byte) {
+	if len(v) == 0 || v[0] != '/' && v[0] != '*' {
+		return nil, false, v
+	}
+	i := 0
+	for i < len(v) && v[i] != ' ' && v[i] != '\t' {
+		i++
+	}
+	path, stmt = v[:i], v[i:]
+	for len(stmt) > 0 && (stmt[0] == ' ' || stmt[0] == '\t') {
+		stmt = stmt[1:]
+	}
+	return path, true, stmt
+}
+
+// labelValue is one label of a preference and whether it is disallowed
+// ("n"); a label that is allowed has no = false.
+type labelValue struct {
+	label string
+	no    bool
+}
+
+// parseStatement reads a statement of kind k: an RFC 9651 Dictionary whose
+// members that are the tokens y or n (yes or no for Content-Signal) state
+// a label. It returns the labels stated, sorted, each once; a label stated
+// twice (Content-Signal's ai-train and train-ai) is disallowed if either
+// says so. It fails when the statement does not parse, which states
+// nothing.
+func parseStatement(k Kind, stmt string) ([]labelValue, error) {
+	d, err := httpsfv.UnmarshalDictionary([]string{stmt})
+	if err != nil {
+		return nil, err
+	}
+	var lv []labelValue
+	for _, name := range d.Names() {
+		m, _ := d.Get(name)
+		it, ok := m.(httpsfv.Item)
+		if !ok {
+			continue // an inner list: unknown
+		}
+		tok, ok := it.Value.(httpsfv.Token)
+		if !ok {
+			continue // a boolean, string, number, …: unknown
+		}
+		if k == ContentSignal && name == "use" {
+			// How much of a page may be used, not whether: kept as
+			// the label "use=<token>", the least of which wins.
+			if useRank("use="+string(tok)) > 0 {
+				lv = append(lv, labelValue{label: "use=" + string(tok)})
+			}
+			continue
+		}
+		var no bool
+		switch {
+		case k == ContentUsage && tok == "y", k == ContentSignal && tok == "yes":
+		case k == ContentUsage && tok == "n", k == ContentSignal && tok == "no":
+			no = true
+		default:
+			continue // any other token: unknown
+		}
+		if k == ContentSignal && name == "ai-train" {
+			name = "train-ai" // Content-Signal's name for the same use
+		}
+		lv = append(lv, labelValue{name, no})
+	}
+	return mergeLabels(lv), nil
+}
+
+// mergeLabels sorts lv by label and combines each label's values, most
+// restrictive first: "n" over "y", and the least use of Content-Signal's
+// use key.
+func mergeLabels(lv []labelValue) []labelValue {
+	slices.SortFunc(lv, func(a, b labelValue) int { return strings.Compare(a.label, b.label) })
+	out := lv[:0]
+	for _, x := range lv {
+		if n := len(out); n > 0 && out[n-1].label == x.label {
+			out[n-1].no = out[n-1].no || x.no
+			continue
+		}
+		out = append(out, x)
+	}
+	return leastUse(out)
+}
+
+// useRank returns the rank of a label that Content-Signal's use key states,
+// "use=immediate" < "use=reference" < "use=full", from 1; 0 for any other
+// label.
+func useRank(label string) int {
+	switch label {
+	case "use=immediate":
+		return 1
+	case "use=reference":
+		return 2
+	case "use=full":
+		return 3
+	}
+	return 0
+}
+
+// leastUse returns lv, sorted labels, with only the least of the labels of
+// Content-Signal's use key, if it holds several. It reuses lv.
+func leastUse(lv []labelValue) []labelValue {
+	least, n := 0, 0
+	for _, x := range lv {
+		if r := useRank(x.label); r > 0 {
+			n++
+			if least == 0 || r < least {
+				least = r
+			}
+		}
+	}
+	if n < 2 {
+		return lv
+	}
+	out := lv[:0]
+	for _, x := range lv {
+		if r := useRank(x.label); r == 0 || r == least {
+			out = append(out, x)
+			if r != 0 {
+				least = -1 // once
+			}
+		}
+	}
+	return out
+}
+
+// canonicalText returns the canonical text of sorted labels: "label=y" or
+// "label=n", joined by ", ", and the least of the labels of
+// Content-Signal's use key as it is, "use=reference".
+func canonicalText(lv []labelValue) string {
+	if useLabels(lv) > 1 {
+		lv = leastUse(slices.Clone(lv))
+	}
+	var b strings.Builder
+	for i, x := range lv {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(x.label)
+		switch {
+		case useRank(x.label) > 0:
+		case x.no:
+			b.WriteString("=n")
+		default:
+			b.WriteString("=y")
+		}
+	}
+	return b.String()
+}
+
+// useLabels returns how many labels of lv Content-Signal's use key states.
+func useLabels(lv []labelValue) int {
+	n := 0
+	for _, x := range lv {
+		if useRank(x.label) > 0 {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,316 @@
+// Package usage reads the usage preferences of robots.txt files:
+// Content-Usage lines, of the IETF AI Preferences drafts
+// (draft-ietf-aipref-attach, with the vocabulary of
+// draft-ietf-aipref-vocab), and Content-Signal lines, of Cloudflare's
+// Content Signals Policy. They say how fetched content may be used, such
+// as to train AI models; they never change whether a URL may be fetched.
+//
+// A usage line's value is an optional path pattern, matched as an allow or
+// disallow rule's is, then a statement: a structured-field Dictionary
+// (RFC 9651) such as "train-ai=n, search=y" (Content-Signal says yes and
+// no: "ai-train=no, search=yes"). A label stated with another value, or a
+// statement that does not parse, states nothing. Content-Signal's ai-train
+// is the label train-ai, and its use key (immediate, reference or full)
+// the label "use=<token>".
+//
+// Package matcher finds the lines that apply to a URL, as it parses the
+// file once; [Preference] is what they state. This package holds what
+// those lines say and how statements combine, and the [Table] that a
+// parser builds of a file's lines.
+package usage
+
+import (
+	"slices"
+	"strings"
+)
+
+// Kind is the kind of a usage line.
+type Kind uint8
+
+const (
+	ContentUsage  Kind = iota // a Content-Usage line
+	ContentSignal             // a Content-Signal line
+)
+
+// String returns the line's key as written canonically: "Content-Usage" or
+// "Content-Signal".
+func (k Kind) String() string {
+	if k == ContentSignal {
+		return "Content-Signal"
+	}
+	return "Content-Usage"
+}
+
+// Value is what a preference says about one label.
+type Value uint8
+
+const (
+	// Unknown: nothing applicable states the label.
+	Unknown Value = iota
+	// Allowed: the use is allowed ("y", or "yes" in Content-Signal).
+	Allowed
+	// Disallowed: the use is not allowed ("n", or "no").
+	Disallowed
+	// Immediate, Reference and Full are the values of Content-Signal's
+	// use key, the label "use": how much of a page may be used (to
+	// answer the request at hand, nothing stored; indexed and quoted with
+	// a link back; summarised or reproduced). Where several apply, the
+	// least wins.
+	Immediate
+	Reference
+	Full
+)
+
+// String returns "unknown", "y", "n", "immediate", "reference" or "full".
+func (v Value) String() string {
+	switch v {
+	case Allowed:
+		return "y"
+	case Disallowed:
+		return "n"
+	case Immediate:
+		return "immediate"
+	case Reference:
+		return "reference"
+	case Full:
+		return "full"
+	}
+	return "unknown"
+}
+
+// labelUsage returns the label and value of x as Preference reports them.
+func labelUsage(x labelValue) (string, Value) {
+	if r := useRank(x.label); r > 0 {
+		return "use", Immediate + Value(r-1)
+	}
+	if x.no {
+		return x.label, Disallowed
+	}
+	return x.label, Allowed
+}
+
+// Rule is a line that decides a preference.
+type Rule struct {
+	// Rule is the line as written, with its canonical key, as in
+	// "Content-Usage: /ai-ok/ train-ai=y"; for a response's header,
+	// "Content-Usage: " and its value.
+	Rule string
+	// Line is the 1-based line number of Rule in robots.txt, or 0 for
+	// a response's header.
+	Line int
+}
+
+// Label is what a preference says about one label, and the lines that say
+// it.
+type Label struct {
+	Label string // e.g. "train-ai"
+	Value Value  // Allowed or Disallowed, or for "use" Immediate, Reference or Full
+	Rules []Rule
+}
+
+// Preference is the usage preference that applies to one URL for one
+// crawler: what the lines that decide it state, combined label by label,
+// most restrictive first ("n" over "y", the least use), and with a
+// response's own Content-Usage header if one was added with
+// [Preference.WithHeader]. Package matcher says which lines decide.
+//
+// The zero Preference states nothing. A Preference is a small value, safe
+// for concurrent use; getting one from package matcher and its String does
+// not allocate for an ASCII URL that matching does not allocate for, save
+// where lines with paths of equal specificity say different things.
+type Preference struct {
+	t    *Table
+	ids  [4]ID // lines and sets that decide it; zero for none
+	more []ID  // further lines that decide it
+	hdr  *header
+}
+
+// header is a Content-Usage header of a response.
+type header struct {
+	lv   []labelValue // sorted
+	text string       // its field lines as received, joined by ", "
+}
+
+// String returns the canonical text of p: the labels stated, sorted, each
+// as "label=y" or "label=n" ("use=reference" for Content-Signal's use
+// key), joined by ", ", as in "ai-input=n, search=y, train-ai=n"; "" when
+// p states nothing.
+func (p Preference) String() string {
+	if p.hdr != nil || p.more != nil {
+		return canonicalText(p.merged())
+	}
+	var ps [4]uint32
+	n := 0
+	for _, id := range p.ids {
+		if id == 0 {
+			continue
+		}
+		if q := p.t.prefOf(id); !slices.Contains(ps[:n], q) {
+			ps[n] = q
+			n++
+		}
+	}
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return p.t.textOf(ps[0])
+	}
+	return p.t.textOfPrefs(ps[:n])
+}
+
+// IsZero reports whether p states nothing: String would return "".
+func (p Preference) IsZero() bool { return p.String() == "" }
+
+// Get returns what p says about label, e.g. "train-ai".
+func (p Preference) Get(label string) Value {
+	v := Unknown
+	see := func(no bool) {
+		if no {
+			v = Disallowed
+		} else if v == Unknown {
+			v = Allowed
+		}
+	}
+	if p.t != nil {
+		if l, ok := p.t.labelID(label); ok {
+			p.each(func(q uint32) {
+				for _, e := range p.t.entsOf(q) {
+					if e>>1 == uint32(l) {
+						see(e&1 != 0)
+					}
+				}
+			})
+		}
+	}
+	if p.hdr != nil {
+		for _, x := range p.hdr.lv {
+			if x.label == label {
+				see(x.no)
+			}
+		}
+	}
+	return v
+}
+
+// each calls f with the preference of each line and set that decides p.
+func (p *Preference) each(f func(pref uint32)) {
+	for _, id := range p.ids {
+		if id != 0 {
+			f(p.t.prefOf(id))
+		}
+	}
+	for _, id := range p.more {
+		f(p.t.prefOf(id))
+	}
+}
+
+// merged returns what p says, label by label.
+func (p *Preference) merged() []labelValue {
+	var lv []labelValue
+	p.each(func(q uint32) { lv = append(lv, p.t.labelsOf(p.t.entsOf(q))...) })
+	if p.hdr != nil {
+		lv = append(lv, p.hdr.lv...)
+	}
+	return mergeLabels(lv)
+}
+
+// Use returns how much of the page Content-Signal's use key allows:
+// "immediate", "reference" or "full", the least of those that apply; "" if
+// none does. (String reports it as the label "use=<token>".)
+func (p Preference) Use() string {
+	for _, x := range p.merged() {
+		if useRank(x.label) > 0 {
+			return x.label[len("use="):]
+		}
+	}
+	return ""
+}
+
+// Labels returns what p says about each label it states, sorted by label,
+// with the lines that say it: for a disallowed label, those that disallow
+// it; for an allowed one, those that allow it.
+func (p Preference) Labels() []Label {
+	merged := p.merged()
+	out := make([]Label, len(merged))
+	for i, x := range merged {
+		out[i].Label, out[i].Value = labelUsage(x)
+	}
+	for _, src := range p.sources() {
+		for _, x := range src.lv {
+			l, v := labelUsage(x)
+			for i := range out {
+				if out[i].Label == l && out[i].Value == v {
+					out[i].Rules = append(out[i].Rules, src.rule)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Rules returns the lines that decide p, in file order, then a response's
+// header.
+func (p Preference) Rules() []Rule {
+	srcs := p.sources()
+	out := make([]Rule, len(srcs))
+	for i, s := range srcs {
+		out[i] = s.rule
+	}
+	return out
+}
+
+// source is a deciding line and what it says.
+type source struct {
+	rule Rule
+	lv   []labelValue
+}
+
+// sources returns p's deciding lines, in file order, then the header.
+func (p *Preference) sources() []source {
+	var out []source
+	add := func(id ID) {
+		out = append(out, source{p.t.rule(id), p.t.labelsOf(p.t.entsOf(p.t.prefOf(id)))})
+	}
+	for _, id := range p.ids {
+		switch {
+		case id == 0:
+		case p.t.isSet(id):
+			for _, m := range p.t.members(id) {
+				add(m)
+			}
+		default:
+			add(id)
+		}
+	}
+	for _, id := range p.more {
+		add(id)
+	}
+	slices.SortFunc(out, func(a, b source) int { return a.rule.Line - b.rule.Line })
+	if p.hdr != nil {
+		out = append(out, source{Rule{ContentUsage.String() + ": " + p.hdr.text, 0}, p.hdr.lv})
+	}
+	return out
+}
+
+// WithHeader returns p combined with the Content-Usage header of the
+// response that p is for, given as its field lines: each label most
+// restrictive first, as draft-ietf-aipref-attach has a response's header
+// and robots.txt combine. A header that does not parse as a Dictionary, or
+// that states no label, changes nothing.
+func (p Preference) WithHeader(lines []string) Preference {
+	if len(lines) == 0 {
+		return p
+	}
+	text := strings.Join(lines, ", ")
+	lv, err := parseStatement(ContentUsage, text)
+	if err != nil || len(lv) == 0 {
+		return p
+	}
+	if p.hdr != nil {
+		lv = mergeLabels(append(slices.Clone(p.hdr.lv), lv...))
+		text = p.hdr.text + ", " + text
+	}
+	p.hdr = &header{lv: lv, text: text}
+	return p
+}
