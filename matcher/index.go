@@ -394,14 +394,13 @@ func (ix *index) heldBytes() int {
 // find returns the index in rules, which ix indexes, of the rule that
 // decides the normalised path p, or -1 when no rule matches.
 func (ix *index) find(arena string, rules []rule, p string) int {
-	i := ix.greatest(arena, rules, p)
+	i, l := ix.greatest(arena, rules, p)
 	if i < 0 {
 		return -1
 	}
 	// Its ancestors no longer than its common prefix with p are exactly
 	// the entries that are prefixes of p.
-	lit := ix.literal(arena, rules, i)
-	n, l := len(lit), commonPrefix(lit, p)
+	n := int(rules[ix.ents[i].start&^heavyBit].lit(arena))
 	for n > l {
 		if i = ix.ents[i].parent; i < 0 {
 			return -1
@@ -429,10 +428,11 @@ func (ix *index) find(arena string, rules []rule, p string) int {
 }
 
 // greatest returns the entry whose literal is the greatest <= the
-// normalised path p, or -1 when p has no literal as a prefix.
-func (ix *index) greatest(arena string, rules []rule, p string) int32 {
+// normalised path p, or -1 when p has no literal as a prefix, and the
+// length of the common prefix of its literal and p.
+func (ix *index) greatest(arena string, rules []rule, p string) (int32, int) {
 	if !strings.HasPrefix(p, ix.cp) {
-		return -1 // no literal is a prefix of p
+		return -1, 0 // no literal is a prefix of p
 	}
 	// The last bucket whose first literal is <= p.
 	cp, q := len(ix.cp), p[len(ix.cp):]
@@ -447,7 +447,7 @@ func (ix *index) greatest(arena string, rules []rule, p string) int32 {
 		return ix.literal(arena, rules, int32(b*bucketLen))[cp:] > q
 	}) - 1
 	if b < 0 {
-		return -1 // p is before the first literal
+		return -1, 0 // p is before the first literal
 	}
 	lo, end := b*bucketLen, min((b+1)*bucketLen, len(ix.ents)-1)
 	// The bucket's first literal is <= p: when p does not have the prefix
@@ -463,19 +463,51 @@ func (ix *index) greatest(arena string, rules []rule, p string) int32 {
 		shares = strings.HasPrefix(q, ix.literal(arena, rules, int32(lo))[cp:cp+skip])
 	}
 	if !shares {
-		return int32(end - 1)
+		return int32(end - 1), commonPrefix(ix.literal(arena, rules, int32(end-1)), p)
 	}
 	// The last entry <= p, by keys, and by literals where they tie.
 	base := cp + int(bk.skip)
 	qk := key8(p[base:])
-	tie := func(i int) bool { return ix.literal(arena, rules, int32(lo+i))[base:] <= p[base:] }
+	tie := func(i int) bool { return ix.literalLE(arena, rules, lo+i, base, p) }
 	var n int
 	if ix.keys8 != nil {
 		n = countLE(ix.keys8[lo:end], qk, tie)
 	} else {
 		n = countLE(ix.keys4[lo:end], uint32(qk>>32), tie)
 	}
-	return int32(lo + n - 1) // n > 0: the bucket's first entry is <= p
+	i := lo + n - 1 // n > 0: the bucket's first entry is <= p
+	return int32(i), ix.common(arena, rules, i, base, p, qk)
+}
+
+// The literals of a bucket's entries after the bytes they all share are
+// often no longer than their keys, which then hold all of them: a search
+// compares such a literal with a path by its key alone, without reading
+// it.
+
+// literalLE reports whether the literal of entry i, whose key is that of
+// the path p at base, is <= p.
+func (ix *index) literalLE(arena string, rules []rule, i, base int, p string) bool {
+	_, w := ix.key(i)
+	if int(rules[ix.ents[i].start&^heavyBit].lit(arena)) <= base+w {
+		return true // all in its key: a prefix of p
+	}
+	return ix.literal(arena, rules, int32(i))[base:] <= p[base:]
+}
+
+// common returns the length of the common prefix of the literal of entry
+// i, whose first base bytes p shares, and p, whose key at base is qk.
+func (ix *index) common(arena string, rules []rule, i, base int, p string, qk uint64) int {
+	k, w := ix.key(i)
+	r := &rules[ix.ents[i].start&^heavyBit]
+	if x := (k ^ qk) >> (64 - 8*w) << (64 - 8*w); x != 0 {
+		// They differ within the key. (A literal holds no zero byte,
+		// and a key ends with zeros where its literal ends.)
+		return base + bits.LeadingZeros64(x)/8
+	}
+	if n := int(r.lit(arena)); n <= base+w {
+		return n // all in its key: a prefix of p
+	}
+	return commonPrefix(r.literal(arena), p)
 }
 
 // countLE returns how many of keys, sorted, are less than q, or equal to
