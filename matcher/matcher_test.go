@@ -17,7 +17,8 @@ func allowedUnder(rules, path string) bool {
 }
 
 func TestPatterns(t *testing.T) {
-	// SPEC.md section 6, "Worked examples from Google's page".
+	// The worked examples of path matching in Google's robots.txt
+	// documentation.
 	cases := []struct {
 		pattern string
 		matches []string
@@ -57,7 +58,7 @@ func TestPatterns(t *testing.T) {
 }
 
 func TestPrecedence(t *testing.T) {
-	// SPEC.md section 6: the longest pattern wins; allow wins a tie.
+	// RFC 9309 §2.2.2: the longest pattern wins; allow wins a tie.
 	cases := []struct {
 		url   string
 		rules string
@@ -85,7 +86,7 @@ func TestPrecedence(t *testing.T) {
 }
 
 func TestNormalization(t *testing.T) {
-	// SPEC.md section 6, the percent-encoding table, for URLs and rules.
+	// Percent-encoding normalisation (RFC 9309 §2.2.2), for URLs and rules.
 	cases := []struct {
 		in, url, rule string
 	}{
@@ -188,7 +189,7 @@ func TestRobotsTxtAlwaysAllowed(t *testing.T) {
 }
 
 func TestGroups(t *testing.T) {
-	// SPEC.md section 5.
+	// Which groups a crawler obeys (RFC 9309 §2.2.1).
 	google := `user-agent: googlebot-news
 disallow: /news-only
 
@@ -290,7 +291,8 @@ func TestGroupNeverNil(t *testing.T) {
 }
 
 func TestLeniency(t *testing.T) {
-	// SPEC.md section 4. Each body should disallow /x for FooBot.
+	// The file format, read leniently (RFC 9309 §2.2). Each body should
+	// disallow /x for FooBot.
 	cases := []struct {
 		name string
 		body string

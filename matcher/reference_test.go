@@ -9,7 +9,7 @@ import (
 )
 
 // This file holds a slow, obviously correct matcher written straight from
-// SPEC.md section 6, and checks the fast one against it.
+// the matching rules of RFC 9309 §2.2.2, and checks the fast one against it.
 
 // refRule is a rule as the reference matcher sees it.
 type refRule struct {
@@ -138,7 +138,8 @@ func refBody(rules []refRule) []byte {
 }
 
 func TestReferenceMatcher(t *testing.T) {
-	// The reference itself, on the worked examples of SPEC.md.
+	// The reference itself, on the worked examples of Google's robots.txt
+	// documentation.
 	cases := []struct {
 		pattern, path string
 		want          bool

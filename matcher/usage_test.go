@@ -76,7 +76,7 @@ func labelsText(u usage.Preference) string {
 	return strings.Join(parts, ", ")
 }
 
-// specExample is the worked example of SPEC.md section 10.3 (attach §4.4).
+// specExample is the worked example of draft-ietf-aipref-attach §4.4.
 const specExample = `User-Agent: *
 Allow: /
 Disallow: /never/
@@ -92,7 +92,7 @@ func TestUsageTable(t *testing.T) {
 	tests := []struct {
 		name, robots, agent, url, want string
 	}{
-		// SPEC 10.3's worked example.
+		// draft-ietf-aipref-attach's worked example.
 		{"example other", specExample, "OtherBot", "/test", "train-ai=n"},
 		{"example never", specExample, "OtherBot", "/never/test", ""},
 		{"example ai-ok", specExample, "OtherBot", "https://example.com/ai-ok/test", "train-ai=y"},
