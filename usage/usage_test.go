@@ -1,0 +1,128 @@
+package usage
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+func TestZeroPreference(t *testing.T) {
+	var p Preference
+	if p.String() != "" || !p.IsZero() || p.Get("train-ai") != Unknown || p.Use() != "" || len(p.Rules()) != 0 || len(p.Labels()) != 0 {
+		t.Errorf("zero Preference states something: %q %v %v", p, p.Rules(), p.Labels())
+	}
+}
+
+func TestWithHeader(t *testing.T) {
+	p := Preference{}.WithHeader([]string{"train-ai=n", "search=y, x=?1"})
+	if got := p.String(); got != "search=y, train-ai=n" {
+		t.Errorf("String = %q", got)
+	}
+	p = p.WithHeader([]string{"search=n"})
+	if got, want := p.Rules(), []Rule{{Rule: "Content-Usage: train-ai=n, search=y, x=?1, search=n"}}; !slices.Equal(got, want) {
+		t.Errorf("Rules = %v want %v", got, want)
+	}
+	if p.Get("search") != Disallowed || p.Get("train-ai") != Disallowed || p.Get("x") != Unknown {
+		t.Errorf("Get: %v %v %v", p.Get("search"), p.Get("train-ai"), p.Get("x"))
+	}
+	if q := p.WithHeader([]string{"not a dictionary ("}); q.String() != p.String() {
+		t.Errorf("a header that does not parse changed %q to %q", p, q)
+	}
+}
+
+// TestTable builds a table as a parser does and asks what lines decide
+// together.
+func TestTable(t *testing.T) {
+	var b Builder
+	a, path := b.Add(ContentUsage, 1, []byte("/a/ train-ai=n"))
+	if string(path) != "/a/" {
+		t.Errorf("path %q", path)
+	}
+	c, path := b.Add(ContentSignal, 2, []byte("ai-train=yes, search=yes, use=full"))
+	if path != nil {
+		t.Errorf("path %q of a line without one", path)
+	}
+	d, _ := b.Add(ContentSignal, 3, []byte("use=reference, ai-input=no"))
+	e, _ := b.Add(ContentUsage, 4, []byte("train-ai=n"))
+	if !b.Same(a, e) || b.Same(a, c) {
+		t.Errorf("Same: lines 1 and 4 state one thing, lines 1 and 2 two")
+	}
+	set := b.Union([]ID{c, d})
+	b.Combine([]ID{a}, []ID{set})
+	tab := b.Table()
+
+	p := tab.Of([4]ID{a, set}, nil)
+	if got, want := p.String(), "ai-input=n, search=y, train-ai=n, use=reference"; got != want {
+		t.Errorf("String = %q want %q", got, want)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = p.String() }); n != 0 {
+		t.Errorf("String of a combined preference allocates %v times", n)
+	}
+	if got := fmt.Sprint(p.Rules()); got != "[{Content-Usage: /a/ train-ai=n 1} {Content-Signal: ai-train=yes, search=yes, use=full 2} {Content-Signal: use=reference, ai-input=no 3}]" {
+		t.Errorf("Rules = %s", got)
+	}
+	if got := fmt.Sprint(p.Labels()); got != "[{ai-input n [{Content-Signal: use=reference, ai-input=no 3}]} {search y [{Content-Signal: ai-train=yes, search=yes, use=full 2}]} {train-ai n [{Content-Usage: /a/ train-ai=n 1}]} {use reference [{Content-Signal: use=reference, ai-input=no 3}]}]" {
+		t.Errorf("Labels = %s", got)
+	}
+	if p.Use() != "reference" || p.Get("use") != Unknown || p.Get("train-ai") != Disallowed {
+		t.Errorf("Use = %q, Get(use) = %v, Get(train-ai) = %v", p.Use(), p.Get("use"), p.Get("train-ai"))
+	}
+	if got := tab.Of([4]ID{c}, []ID{e}).String(); got != "search=y, train-ai=n, use=full" {
+		t.Errorf("a line and a tie: %q", got)
+	}
+	if tab.Size() <= 0 {
+		t.Errorf("Size = %d", tab.Size())
+	}
+}
+
+func TestAddAfterTable(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("Add after Table did not panic")
+		}
+	}()
+	var b Builder
+	b.Add(ContentUsage, 1, []byte("train-ai=n"))
+	b.Table()
+	b.Add(ContentUsage, 2, []byte("train-ai=y"))
+}
+
+func TestLint(t *testing.T) {
+	for _, tt := range []struct {
+		k     Kind
+		value string
+		want  []string
+	}{
+		{ContentUsage, "/a train-ai=n, search=y", nil},
+		{ContentSignal, "ai-train=no, search=yes", nil},
+		{ContentUsage, "*.pdf train-ai=maybe", []string{`content-usage path "*.pdf" does not start with "/"`, `content-usage value of "train-ai" is maybe, not y or n: unknown`}},
+		{ContentSignal, "/x", []string{"content-signal line has no statement; it states nothing"}},
+		{ContentUsage, "Train-AI=n", []string{"content-usage statement has a key in upper case (keys are lower case): it does not parse and states nothing"}},
+		{ContentSignal, "search=y", []string{`content-signal value of "search" is y, not yes or no: unknown`}},
+	} {
+		if got := Lint(tt.k, []byte(tt.value)); !slices.Equal(got, tt.want) {
+			t.Errorf("Lint(%v, %q) = %q want %q", tt.k, tt.value, got, tt.want)
+		}
+	}
+}
+
+func TestStrings(t *testing.T) {
+	if ContentUsage.String() != "Content-Usage" || ContentSignal.String() != "Content-Signal" {
+		t.Error("Kind.String")
+	}
+	var got []string
+	for v := Unknown; v <= Full; v++ {
+		got = append(got, v.String())
+	}
+	if want := []string{"unknown", "y", "n", "immediate", "reference", "full"}; !slices.Equal(got, want) {
+		t.Errorf("Value.String: %q", got)
+	}
+}
+
+// A response's own Content-Usage header combines with what robots.txt
+// says, label by label, "n" first.
+func ExamplePreference_WithHeader() {
+	p := Preference{}.WithHeader([]string{"train-ai=n, search=y"})
+	fmt.Println(p, p.Get("train-ai"), p.Rules()[0].Rule)
+	// Output: search=y, train-ai=n n Content-Usage: train-ai=n, search=y
+}
