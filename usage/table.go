@@ -87,7 +87,7 @@ func (b *Builder) Add(k Kind, line int, value []byte) (id ID, path []byte) {
 	return id, path
 }
 
-// Same reports whether lines or sets a and b state the same preference.
+// Same reports whether lines or sets x and y state the same preference.
 func (b *Builder) Same(x, y ID) bool {
 	b.intern()
 	return b.t.Same(x, y)
