@@ -31,12 +31,6 @@ const (
 	fieldContentSignal                                    // content-signal
 )
 
-// Kinds of usage line, as usage.Kind numbers them.
-const (
-	kindUsage  = int(usage.ContentUsage)
-	kindSignal = int(usage.ContentSignal)
-)
-
 // usageField returns the usage field that key names, compared whole and
 // without regard to ASCII case, or fieldNone. Misspellings and prefixes do
 // not count: a new field gets no leniency it has not earned in the wild.
