@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/f9014239/robots/internal/memsize"
 )
 
 // index is the index of a large group, built over the group's rules
@@ -387,8 +389,8 @@ func (ix *index) heavyOf(i int32) *heavyRun {
 
 // heldBytes returns no less than the bytes ix holds.
 func (ix *index) heldBytes() int {
-	return allocBytes(int(reflect.TypeFor[index]().Size())) + sliceBytes(ix.ents) + sliceBytes(ix.keys4) + sliceBytes(ix.keys8) +
-		sliceBytes(ix.bkts) + sliceBytes(ix.heavy) + sliceBytes(ix.groups) + sliceBytes(ix.sets)
+	return memsize.Alloc(int(reflect.TypeFor[index]().Size())) + memsize.Slice(ix.ents) + memsize.Slice(ix.keys4) + memsize.Slice(ix.keys8) +
+		memsize.Slice(ix.bkts) + memsize.Slice(ix.heavy) + memsize.Slice(ix.groups) + memsize.Slice(ix.sets)
 }
 
 // find returns the index in rules, which ix indexes, of the rule that

@@ -68,6 +68,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/f9014239/robots/internal/memsize"
 )
 
 // Robots is a parsed robots.txt file. It is immutable once returned by
@@ -452,7 +454,7 @@ func (r *Robots) Size() int {
 	if n := r.size.Load(); n != 0 {
 		return int(n)
 	}
-	n := allocBytes(int(reflect.TypeFor[Robots]().Size())) + r.heldBytes()
+	n := memsize.Alloc(int(reflect.TypeFor[Robots]().Size())) + r.heldBytes()
 	if d := r.usage; d != nil {
 		n += d.heldBytes()
 	}
@@ -463,8 +465,8 @@ func (r *Robots) Size() int {
 // heldBytes returns the bytes that r's slices and indexes hold, building
 // the indexes. r.mu must be held.
 func (r *Robots) heldBytes() int {
-	n := allocBytes(len(r.arena)) + sliceBytes(r.rules) + sliceBytes(r.agents) + sliceBytes(r.groups) +
-		sliceBytes(r.lines) + sliceBytes(r.marks) + allocBytes(len(r.sitemaps)) + sliceBytes(r.delays)
+	n := memsize.Alloc(len(r.arena)) + memsize.Slice(r.rules) + memsize.Slice(r.agents) + memsize.Slice(r.groups) +
+		memsize.Slice(r.lines) + memsize.Slice(r.marks) + memsize.Alloc(len(r.sitemaps)) + memsize.Slice(r.delays)
 	for i := range r.groups {
 		if g := &r.groups[i]; g.indexed() {
 			n += g.indexLocked().heldBytes()
@@ -472,22 +474,6 @@ func (r *Robots) heldBytes() int {
 	}
 	return n
 }
-
-// allocBytes returns no less than the bytes the allocator takes for an
-// object of n bytes, generously: a small object's size class is at most a
-// fifth larger than it, and a large object takes whole pages.
-func allocBytes(n int) int {
-	switch {
-	case n == 0:
-		return 0
-	case n <= 32<<10:
-		return n + n/4 + 16
-	}
-	return (n + n/32 + 16 + 8191) &^ 8191
-}
-
-// sliceBytes returns allocBytes of the array of s.
-func sliceBytes[T any](s []T) int { return allocBytes(cap(s) * int(reflect.TypeFor[T]().Size())) }
 
 // maxLine is the largest line number a rule or group records: a rule on a
 // later line reports this one.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/f9014239/robots/internal/memsize"
 )
 
 // TestAllocBytes checks that allocBytes is never below the size the
@@ -12,12 +14,12 @@ import (
 func TestAllocBytes(t *testing.T) {
 	for n := 1; n <= 200<<10; n += 1 + n/64 {
 		took := cap(append([]byte(nil), make([]byte, n)...))
-		if got := allocBytes(n); got < took {
-			t.Fatalf("allocBytes(%d) = %d, below the %d bytes the allocator takes", n, got, took)
+		if got := memsize.Alloc(n); got < took {
+			t.Fatalf("memsize.Alloc(%d) = %d, below the %d bytes the allocator takes", n, got, took)
 		}
 	}
-	if allocBytes(0) != 0 {
-		t.Errorf("allocBytes(0) = %d", allocBytes(0))
+	if memsize.Alloc(0) != 0 {
+		t.Errorf("memsize.Alloc(0) = %d", memsize.Alloc(0))
 	}
 }
 

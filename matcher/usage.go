@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/f9014239/robots/internal/memsize"
 	"github.com/f9014239/robots/usage"
 )
 
@@ -412,10 +413,10 @@ func (d *usageData) pathIDs(dst []usage.ID, g *usageSet) []usage.ID {
 func (d *usageData) heldBytes() int {
 	d.sub.mu.Lock()
 	defer d.sub.mu.Unlock()
-	n := allocBytes(int(reflect.TypeFor[usageData]().Size())) + d.sub.heldBytes() + sliceBytes(d.groups) +
-		sliceBytes(d.big) + d.t.Size()
+	n := memsize.Alloc(int(reflect.TypeFor[usageData]().Size())) + d.sub.heldBytes() + memsize.Slice(d.groups) +
+		memsize.Slice(d.big) + d.t.Size()
 	for _, g := range d.big {
-		n += allocBytes(int(reflect.TypeFor[Group]().Size())) + g.indexLocked().heldBytes()
+		n += memsize.Alloc(int(reflect.TypeFor[Group]().Size())) + g.indexLocked().heldBytes()
 	}
 	return n
 }

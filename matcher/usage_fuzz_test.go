@@ -1,9 +1,10 @@
 package matcher
 
 import (
-	"github.com/f9014239/robots/usage"
 	"strings"
 	"testing"
+
+	"github.com/f9014239/robots/usage"
 )
 
 // FuzzUsage checks the usage lines: any body parses without a panic; the

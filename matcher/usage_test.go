@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"github.com/f9014239/robots/usage"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/f9014239/robots/usage"
 )
 
 // usageDir holds the shared usage-preference cases, relative to this

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/f9014239/robots/internal/memsize"
 )
 
 // ID names a usage line given to a [Builder], or a set of such lines (see
@@ -286,34 +288,18 @@ func (t *Table) Same(x, y ID) bool { return t.prefOf(x) == t.prefOf(y) }
 
 // Size returns about how many bytes of memory t holds, and no less.
 func (t *Table) Size() int {
-	n := allocBytes(int(reflect.TypeFor[Table]().Size())) + sliceBytes(t.items) + sliceBytes(t.prefs) +
-		sliceBytes(t.ents) + sliceBytes(t.labelAt) + allocBytes(len(t.text))
+	n := memsize.Alloc(int(reflect.TypeFor[Table]().Size())) + memsize.Slice(t.items) + memsize.Slice(t.prefs) +
+		memsize.Slice(t.ents) + memsize.Slice(t.labelAt) + memsize.Alloc(len(t.text))
 	if t.combos != nil {
 		// A map slot holds a 16-byte key and a 4-byte value, in groups
 		// of 8 slots with a control word, at most 7/8 full.
-		n += allocBytes(64 + len(t.combos)*32)
+		n += memsize.Alloc(64 + len(t.combos)*32)
 		for k := range t.combos {
-			n += allocBytes(len(k))
+			n += memsize.Alloc(len(k))
 		}
 	}
 	return n
 }
-
-// allocBytes returns no less than the bytes the allocator takes for an
-// object of n bytes, generously: a small object's size class is at most a
-// fifth larger than it, and a large object takes whole pages.
-func allocBytes(n int) int {
-	switch {
-	case n == 0:
-		return 0
-	case n <= 32<<10:
-		return n + n/4 + 16
-	}
-	return (n + n/32 + 16 + 8191) &^ 8191
-}
-
-// sliceBytes returns allocBytes of the array of s.
-func sliceBytes[T any](s []T) int { return allocBytes(cap(s) * int(reflect.TypeFor[T]().Size())) }
 
 // prefOf returns the preference of line or set id.
 func (t *Table) prefOf(id ID) uint32 { return binary.LittleEndian.Uint32(t.items[id:]) >> 2 }
