@@ -277,6 +277,7 @@ func (t *Transport) obtain(logCtx context.Context, s *site, f *flight, prevSt *s
 	if store != nil {
 		pctx, cancel := t.storeCtx(ctx)
 		if err := store.Put(pctx, s.origin, e); err != nil {
+			t.stats.storeErrors.Add(1)
 			t.log(logCtx, "robots: store put failed", "origin", s.origin, "err", err)
 		}
 		cancel()
@@ -300,6 +301,7 @@ func (t *Transport) storeGet(ctx, logCtx context.Context, origin string) *Entry 
 	defer cancel()
 	e, err := t.cfg.store.Get(ctx, origin)
 	if err != nil {
+		t.stats.storeErrors.Add(1)
 		t.log(logCtx, "robots: store get failed", "origin", origin, "err", err)
 		return nil
 	}
@@ -327,6 +329,7 @@ func (t *Transport) lockOrWait(ctx, logCtx context.Context, l Locker, origin str
 		unlock, ok, err := l.TryLock(lctx, origin, t.lockTTL())
 		cancel()
 		if err != nil {
+			t.stats.storeErrors.Add(1)
 			t.log(logCtx, "robots: store lock failed", "origin", origin, "err", err)
 			return nil, nil
 		}

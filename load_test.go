@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -447,3 +448,45 @@ func (panicPacer) Reserve(context.Context, string, time.Duration, bool, time.Dur
 }
 
 func (panicPacer) Pause(context.Context, string, time.Time) error { return nil }
+
+// failingLocker is a failingStore whose TryLock fails too.
+type failingLocker struct{ failingStore }
+
+func (s *failingLocker) TryLock(context.Context, string, time.Duration) (func(), bool, error) {
+	s.calls.Add(1)
+	return nil, false, errors.New("lock down")
+}
+
+// TestStoreErrorsCounted checks that each failed Get, TryLock and Put of a
+// Store is counted in Stats.StoreErrors and logged, and that the fetch goes
+// on.
+func TestStoreErrorsCounted(t *testing.T) {
+	mock := newMock()
+	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n"))
+	var buf syncBuffer
+	tr := &Transport{Base: mock, Agent: "ExampleBot", Store: &failingLocker{},
+		Logger: slog.New(slog.NewTextHandler(&buf, nil))}
+	client := &http.Client{Transport: tr}
+	wantRefused(t, client, "https://example.com/private")
+	if st := tr.Stats(); st.StoreErrors != 3 || st.FetchSuccess != 1 {
+		t.Errorf("StoreErrors %d, FetchSuccess %d; want 3 (a Get, a TryLock, a Put) and 1", st.StoreErrors, st.FetchSuccess)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		`msg="robots: store get failed" origin=https://example.com err="store down"`,
+		`msg="robots: store lock failed" origin=https://example.com err="lock down"`,
+		`msg="robots: store put failed" origin=https://example.com err="store down"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s:\n%s", want, out)
+		}
+	}
+
+	// A Store without a Locker: a Get and a Put.
+	tr = &Transport{Base: mock, Agent: "ExampleBot", Store: &failingStore{}, Logger: slog.New(slog.DiscardHandler)}
+	wantAllowed(t, &http.Client{Transport: tr}, "https://example.com/public")
+	if n := tr.Stats().StoreErrors; n != 2 {
+		t.Errorf("StoreErrors %d, want 2", n)
+	}
+}
+

@@ -30,6 +30,7 @@ type Stats struct {
 	FetchUnavailable uint64 // fetches with a 4xx, or too many redirects
 	FetchUnreachable uint64 // fetches with no answer, a 429 or a 5xx
 	StoreHits        uint64 // fresh entries taken from Store, not fetched
+	StoreErrors      uint64 // Store and Locker calls that failed, unreadable entries included
 
 	NotYet       uint64        // requests not sent, their turn too far (ErrNotYet)
 	TurnWaits    uint64        // requests that waited for their turn
@@ -55,6 +56,7 @@ func (t *Transport) Stats() Stats {
 		FetchUnavailable:   s.fetches[AccessUnavailable].Load(),
 		FetchUnreachable:   s.fetches[AccessUnreachable].Load(),
 		StoreHits:          s.storeHits.Load(),
+		StoreErrors:        s.storeErrors.Load(),
 		NotYet:             s.notYet.Load(),
 		TurnWaits:          s.paceWaits.Load(),
 		TurnWaitTime:       time.Duration(s.paceWait.Load()),
@@ -66,7 +68,7 @@ func (t *Transport) Stats() Stats {
 // goroutines at once, are striped over cache lines.
 type stats struct {
 	hitCount, sent, noRules                       striped
-	misses, evictions, storeHits                  atomic.Uint64
+	misses, evictions, storeHits, storeErrors     atomic.Uint64
 	refusedRule, refusedUnreachable, refusedUsage atomic.Uint64
 	fetches                                       [3]atomic.Uint64 // by Access
 	paceWaits, pauses, notYet                     atomic.Uint64
