@@ -19,6 +19,8 @@
 //	                                                                (success, unavailable, unreachable; RFC 9309 §2.3.1)
 //	robots.store.hits            {entry}                            fresh robots.txt entries taken from the Store
 //	                                                                instead of fetching
+//	robots.store.errors          {error}                            Store and Locker calls that failed (Get, Put,
+//	                                                                TryLock), unreadable entries included
 //	robots.cache.lookups         {lookup}     robots.cache.result   requests decided by robots.txt in memory (hit) or
 //	                                                                that waited for it to be fetched or loaded (miss)
 //	robots.cache.evictions       {origin}                           origins dropped from memory (MaxOrigins, MaxBytes)
@@ -133,6 +135,8 @@ func Instrument(t *robots.Transport, opts ...Option) (metric.Registration, error
 		"Fetches of robots.txt by access result.")
 	storeHits := i64("robots.store.hits", "{entry}",
 		"Fresh robots.txt entries taken from the Store instead of fetching.")
+	storeErrors := i64("robots.store.errors", "{error}",
+		"Store and Locker calls that failed (Get, Put, TryLock), unreadable entries included; the Transport goes on without the Store.")
 	lookups := i64("robots.cache.lookups", "{lookup}",
 		"Requests decided by a fresh robots.txt in memory (hit), or that waited for it to be fetched or loaded from the Store (miss).")
 	evictions := i64("robots.cache.evictions", "{origin}",
@@ -182,6 +186,7 @@ func Instrument(t *robots.Transport, opts ...Option) (metric.Registration, error
 		o.ObserveInt64(fetches, count(s.FetchUnavailable), fetchUnavail)
 		o.ObserveInt64(fetches, count(s.FetchUnreachable), fetchUnreach)
 		o.ObserveInt64(storeHits, count(s.StoreHits), base)
+		o.ObserveInt64(storeErrors, count(s.StoreErrors), base)
 		o.ObserveInt64(lookups, count(s.CacheHits), hit)
 		o.ObserveInt64(lookups, count(s.LoadWaits), miss)
 		o.ObserveInt64(evictions, count(s.Evictions), base)
@@ -189,7 +194,7 @@ func Instrument(t *robots.Transport, opts ...Option) (metric.Registration, error
 		o.ObserveFloat64(waitTime, s.TurnWaitTime.Seconds(), base)
 		o.ObserveInt64(pauses, count(s.Pauses), base)
 		return nil
-	}, requests, noRules, fetches, storeHits, lookups, evictions, waits, waitTime, pauses)
+	}, requests, noRules, fetches, storeHits, storeErrors, lookups, evictions, waits, waitTime, pauses)
 }
 
 // count converts a counter to an observation, saturating rather than

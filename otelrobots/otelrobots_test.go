@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"sort"
@@ -161,7 +162,7 @@ func zero(prefix string) map[string]float64 {
 	m["robots.cache.lookups{"+prefix+"robots.cache.result=hit}"] = 0
 	m["robots.cache.lookups{"+prefix+"robots.cache.result=miss}"] = 0
 	bare := strings.TrimSuffix(prefix, ",")
-	for _, name := range []string{"robots.allowed_without_rules", "robots.store.hits", "robots.cache.evictions",
+	for _, name := range []string{"robots.allowed_without_rules", "robots.store.hits", "robots.store.errors", "robots.cache.evictions",
 		"robots.pace.waits", "robots.pace.wait.time", "robots.pace.pauses"} {
 		m[name+"{"+bare+"}"] = 0
 	}
@@ -244,6 +245,7 @@ func TestInstruments(t *testing.T) {
 		"robots.allowed_without_rules": "{request}",
 		"robots.fetches":               "{fetch}",
 		"robots.store.hits":            "{entry}",
+		"robots.store.errors":          "{error}",
 		"robots.cache.lookups":         "{lookup}",
 		"robots.cache.evictions":       "{origin}",
 		"robots.pace.waits":            "{request}",
@@ -306,6 +308,34 @@ func TestStoreHits(t *testing.T) {
 	wantAllowed(t, &http.Client{Transport: second}, "https://example.com/a")
 	want := zero("")
 	want["robots.store.hits{}"] = 1
+	want["robots.cache.lookups{robots.cache.result=miss}"] = 1
+	want["robots.requests{robots.outcome=sent}"] = 1
+	wantSeries(t, collect(t, r), want)
+}
+
+// failingStore is a robots.Store whose every call fails.
+type failingStore struct{}
+
+func (failingStore) Get(context.Context, string) (*robots.Entry, error) {
+	return nil, errors.New("store down")
+}
+
+func (failingStore) Put(context.Context, string, *robots.Entry) error {
+	return errors.New("store down")
+}
+
+// TestStoreErrors reads robots.store.errors of a Transport whose Store
+// fails: its Get and its Put.
+func TestStoreErrors(t *testing.T) {
+	mp, r := newProvider(t)
+	tr := &robots.Transport{Base: newMock(), Agent: "ExampleBot", Store: failingStore{}, Logger: slog.New(slog.DiscardHandler)}
+	if _, err := Instrument(tr, WithMeterProvider(mp)); err != nil {
+		t.Fatal(err)
+	}
+	wantAllowed(t, &http.Client{Transport: tr}, "https://example.com/a")
+	want := zero("")
+	want["robots.store.errors{}"] = 2
+	want["robots.fetches{robots.access=success}"] = 1
 	want["robots.cache.lookups{robots.cache.result=miss}"] = 1
 	want["robots.requests{robots.outcome=sent}"] = 1
 	wantSeries(t, collect(t, r), want)
