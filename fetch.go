@@ -75,6 +75,13 @@ func (t *Transport) fetch(parent context.Context, origin string, rt *route, user
 		return ctx
 	}
 	ctx := bound()
+	// The turn of a redirect's origin, released at the hop's answer.
+	var hopDone func()
+	defer func() {
+		if hopDone != nil {
+			hopDone()
+		}
+	}()
 	for hop := 0; ; hop++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
 		if err != nil {
@@ -87,6 +94,10 @@ func (t *Transport) fetch(parent context.Context, origin string, rt *route, user
 			req.Host = host
 		}
 		resp, err, perr, done := t.roundTrip(ctx, req, target)
+		if hopDone != nil {
+			hopDone()
+			hopDone = nil
+		}
 		if !done {
 			return &fetchResult{err: fmt.Errorf("robots: fetching %s: %w", redact(target), ctx.Err())}
 		}
@@ -159,7 +170,7 @@ func (t *Transport) fetch(parent context.Context, origin string, rt *route, user
 			// for that origin's turn, and the wait does not count
 			// against FetchTimeout.
 			start := time.Now()
-			if err := t.hopTurn(parent, k); err != nil {
+			if hopDone, err = t.hopTurn(parent, k); err != nil {
 				return &fetchResult{status: resp.StatusCode, err: fmt.Errorf("robots: following a redirect to %s: %w", redact(next), err)}
 			}
 			deadline = deadline.Add(time.Since(start))
@@ -171,12 +182,16 @@ func (t *Transport) fetch(parent context.Context, origin string, rt *route, user
 }
 
 // hopTurn waits for the turn of origin k, for a redirect of a robots.txt
-// fetch that leads there.
-func (t *Transport) hopTurn(ctx context.Context, k originKey) error {
+// fetch that leads there, and returns the release of the turn, to call at
+// the hop's answer.
+func (t *Transport) hopTurn(ctx context.Context, k originKey) (func(), error) {
 	now := t.now()
 	s := t.cache.siteOf(k, now)
-	_, err := t.waitTurn(ctx, s, t.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true, now)
-	return err
+	tk, err := t.waitTurn(ctx, s, t.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true, now, nil)
+	if err != nil {
+		return nil, err
+	}
+	return func() { t.release(ctx, s, tk) }, nil
 }
 
 // roundTrip sends req through Base, guarded (see guard), and returns Base's

@@ -318,14 +318,27 @@ type memPacer struct {
 	mu    sync.Mutex
 	last  map[string]memTurn       // the latest turn taken
 	pause map[string]time.Duration // since epoch: the end of the pause
+	bo    map[string]memBackoff
+	ids   uint64
 }
 
-// memTurn is a turn of a memPacer: when, since its epoch, and the interval
-// it keeps.
-type memTurn struct{ at, every time.Duration }
+// memTurn is a turn of a memPacer: when, since its epoch, the interval it
+// keeps, and while it is held, its ID and the end of its hold.
+type memTurn struct {
+	at, every time.Duration
+	id        uint64
+	holdUntil time.Duration
+}
 
-func (p *memPacer) Reserve(ctx context.Context, origin string, every time.Duration, known bool, maxWait time.Duration) (time.Duration, bool, error) {
-	if !known {
+// memBackoff is a memPacer's back-off of one origin.
+type memBackoff struct {
+	level      int
+	start, end time.Duration
+}
+
+func (p *memPacer) Reserve(ctx context.Context, origin string, r TurnRequest) (Turn, error) {
+	every := r.Every
+	if !r.Known {
 		every = unknownEvery(every)
 	}
 	p.mu.Lock()
@@ -338,19 +351,41 @@ func (p *memPacer) Reserve(ctx context.Context, origin string, every time.Durati
 	}
 	last, ok := p.last[origin]
 	if ok {
+		if last.id != 0 && now < last.holdUntil {
+			return Turn{InFlight: true, Wait: last.at + max(ask, last.every) - now}, nil
+		}
+		if last.id != 0 {
+			last.at = last.holdUntil // never released: spaced from its hold's end
+		}
 		at = max(at, last.at+max(ask, last.every))
 		if every < 0 {
 			keep = max(keep, last.every)
 		}
 	}
-	if wait := at - now; wait > 0 && wait >= maxWait {
-		return wait, false, nil
+	if wait := at - now; wait > 0 && wait >= r.MaxWait {
+		return Turn{Wait: wait}, nil
 	}
 	if p.last == nil {
 		p.last = make(map[string]memTurn)
 	}
-	p.last[origin] = memTurn{at, keep}
-	return at - now, true, nil
+	t := memTurn{at: at, every: keep}
+	if r.Hold > 0 && keep > 0 {
+		p.ids++
+		t.id, t.holdUntil = p.ids, at+r.Hold
+	}
+	p.last[origin] = t
+	return Turn{OK: true, Wait: at - now, ID: t.id}, nil
+}
+
+func (p *memPacer) Release(ctx context.Context, origin string, id uint64, answered time.Time) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t, ok := p.last[origin]; ok && t.id == id && id != 0 {
+		t.at = max(t.at, answered.Sub(p.epoch), time.Since(p.epoch))
+		t.id = 0
+		p.last[origin] = t
+	}
+	return nil
 }
 
 func (p *memPacer) Pause(ctx context.Context, origin string, until time.Time) error {
@@ -369,6 +404,42 @@ func (p *memPacer) PausedUntil(ctx context.Context, origin string) (time.Time, e
 	if u, ok := p.pause[origin]; ok {
 		return p.epoch.Add(u), nil
 	}
+	return time.Time{}, nil
+}
+
+func (p *memPacer) PushBack(ctx context.Context, origin string, sent time.Time, b Backoff) (time.Time, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now, s := time.Since(p.epoch), sent.Sub(p.epoch)
+	if p.bo == nil {
+		p.bo = make(map[string]memBackoff)
+	}
+	bo := p.bo[origin]
+	if bo.level > 0 && s < bo.start {
+		return p.epoch.Add(bo.end), nil
+	}
+	if bo.level > 0 && now > bo.end+b.Forgive {
+		bo.level = 0
+	}
+	bo.level++
+	d := b.First
+	for i := 1; i < bo.level && d < b.Max; i++ {
+		d *= 2
+	}
+	bo.start, bo.end = now, now+min(d, b.Max)
+	p.bo[origin] = bo
+	if p.pause == nil {
+		p.pause = make(map[string]time.Duration)
+	}
+	p.pause[origin] = max(p.pause[origin], bo.end)
+	return p.epoch.Add(bo.end), nil
+}
+// noHold gives a test Pacer a Release that does nothing and a PushBack
+// that pauses nothing.
+type noHold struct{}
+
+func (noHold) Release(context.Context, string, uint64, time.Time) error { return nil }
+func (noHold) PushBack(context.Context, string, time.Time, Backoff) (time.Time, error) {
 	return time.Time{}, nil
 }
 

@@ -112,7 +112,7 @@ func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string, 
 			waiting = nil
 			sendAt := time.Unix(0, f.sendAt.Load())
 			if now := t.now(); t.clock(sendAt) >= lim.until {
-				return nil, t.notYet(ctx, s, now, max(t.clock(sendAt)-now, time.Nanosecond), lim)
+				return nil, t.notYet(ctx, s, now, max(t.clock(sendAt)-now, time.Nanosecond), lim, ReasonRobotsTxt)
 			}
 		case <-timeout:
 			select {
@@ -120,7 +120,7 @@ func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string, 
 				return f.st, nil
 			default:
 			}
-			return nil, t.notYet(ctx, s, t.now(), fetchPoll, lim)
+			return nil, t.notYet(ctx, s, t.now(), fetchPoll, lim, ReasonRobotsTxt)
 		case <-ctx.Done():
 			return nil, fmt.Errorf("robots: waiting for %s/robots.txt: %w", s.origin, ctx.Err())
 		}
@@ -168,6 +168,7 @@ func (t *Transport) load(ctx context.Context, s *site, f *flight, userAgent stri
 		// An unreachable robots.txt says nothing of the origin's
 		// rules: the pace knows them only from one that was read.
 		t.paceOf(s).know(st.every, st.entry != nil && st.entry.Access != AccessUnreachable)
+		t.warnCapped(ctx, s, st)
 		s.cur.Store(st)
 		t.stats.evictions.Add(uint64(t.cache.account(s, st.bytes, t.now())))
 		s.mu.Lock()
@@ -257,13 +258,12 @@ func (t *Transport) obtain(logCtx context.Context, s *site, f *flight, prevSt *s
 		// seen: the crawl-delay that the fleet keeps.
 		every = max(every, t.cfg.minDelay, t.compile(prev, nil).every)
 	}
-	at, _ := t.waitTurn(ctx, s, every, f, true, t.now())
-
+	tk, _ := t.waitTurn(ctx, s, every, f, true, t.now(), nil)
 	r := t.fetch(ctx, s.origin, s.route.Load(), userAgent)
 	// The request after the fetch is spaced from its answer, not from
 	// when it left: the site sees the two at least an interval apart,
 	// however long the fetch took.
-	t.departed(s, at)
+	t.release(logCtx, s, tk)
 	if r.retryAfter > 0 && !t.cfg.ignoreRetryAfter {
 		// A robots.txt that asks to wait pauses its origin like a
 		// page does: the last good copy is obeyed, but no request
@@ -311,7 +311,30 @@ func (t *Transport) storeGet(ctx, logCtx context.Context, origin string) *Entry 
 // lockTTL is how long a Store's fetch lock is held at most: the fetch's
 // wait for its turn, the fetch and the Put.
 func (t *Transport) lockTTL() time.Duration {
-	return t.cfg.maxCrawlDelay + t.cfg.maxRetryAfter + t.cfg.fetchTimeout + 2*storeTimeout
+	// The wait for the turn is bounded here, not by the longest pause or
+	// crawl-delay: a lock left by a process that died must not hold the
+	// fleet's loads back for a day. A fetch whose lock runs out while it
+	// waits is only made twice, each in its turn.
+	return min(t.cfg.maxCrawlDelay+t.cfg.maxRetryAfter, maxLockWait) + t.cfg.fetchTimeout + 2*storeTimeout
+}
+
+// maxLockWait bounds the wait for a turn that a Store's fetch lock covers.
+const maxLockWait = 5 * time.Minute
+
+// warnCapped logs, once per load, that MaxCrawlDelay shortens the crawl-delay
+// that st's robots.txt asks of the Transport's agent.
+func (t *Transport) warnCapped(ctx context.Context, s *site, st *state) {
+	if st.robots == nil || t.cfg.ignoreCrawlDelay || t.cfg.logger == nil {
+		return
+	}
+	agent := t.cfg.agent
+	if agent == "" {
+		agent = "*"
+	}
+	if d, ok := st.robots.Group(agent).CrawlDelay(); ok && d > t.cfg.maxCrawlDelay {
+		t.log(ctx, "robots: Crawl-delay capped at MaxCrawlDelay", "origin", s.origin,
+			"asked", d, "kept", t.cfg.maxCrawlDelay)
+	}
 }
 
 // lockOrWait takes the Store's fetch lock of origin, or waits for the entry

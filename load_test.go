@@ -377,7 +377,7 @@ func (s *panicStore) Put(ctx context.Context, origin string, e *Entry) error {
 }
 
 // panicPacer is a Pacer whose Reserve panics.
-type panicPacer struct{}
+type panicPacer struct{ noHold }
 
 // TestStorePacerPanicDuringFetch: a Store or Pacer that panics during the
 // fetch of robots.txt makes the origin unreachable, with or without a
@@ -443,7 +443,7 @@ func (stuckStore) TryLock(ctx context.Context, _ string, _ time.Duration) (func(
 	return nil, false, ctx.Err()
 }
 
-func (panicPacer) Reserve(context.Context, string, time.Duration, bool, time.Duration) (time.Duration, bool, error) {
+func (panicPacer) Reserve(context.Context, string, TurnRequest) (Turn, error) {
 	panic("pacer kaput")
 }
 

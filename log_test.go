@@ -39,8 +39,9 @@ func TestDebugRecords(t *testing.T) {
 		out := buf.String()
 		for _, want := range []string{
 			`level=DEBUG msg="robots: refused" url=https://example.com/private agent=ExampleBot rule="Disallow: /private" line=3`,
-			`level=DEBUG msg="robots: not sent yet" origin=https://example.com in=2s`,
-			`level=DEBUG msg="robots: waiting for the turn" origin=https://example.com wait=500ms robots_txt=false`,
+			`level=DEBUG msg="robots: not sent yet" origin=https://example.com in=2s at=2000-01-01T00:00:02.000Z reason=crawl-delay`,
+			`level=DEBUG msg="robots: waiting for the turn" origin=https://example.com url=https://example.com/page wait=500ms reason=crawl-delay`,
+			`level=DEBUG msg="robots: waiting for the turn" origin=https://example.com url=https://example.com/robots.txt wait=2s reason=crawl-delay`,
 			`level=DEBUG msg="robots: refused" url=https://down.example/x agent=ExampleBot why="robots.txt unreachable"`,
 			`msg="robots: fetched robots.txt" origin=https://moved.example access=success status=200`,
 			`from=https://example.com`,

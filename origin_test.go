@@ -250,15 +250,16 @@ func TestVirtualHostPace(t *testing.T) {
 // namingPacer is a Pacer that paces nothing and records the origins it is
 // asked about.
 type namingPacer struct {
+	noHold
 	mu  sync.Mutex
 	got []string
 }
 
-func (p *namingPacer) Reserve(_ context.Context, origin string, _ time.Duration, _ bool, _ time.Duration) (time.Duration, bool, error) {
+func (p *namingPacer) Reserve(_ context.Context, origin string, _ TurnRequest) (Turn, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.got = append(p.got, origin)
-	return 0, true, errors.New("namingPacer: pace in memory")
+	return Turn{OK: true}, errors.New("namingPacer: pace in memory")
 }
 
 func (p *namingPacer) Pause(context.Context, string, time.Time) error { return nil }

@@ -111,7 +111,8 @@ func TestCrawlDelaySettings(t *testing.T) {
 		{"no delay", "User-agent: *\nDisallow: /private\n", &Transport{}, 0},
 		{"zero delay", "User-agent: *\nCrawl-delay: 0\n", &Transport{}, 0},
 		{"fractional", "User-agent: *\nCrawl-delay: 0.5\n", &Transport{}, 500 * time.Millisecond},
-		{"capped by default", "User-agent: *\nCrawl-delay: 3600\n", &Transport{}, DefaultMaxCrawlDelay},
+		{"an hour, honoured by default", "User-agent: *\nCrawl-delay: 3600\n", &Transport{}, time.Hour},
+		{"capped by default", "User-agent: *\nCrawl-delay: 172800\n", &Transport{}, DefaultMaxCrawlDelay},
 		{"capped", "User-agent: *\nCrawl-delay: 60\n", &Transport{MaxCrawlDelay: 10 * time.Second}, 10 * time.Second},
 		{"ignored", "User-agent: *\nCrawl-delay: 5\n", &Transport{IgnoreCrawlDelay: true}, 0},
 		{"min delay, none stated", "User-agent: *\nDisallow: /private\n", &Transport{MinDelay: 2 * time.Second}, 2 * time.Second},
@@ -129,8 +130,9 @@ func TestCrawlDelaySettings(t *testing.T) {
 				} else {
 					pacedOrigin(mock, c.robots)
 				}
+				// A TTL longer than the longest delay: no fetch between.
 				tr := &Transport{Base: mock, Agent: "ExampleBot", IgnoreCrawlDelay: c.tr.IgnoreCrawlDelay,
-					MaxCrawlDelay: c.tr.MaxCrawlDelay, MinDelay: c.tr.MinDelay}
+					MaxCrawlDelay: c.tr.MaxCrawlDelay, MinDelay: c.tr.MinDelay, TTL: 7 * 24 * time.Hour}
 				client := &http.Client{Transport: tr}
 				wantAllowed(t, client, "https://example.com/page1")
 				start := time.Now()
@@ -145,6 +147,7 @@ func TestCrawlDelaySettings(t *testing.T) {
 
 // fakePacer is a Pacer that records its calls and asks for fixed waits.
 type fakePacer struct {
+	noHold
 	mu       sync.Mutex
 	reserves []string
 	pauses   []string
@@ -152,18 +155,18 @@ type fakePacer struct {
 	err      error
 }
 
-func (p *fakePacer) Reserve(ctx context.Context, origin string, every time.Duration, known bool, maxWait time.Duration) (time.Duration, bool, error) {
+func (p *fakePacer) Reserve(ctx context.Context, origin string, tr TurnRequest) (Turn, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	r := fmt.Sprintf("%s every=%v", origin, every)
-	if !known {
+	r := fmt.Sprintf("%s every=%v", origin, tr.Every)
+	if !tr.Known {
 		r += ", rules unknown"
 	}
 	p.reserves = append(p.reserves, r)
 	if p.err != nil {
-		return 0, false, p.err
+		return Turn{}, p.err
 	}
-	return p.wait, p.wait < maxWait, nil
+	return Turn{Wait: p.wait, OK: p.wait < tr.MaxWait}, nil
 }
 
 func (p *fakePacer) Pause(ctx context.Context, origin string, until time.Time) error {
@@ -251,27 +254,30 @@ func TestPaceKeepsInterval(t *testing.T) {
 		{unknownEvery(0), 13*s + time.Nanosecond},
 	}
 	for i, st := range steps {
-		wait, ok, _ := p.reserve(0, st.every, time.Hour)
-		if !ok || wait != st.want {
-			t.Errorf("turn %d (every %v) at %v, %v; want %v", i, st.every, wait, ok, st.want)
+		g := p.reserve(0, st.every, time.Hour, 0)
+		if !g.ok || g.wait != st.want {
+			t.Errorf("turn %d (every %v) at %v, %v; want %v", i, st.every, g.wait, g.ok, st.want)
 		}
 	}
 	// A give-back of the latest turn restores the interval it replaced.
 	q := new(pace)
-	q.reserve(0, 2*s, time.Hour)
-	_, _, tk := q.reserve(0, 0, time.Hour) // at 2s, keeps 0
-	tk.giveBack()
-	if wait, _, _ := q.reserve(0, 0, time.Hour); wait != 2*s {
-		t.Errorf("turn after a give-back at %v, want 2s: the 2s interval restored", wait)
+	q.reserve(0, 2*s, time.Hour, 0)
+	tk := q.reserve(0, 0, time.Hour, 0).tk // at 2s, keeps 0
+	tk.giveBack(0)
+	if g := q.reserve(0, 0, time.Hour, 0); g.wait != 2*s {
+		t.Errorf("turn after a give-back at %v, want 2s: the 2s interval restored", g.wait)
 	}
 }
 
 // downWatcher is a Pacer whose Reserve fails (a store in its cooldown) and
 // whose copy of the fleet's pauses holds one.
-type downWatcher struct{ until time.Time }
+type downWatcher struct {
+	noHold
+	until time.Time
+}
 
-func (p *downWatcher) Reserve(context.Context, string, time.Duration, bool, time.Duration) (time.Duration, bool, error) {
-	return 0, false, errors.New("pacer down")
+func (p *downWatcher) Reserve(context.Context, string, TurnRequest) (Turn, error) {
+	return Turn{}, errors.New("pacer down")
 }
 func (p *downWatcher) Pause(context.Context, string, time.Time) error {
 	return errors.New("pacer down")
@@ -330,14 +336,14 @@ func TestFailingPacerPacesInMemory(t *testing.T) {
 }
 
 // ctxPacer is a Pacer that waits for its context to be done, if it can be.
-type ctxPacer struct{}
+type ctxPacer struct{ noHold }
 
-func (ctxPacer) Reserve(ctx context.Context, _ string, _ time.Duration, _ bool, _ time.Duration) (time.Duration, bool, error) {
+func (ctxPacer) Reserve(ctx context.Context, _ string, _ TurnRequest) (Turn, error) {
 	if ctx.Done() == nil {
-		return 0, true, nil
+		return Turn{OK: true}, nil
 	}
 	<-ctx.Done()
-	return 0, false, ctx.Err()
+	return Turn{}, ctx.Err()
 }
 
 func (ctxPacer) Pause(context.Context, string, time.Time) error { return nil }
@@ -357,6 +363,8 @@ func TestPacerErrorAfterContextDone(t *testing.T) {
 		if n := calls(mock, "https://example.com/page"); n != 0 {
 			t.Errorf("page sent %d times after its context ended, want 0", n)
 		}
+		time.Sleep(storeTimeout) // the load's Reserve gives up
+		synctest.Wait()
 	})
 }
 
@@ -370,9 +378,9 @@ type watchPacer struct {
 	watched  map[string]time.Time // guarded by mu
 }
 
-func (p *watchPacer) Reserve(ctx context.Context, origin string, every time.Duration, known bool, maxWait time.Duration) (time.Duration, bool, error) {
+func (p *watchPacer) Reserve(ctx context.Context, origin string, r TurnRequest) (Turn, error) {
 	p.reserves.Add(1)
-	return p.atkPacer.Reserve(ctx, origin, every, known, maxWait)
+	return p.atkPacer.Reserve(ctx, origin, r)
 }
 
 func (p *watchPacer) WatchedPause(origin string) (time.Time, bool) {
@@ -450,6 +458,8 @@ type atkPacer struct {
 	down  atomic.Bool
 	mu    sync.Mutex
 	paces map[string]*pace
+	held  map[uint64]turn // guarded by mu: the held turns by ID
+	ids   uint64          // guarded by mu
 }
 
 func (p *atkPacer) pace(origin string) *pace {
@@ -464,22 +474,59 @@ func (p *atkPacer) pace(origin string) *pace {
 	return p.paces[origin]
 }
 
-func (p *atkPacer) Reserve(ctx context.Context, origin string, every time.Duration, known bool, maxWait time.Duration) (time.Duration, bool, error) {
-	if !known {
+func (p *atkPacer) Reserve(ctx context.Context, origin string, r TurnRequest) (Turn, error) {
+	every := r.Every
+	if !r.Known {
 		every = unknownEvery(every)
 	}
 	if p.down.Load() {
-		return 0, false, errors.New("pacer down")
+		return Turn{}, errors.New("pacer down")
 	}
-	wait, ok, _ := p.pace(origin).reserve(time.Since(p.epoch), every, maxWait)
-	return wait, ok, nil
+	g := p.pace(origin).reserve(time.Since(p.epoch), every, r.MaxWait, r.Hold)
+	if !g.ok {
+		return Turn{Wait: g.wait, InFlight: g.why == ReasonInFlight}, nil
+	}
+	tr := Turn{OK: true, Wait: g.wait}
+	if g.tk.held {
+		p.mu.Lock()
+		p.ids++
+		tr.ID = p.ids
+		if p.held == nil {
+			p.held = map[uint64]turn{}
+		}
+		p.held[tr.ID] = g.tk
+		p.mu.Unlock()
+	}
+	return tr, nil
+}
+
+func (p *atkPacer) Release(ctx context.Context, origin string, id uint64, answered time.Time) error {
+	if p.down.Load() {
+		return errors.New("pacer down")
+	}
+	p.mu.Lock()
+	tk, ok := p.held[id]
+	delete(p.held, id)
+	p.mu.Unlock()
+	if ok {
+		tk.p.release(tk, max(answered.Sub(p.epoch), time.Since(p.epoch)))
+	}
+	return nil
+}
+
+func (p *atkPacer) PushBack(ctx context.Context, origin string, sent time.Time, b Backoff) (time.Time, error) {
+	if p.down.Load() {
+		return time.Time{}, errors.New("pacer down")
+	}
+	until, _ := p.pace(origin).pushBack(time.Since(p.epoch), sent.Sub(p.epoch), b, 0)
+	return p.epoch.Add(until), nil
 }
 
 func (p *atkPacer) Pause(ctx context.Context, origin string, until time.Time) error {
 	if p.down.Load() {
 		return errors.New("pacer down")
 	}
-	p.pace(origin).pause(until.Sub(p.epoch))
+	p.pace(origin).pause(until.Sub(p.epoch), ReasonRetryAfter)
 	return nil
 }
 

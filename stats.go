@@ -36,6 +36,10 @@ type Stats struct {
 	TurnWaits    uint64        // requests that waited for their turn
 	TurnWaitTime time.Duration // the time they waited, in total
 	Pauses       uint64        // origins paused by Retry-After
+	Backoffs     uint64        // incidents of pushback: origins paused by the back-off
+	// requests that waited for, or were refused for, the answer to
+	// another request to their origin (ReasonInFlight)
+	InFlightWaits uint64
 }
 
 // Stats returns the Transport's counters, each read atomically (together,
@@ -61,6 +65,8 @@ func (t *Transport) Stats() Stats {
 		TurnWaits:          s.paceWaits.Load(),
 		TurnWaitTime:       time.Duration(s.paceWait.Load()),
 		Pauses:             s.pauses.Load(),
+		Backoffs:           s.backoffs.Load(),
+		InFlightWaits:      s.inFlightWaits.Load(),
 	}
 }
 
@@ -72,6 +78,7 @@ type stats struct {
 	refusedRule, refusedUnreachable, refusedUsage atomic.Uint64
 	fetches                                       [3]atomic.Uint64 // by Access
 	paceWaits, pauses, notYet                     atomic.Uint64
+	backoffs, inFlightWaits                       atomic.Uint64
 	paceWait                                      atomic.Int64 // nanoseconds
 }
 

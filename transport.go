@@ -81,8 +81,13 @@ const (
 	DefaultMaxBodySize   = 500 << 10
 	DefaultMaxOrigins    = 10000            // MaxOrigins
 	DefaultMaxBytes      = 256 << 20        // MaxBytes
-	DefaultMaxCrawlDelay = 30 * time.Second // MaxCrawlDelay
-	DefaultMaxRetryAfter = 5 * time.Minute  // MaxRetryAfter
+	DefaultMaxCrawlDelay = 24 * time.Hour   // MaxCrawlDelay
+	DefaultMaxRetryAfter = 24 * time.Hour   // MaxRetryAfter
+	DefaultTurnTimeout   = time.Minute      // TurnTimeout
+	// Backoff's fields
+	DefaultBackoffFirst   = time.Minute
+	DefaultBackoffMax     = 24 * time.Hour
+	DefaultBackoffForgive = time.Hour
 )
 
 // Transport is an [http.RoundTripper] that obeys robots.txt: it sends a
@@ -147,12 +152,29 @@ type Transport struct {
 	// the least time between two requests to one origin (if zero, an
 	// origin that states no crawl-delay is not paced). IgnoreRetryAfter
 	// turns off the pauses that Retry-After sets; MaxRetryAfter caps them
-	// (if zero, DefaultMaxRetryAfter).
+	// (if zero, DefaultMaxRetryAfter). A cap that shortens what a site
+	// asked for is logged (Warn), with the origin, the ask and the cap.
 	IgnoreCrawlDelay bool
 	MaxCrawlDelay    time.Duration
 	MinDelay         time.Duration
 	IgnoreRetryAfter bool
 	MaxRetryAfter    time.Duration
+
+	// TurnTimeout bounds how long a request to a paced origin holds it:
+	// while an origin has an interval (a crawl-delay, MinDelay, a back-off)
+	// one request to it is in flight at a time, and the next leaves an
+	// interval after its answer (response headers or error), or after
+	// TurnTimeout if the answer has not come by then (a Base that hangs, a
+	// killed process holding a Pacer's turn). If zero, DefaultTurnTimeout.
+	TurnTimeout time.Duration
+
+	// Backoff pauses an origin that answers 429 or 503 without a usable
+	// Retry-After (absent, zero, in the past, malformed, or ignored);
+	// its zero fields take DefaultBackoffFirst, DefaultBackoffMax and
+	// DefaultBackoffForgive. Until a back-off is forgiven, the origin
+	// gets one request at a time. IgnoreBackoff turns it off.
+	Backoff       Backoff
+	IgnoreBackoff bool
 
 	// Uses names the uses the crawler makes of what it fetches ("train-ai",
 	// "search", "ai-input", "use=reference", ...): a request whose URL
@@ -213,6 +235,8 @@ type config struct {
 	ignoreRetryAfter bool
 	maxRetryAfter    time.Duration
 	maxWait          time.Duration // Transport.MaxWait; 0 for none
+	turnTimeout      time.Duration
+	backoff          Backoff // First is 0 if IgnoreBackoff
 	pacer            Pacer
 	watcher          PauseWatcher // pacer, if it is one
 	// Transport.Uses, "ai-train" read as "train-ai"
@@ -262,7 +286,25 @@ func (t *Transport) init() {
 		ignoreRetryAfter: t.IgnoreRetryAfter,
 		maxRetryAfter:    t.MaxRetryAfter,
 		maxWait:          max(t.MaxWait, 0),
+		turnTimeout:      t.TurnTimeout,
+		backoff:          t.Backoff,
 		pacer:            t.Pacer,
+	}
+	if c.turnTimeout <= 0 {
+		c.turnTimeout = DefaultTurnTimeout
+	}
+	if c.backoff.First <= 0 {
+		c.backoff.First = DefaultBackoffFirst
+	}
+	if c.backoff.Max <= 0 {
+		c.backoff.Max = DefaultBackoffMax
+	}
+	c.backoff.Max = max(c.backoff.Max, c.backoff.First)
+	if c.backoff.Forgive <= 0 {
+		c.backoff.Forgive = DefaultBackoffForgive
+	}
+	if t.IgnoreBackoff {
+		c.backoff = Backoff{}
 	}
 	c.watcher, _ = c.pacer.(PauseWatcher)
 	for _, u := range t.Uses {
@@ -368,14 +410,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var s *site
 	var st *state
 	now := t.now()
-	at := noTurn
+	var tk turn
 	if isRobotsTxt(req.URL) {
-		s, at, err = t.robotsTxtSite(ctx, req.URL, req.Host, now)
+		s, tk, err = t.robotsTxtSite(ctx, req.URL, req.Host, now)
 	} else {
 		var every time.Duration
 		s, st, every, err = t.check(ctx, req.URL, req.Host, agent, t.fetchAgent(req.Header, ua), now)
 		if err == nil {
-			at, err = t.waitTurn(ctx, s, every, nil, false, now)
+			tk, err = t.waitTurn(ctx, s, every, nil, false, now, req.URL)
 		}
 	}
 	if err != nil {
@@ -387,13 +429,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Header.Set("User-Agent", ua)
 	}
 	t.stats.sent.add()
+	sent := now // when the request left, for the bursts of a back-off
+	if tk.p != nil {
+		sent = t.now()
+	}
 	resp, err := t.cfg.base.RoundTrip(req)
 	// The next request is spaced from this one's answer: the site sees
 	// them an interval apart, however long this one took to reach it.
-	t.departed(s, at)
+	t.release(ctx, s, tk)
 	if err == nil && resp != nil {
-		if !t.cfg.ignoreRetryAfter {
-			t.pauseFor(ctx, s, resp)
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+			t.pushedBack(ctx, s, resp.StatusCode, resp.Header, sent)
 		}
 		if st != nil && st.robots != nil && st.robots.HasUsage() {
 			t.attachUsage(resp, req, st, agent) // see UsageOf
@@ -405,10 +451,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // robotsTxtSite returns the site of u with Host host, a request for
 // /robots.txt that began at now, after waiting for its turn. It does not
 // fetch robots.txt.
-func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL, host string, now time.Duration) (*site, time.Duration, error) {
+func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL, host string, now time.Duration) (*site, turn, error) {
 	k, _, err := authorityOf(u, host)
 	if err != nil {
-		return nil, noTurn, err
+		return nil, turn{}, err
 	}
 	sh := t.cache.shard(k)
 	s := sh.get(k)
@@ -417,8 +463,8 @@ func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL, host string, 
 		s, evicted = t.cache.add(sh, k, now)
 		t.stats.evictions.Add(uint64(evicted))
 	}
-	at, err := t.waitTurn(ctx, s, t.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true, now)
-	return s, at, err
+	tk, err := t.waitTurn(ctx, s, t.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true, now, u)
+	return s, tk, err
 }
 
 // CloseIdleConnections closes the idle connections of Base, if it has a

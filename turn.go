@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"time"
@@ -24,8 +25,19 @@ type TurnError struct {
 
 	// At is the earliest time a retry can be sent: the origin's next turn,
 	// or when the fetch of robots.txt it needs is sent (100 ms on when that
-	// is unknown). It is never the zero time.
+	// is unknown). It is never the zero time. While a request to the
+	// origin is in flight (Reason is ReasonInFlight), its answer is not
+	// known yet: At is then an estimate, the time the request left plus
+	// the origin's recent answer time (a moving average; 0 before the
+	// first answer), or now if that has passed, plus the interval. With
+	// one caller per origin, a retry at At is sent; with many, At is the
+	// earliest any of them can be, and each retry may find another's
+	// turn taken.
 	At time.Time
+
+	// Reason says what holds the origin: ReasonCrawlDelay,
+	// ReasonInFlight, ReasonRetryAfter, ReasonBackoff or ReasonRobotsTxt.
+	Reason string
 
 	// Err is context.DeadlineExceeded if the deadline refused the request,
 	// or nil if MaxWait did.
@@ -38,7 +50,11 @@ func (e *TurnError) Error() string {
 	if e.Err != nil {
 		why = "the deadline"
 	}
-	return "robots: the turn of " + e.Origin + " is at " + e.At.Format("15:04:05.000") + ", past " + why + ": not sent"
+	msg := "robots: the turn of " + e.Origin + " is at " + e.At.Format("15:04:05.000")
+	if e.Reason != "" {
+		msg += " (" + e.Reason + ")"
+	}
+	return msg + ", past " + why + ": not sent"
 }
 
 // Is reports whether target is ErrNotYet.
@@ -83,6 +99,7 @@ func (t *Transport) NextTurn(ctx context.Context, u *url.URL) (time.Time, error)
 	if err != nil {
 		return time.Time{}, err
 	}
+	ctx = context.WithValue(ctx, probeKey{}, true)
 	now := t.now()
 	var s *site
 	every := time.Duration(0)
@@ -107,12 +124,13 @@ func (t *Transport) NextTurn(ctx context.Context, u *url.URL) (time.Time, error)
 	}
 	now = t.now()
 	p := t.paceOf(s)
-	if every <= 0 {
+	if every <= 0 && !p.heeded(now) {
 		// Such a request takes no turn (see waitTurn): only a pause
 		// holds it back.
 		return t.epoch.Add(max(now, time.Duration(p.pausedUntil.Load()))), nil
 	}
-	return t.epoch.Add(p.earliest(now, every)), nil
+	at, _ := p.earliest(now, every)
+	return t.epoch.Add(at), nil
 }
 
 // paceOf returns the pace of s's origin: s's own, unless it was dropped
@@ -180,26 +198,34 @@ func (l turnLimit) left(now time.Duration) time.Duration {
 }
 
 // notYet returns the error of a request to s refused at now because its turn
-// is wait away, past l.
-func (t *Transport) notYet(ctx context.Context, s *site, now, wait time.Duration, l turnLimit) *TurnError {
-	t.stats.notYet.Add(1)
-	e := &TurnError{Origin: s.origin, At: t.epoch.Add(now + wait)}
+// is wait away, past l, for the reason why.
+func (t *Transport) notYet(ctx context.Context, s *site, now, wait time.Duration, l turnLimit, why string) *TurnError {
+	if ctx.Value(probeKey{}) == nil {
+		t.stats.notYet.Add(1)
+	}
+	e := &TurnError{Origin: s.origin, At: t.epoch.Add(now + wait), Reason: why}
 	if l.deadline {
 		e.Err = context.DeadlineExceeded
 	}
 	if t.debugging(ctx) {
 		t.debug(ctx, "robots: not sent yet", slog.String("origin", s.origin),
-			slog.Duration("in", wait), slog.Time("at", e.At), slog.Bool("deadline", l.deadline))
+			slog.Duration("in", wait), slog.Time("at", e.At), slog.String("reason", why), slog.Bool("deadline", l.deadline))
 	}
 	return e
 }
 
-// waitTurn waits for s's next turn, which is every after the previous one
-// and not during a pause, for a request that began at start (on the
-// Transport's clock). It returns at once, with a [*TurnError], if the turn
-// is further away than the request may wait (see turnLimit), and with an
-// error that wraps ctx's error if ctx is done while it waits. A request
-// refused so takes no turn.
+// probeKey marks the context of a NextTurn, which sends nothing: a refusal
+// there is not counted in Stats.NotYet.
+type probeKey struct{}
+
+// waitTurn waits for s's next turn, which is every after the previous one's
+// answer and not during a pause, for a request for u (nil for a fetch of
+// robots.txt) that began at start (on the Transport's clock). It returns at
+// once, with a [*TurnError], if the turn is further away than the request
+// may wait (see turnLimit), and with an error that wraps ctx's error if ctx
+// is done while it waits. A request refused so takes no turn. The turn it
+// returns must be released (see Transport.release) when the request is
+// answered.
 //
 // It is the one place where a request to an origin takes its turn: every
 // request the Transport sends, the fetch of robots.txt included, passes
@@ -209,13 +235,13 @@ func (t *Transport) notYet(ctx context.Context, s *site, now, wait time.Duration
 // context has no MaxWait: see Transport.obtain.)
 //
 // A request that is not a fetch takes no turn when no interval applies and
-// the origin is not paused (the hot path), unless always is set: then it
-// takes one, so that a later request is spaced from it.
-func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, f *flight, always bool, start time.Duration) (time.Duration, error) {
+// the origin is not paused nor backing off (the hot path), unless always is
+// set: then it takes one, so that a later request is spaced from it.
+func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, f *flight, always bool, start time.Duration, u *url.URL) (turn, error) {
 	if every <= 0 && f == nil && !always && !s.pace.dropped.Load() &&
-		(s.pace.pausedUntil.Load() == 0 || !s.pace.paused(t.now())) &&
+		(s.pace.heedUntil.Load() == 0 || !s.pace.heeded(t.now())) &&
 		(t.cfg.pacer == nil || t.watchedUnpaused(s.origin)) {
-		return noTurn, nil // the hot path: nothing to wait for
+		return turn{}, nil // the hot path: nothing to wait for
 	}
 	lim := t.limitOf(ctx, start)
 	var waited time.Duration
@@ -226,49 +252,123 @@ func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, 
 		}
 	}()
 	for {
-		wait, tk, err := t.reserve(ctx, s, every, lim, f, &waited)
+		g, err := t.reserve(ctx, s, every, lim, f, &waited, u)
 		if err != nil {
-			return noTurn, err
+			return turn{}, err
 		}
-		if wait > 0 {
+		if !g.ok {
+			// A request in flight, whose answer this one may wait for.
+			if err := t.waitFreed(ctx, s, g, lim, &waited, u); err != nil {
+				return turn{}, err
+			}
+			continue
+		}
+		tk := g.tk
+		if g.wait > 0 {
 			if f != nil {
-				f.sendAt.Store(time.Now().Add(wait).UnixNano())
+				f.sendAt.Store(time.Now().Add(g.wait).UnixNano())
 				f.wait()
 			}
-			t.debugWait(ctx, s, wait, f)
-			if err := t.sleep(ctx, s, wait, &waited); err != nil {
-				tk.giveBack()
-				return noTurn, err
+			t.debugWait(ctx, s, g.wait, g.why, u)
+			if err := t.sleep(ctx, s, g.wait, &waited); err != nil {
+				t.giveBack(ctx, s, tk)
+				return turn{}, err
 			}
 		}
 		// A pause that began while this request waited holds it back
 		// too: no request goes to a paused origin.
-		if !t.paused(ctx, s, wait > 0) {
-			now := t.now()
-			t.paceOf(s).departed(tk.at, now)
-			return max(tk.at, now), nil
+		if !t.paused(ctx, s, g.wait > 0) {
+			if !tk.held && tk.p != nil {
+				// A turn that holds nothing is moved to when its
+				// request leaves, if it woke late.
+				tk.p.release(tk, t.now())
+			}
+			return tk, nil
 		}
-		tk.giveBack()
+		t.giveBack(ctx, s, tk)
 	}
 }
 
-// debugWait writes a debug record of a request held for wait before its
-// turn; f is the flight of a fetch of robots.txt, or nil.
-func (t *Transport) debugWait(ctx context.Context, s *site, wait time.Duration, f *flight) {
+// waitFreed waits for the request in flight that g reports to be answered,
+// or for its hold to run out, for a request under the limit l. It returns a
+// [*TurnError] when l runs out first.
+func (t *Transport) waitFreed(ctx context.Context, s *site, g grant, l turnLimit, waited *time.Duration, u *url.URL) error {
+	t.stats.inFlightWaits.Add(1)
+	now := t.now()
+	d := g.freeBy - now
+	if g.freed == nil {
+		d = g.wait // in flight in the Pacer: poll
+	}
+	byLimit := false
+	if left := l.left(now); left <= d {
+		d, byLimit = max(left-1, 0), true
+	}
+	t.debugWait(ctx, s, g.wait, ReasonInFlight, u)
+	start := time.Now()
+	defer func() { *waited += time.Since(start) }()
+	timer := time.NewTimer(max(d, 0))
+	defer timer.Stop()
+	select {
+	case <-g.freed:
+		return nil
+	case <-timer.C:
+		if byLimit {
+			now := t.now()
+			at, _ := t.paceOf(s).earliest(now, 0)
+			wait := max(at-now, g.wait-time.Since(start), time.Nanosecond)
+			return t.notYet(ctx, s, now, wait, l, ReasonInFlight)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
+	}
+}
+
+// debugWait writes a debug record of a request for u (nil: robots.txt) held
+// for wait before its turn, for the reason why.
+func (t *Transport) debugWait(ctx context.Context, s *site, wait time.Duration, why string, u *url.URL) {
 	if t.debugging(ctx) {
 		t.debug(ctx, "robots: waiting for the turn", slog.String("origin", s.origin),
-			slog.Duration("wait", wait), slog.Bool("robots_txt", f != nil))
+			slog.String("url", urlOf(s, u)), slog.Duration("wait", wait), slog.String("reason", why))
 	}
 }
 
-// noTurn is what waitTurn returns for a request that took no turn.
-const noTurn = time.Duration(-1)
+// urlOf names the request for u (nil: robots.txt) of s in a record.
+func urlOf(s *site, u *url.URL) string {
+	if u == nil {
+		return s.origin + "/robots.txt"
+	}
+	return u.Redacted()
+}
 
-// departed notes that the request that took the turn at of s (noTurn for
-// none) has had its answer at now; see pace.departed.
-func (t *Transport) departed(s *site, at time.Duration) {
-	if at != noTurn {
-		t.paceOf(s).departed(at, t.now())
+// release notes that the request that took tk (the zero turn for none) of
+// s was answered now: the next turn is spaced from now, in memory and in
+// the Pacer.
+func (t *Transport) release(ctx context.Context, s *site, tk turn) {
+	if tk.p == nil {
+		return
+	}
+	tk.p.release(tk, t.now())
+	if tk.pacer && tk.held {
+		t.pacerRelease(ctx, s, tk.id)
+	}
+}
+
+// giveBack returns tk, a turn whose request was not sent: see turn.giveBack.
+// A turn held in the Pacer is released there.
+func (t *Transport) giveBack(ctx context.Context, s *site, tk turn) {
+	tk.giveBack(t.now())
+	if tk.pacer && tk.held {
+		t.pacerRelease(ctx, s, tk.id)
+	}
+}
+
+// pacerRelease releases the held turn id of s in the Pacer, answered now.
+func (t *Transport) pacerRelease(ctx context.Context, s *site, id uint64) {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	if err := t.cfg.pacer.Release(pctx, s.origin, id, time.Now()); err != nil {
+		t.pacerFailed(ctx, s.origin, err)
 	}
 }
 
@@ -287,6 +387,10 @@ func (t *Transport) sleep(ctx context.Context, s *site, d time.Duration, waited 
 	}
 }
 
+// holdFor returns how long a turn with the interval every holds its origin
+// at most (see Transport.TurnTimeout).
+func (t *Transport) holdFor() time.Duration { return t.cfg.turnTimeout }
+
 // reserve takes s's next turn from everything the process knows: its own
 // turns and pauses (kept in memory whether or not there is a Pacer), the
 // copy of the fleet's pauses a PauseWatcher keeps, and the Pacer, if any.
@@ -300,67 +404,110 @@ func (t *Transport) sleep(ctx context.Context, s *site, d time.Duration, waited 
 // memory. A turn taken in memory can be given back; one taken in a Pacer
 // cannot.
 //
-// If the turn is at or past lim, reserve takes none and returns a
-// [*TurnError]; an error that wraps ctx's error if ctx is done.
-func (t *Transport) reserve(ctx context.Context, s *site, every time.Duration, lim turnLimit, f *flight, waited *time.Duration) (time.Duration, turn, error) {
+// It returns a grant that is not ok when a request to the origin is in
+// flight and the caller may wait for its answer. If the turn is at or past
+// lim, reserve takes none and returns a [*TurnError]; an error that wraps
+// ctx's error if ctx is done.
+func (t *Transport) reserve(ctx context.Context, s *site, every time.Duration, lim turnLimit, f *flight, waited *time.Duration, u *url.URL) (grant, error) {
 	p := t.cfg.pacer
 	if p == nil {
 		now := t.now()
-		wait, ok, tk := t.paceOf(s).reserve(now, every, lim.left(now))
-		if !ok {
-			return 0, turn{}, t.notYet(ctx, s, now, wait, lim)
+		g := t.paceOf(s).reserve(now, every, lim.left(now), t.holdFor())
+		if !g.ok && (g.freed == nil || g.wait >= lim.left(now)) {
+			return grant{}, t.notYet(ctx, s, now, g.wait, lim, g.why)
 		}
-		return wait, tk, nil
+		return g, nil
 	}
 	t.knowWatchedPause(s)
 	for {
 		now := t.now()
-		known := t.paceOf(s).earliest(now, every) - now
+		at, why := t.paceOf(s).earliest(now, every)
+		if why == ReasonInFlight {
+			// In flight from this process: wait for its answer here.
+			g := t.paceOf(s).reserve(now, every, lim.left(now), t.holdFor())
+			if g.ok {
+				t.giveBack(ctx, s, g.tk) // answered meanwhile
+				continue
+			}
+			if g.freed == nil || g.wait >= lim.left(now) {
+				return grant{}, t.notYet(ctx, s, now, g.wait, lim, g.why)
+			}
+			return g, nil
+		}
+		known := at - now
 		if known <= 0 {
 			break
 		}
 		if known >= lim.left(now) {
-			return 0, turn{}, t.notYet(ctx, s, now, known, lim)
+			return grant{}, t.notYet(ctx, s, now, known, lim, why)
 		}
 		if f != nil {
 			f.sendAt.Store(time.Now().Add(known).UnixNano())
 			f.wait()
 		}
-		t.debugWait(ctx, s, known, f)
+		t.debugWait(ctx, s, known, why, u)
 		if err := t.sleep(ctx, s, known, waited); err != nil {
-			return 0, turn{}, err
+			return grant{}, err
 		}
 	}
 	now := t.now()
 	left := lim.left(now)
 	iv, known := pacerEvery(every)
-	wait, ok, err := p.Reserve(ctx, s.origin, iv, known, left)
-	if err == nil && ok && wait >= left && lim.until != math.MaxInt64 {
+	hold := t.holdFor()
+	if every == 0 && !t.paceOf(s).heeded(now) {
+		hold = 0 // a turn that keeps no interval holds nothing
+	}
+	pctx, cancel := t.pacerCtx(ctx, lim)
+	r, err := p.Reserve(pctx, s.origin, TurnRequest{Every: iv, Known: known, MaxWait: left, Hold: hold})
+	cancel()
+	if err == nil && r.OK && r.Wait >= left && lim.until != math.MaxInt64 {
 		// A Pacer that rounds may hand out a turn at the limit itself.
-		ok = false
+		r.OK = false
+		if r.ID != 0 {
+			t.pacerRelease(ctx, s, r.ID)
+		}
 	}
 	switch {
-	case err == nil && ok:
+	case err == nil && r.OK:
 		// Counted from the answer, not the question: the turn the
 		// process remembers is never earlier than the Pacer's.
-		at := t.now() + max(wait, 0)
-		t.paceOf(s).record(at, every)
-		return max(wait, 0), turn{at: at}, nil
-	case err == nil:
-		if wait <= 0 {
-			wait = time.Nanosecond // a Pacer that refuses a turn it says is now
+		wait := max(r.Wait, 0)
+		at := t.now() + wait
+		tk := t.paceOf(s).record(at, every, r.ID != 0, at+hold, r.ID)
+		return grant{wait: wait, ok: true, why: ReasonCrawlDelay, tk: tk}, nil
+	case err == nil && r.InFlight:
+		// In flight from another user of the Pacer: poll it, from
+		// when it foresees a free turn.
+		wait := max(r.Wait, time.Millisecond)
+		if wait >= left {
+			return grant{}, t.notYet(ctx, s, now, wait, lim, ReasonInFlight)
 		}
-		return 0, turn{}, t.notYet(ctx, s, now, wait, lim)
+		return grant{wait: wait, why: ReasonInFlight}, nil
+	case err == nil:
+		wait := max(r.Wait, time.Nanosecond) // a Pacer that refuses a turn it says is now
+		return grant{}, t.notYet(ctx, s, now, wait, lim, ReasonCrawlDelay)
 	case ctx.Err() != nil:
-		return 0, turn{}, fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
+		return grant{}, fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
 	}
 	t.pacerFailed(ctx, s.origin, err)
 	now = t.now()
-	wait, ok, tk := t.paceOf(s).reserve(now, every, lim.left(now))
-	if !ok {
-		return 0, turn{}, t.notYet(ctx, s, now, wait, lim)
+	g := t.paceOf(s).reserve(now, every, lim.left(now), t.holdFor())
+	if !g.ok && (g.freed == nil || g.wait >= lim.left(now)) {
+		return grant{}, t.notYet(ctx, s, now, g.wait, lim, g.why)
 	}
-	return wait, tk, nil
+	return g, nil
+}
+
+// pacerCtx returns ctx bounded for one call to the Pacer: by storeTimeout,
+// and by the request's limit, so that a Pacer that hangs holds a request no
+// longer than MaxWait. A Pacer cut short by MaxWait counts as failed: the
+// turn is taken in memory.
+func (t *Transport) pacerCtx(ctx context.Context, lim turnLimit) (context.Context, context.CancelFunc) {
+	d := storeTimeout
+	if lim.maxWait {
+		d = min(d, max(lim.left(t.now()), time.Millisecond))
+	}
+	return context.WithTimeout(ctx, d)
 }
 
 // knowWatchedPause copies into s's pace the pause that the Pacer's copy of
@@ -372,30 +519,66 @@ func (t *Transport) knowWatchedPause(s *site) {
 		return
 	}
 	if until, _ := t.cfg.watcher.WatchedPause(s.origin); !until.IsZero() && time.Now().Before(until) {
-		t.paceOf(s).pause(t.clock(until))
+		t.paceOf(s).pause(t.clock(until), ReasonRetryAfter)
 	}
 }
 
-// pauseFor pauses s until the time resp's Retry-After asks for, capped at
-// MaxRetryAfter, if resp is a 429 or 503 that carries one.
-func (t *Transport) pauseFor(ctx context.Context, s *site, resp *http.Response) {
-	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
+// pushedBack pauses s if resp, the answer to a request sent at sent (on
+// the Transport's clock), is a 429 or 503: for as long as its Retry-After
+// asks, capped at MaxRetryAfter, or, when it has no usable one (absent,
+// zero, in the past, malformed, or ignored), under the back-off.
+func (t *Transport) pushedBack(ctx context.Context, s *site, status int, h http.Header, sent time.Duration) {
+	if status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable {
 		return
 	}
-	d, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now())
-	if !ok || d <= 0 {
-		return
+	if !t.cfg.ignoreRetryAfter {
+		if d, ok := retryAfter(h.Get("Retry-After"), time.Now()); ok && d > 0 {
+			t.pause(ctx, s, d)
+			return
+		}
 	}
-	t.pause(ctx, s, d)
+	t.backOff(ctx, s, status, sent)
+}
+
+// backOff pauses s under the back-off, for a 429 or 503 with no usable
+// Retry-After on a request sent at sent; see Backoff.
+func (t *Transport) backOff(ctx context.Context, s *site, status int, sent time.Duration) {
+	b := t.cfg.backoff
+	if b.First <= 0 {
+		return // IgnoreBackoff
+	}
+	now := t.now()
+	p := t.paceOf(s)
+	until, isNew := p.pushBack(now, sent, b, rand.Float64())
+	if pc := t.cfg.pacer; pc != nil {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+		pu, err := pc.PushBack(pctx, s.origin, t.epoch.Add(sent), b)
+		cancel()
+		if err != nil {
+			t.pacerFailed(ctx, s.origin, err)
+		} else if d := t.clock(pu); d > until {
+			p.backedOff(now, d, b)
+			until = d
+		}
+	}
+	if isNew {
+		t.stats.backoffs.Add(1)
+		t.log(ctx, "robots: origin pushed back; backing off", "origin", s.origin,
+			"status", status, "pause", (until - now).Round(time.Millisecond))
+	}
 }
 
 // pause pauses s for d, capped at MaxRetryAfter, in memory and in the Pacer.
 func (t *Transport) pause(ctx context.Context, s *site, d time.Duration) {
-	d = min(d, t.cfg.maxRetryAfter)
+	if d > t.cfg.maxRetryAfter {
+		t.log(ctx, "robots: Retry-After capped at MaxRetryAfter", "origin", s.origin,
+			"asked", d, "kept", t.cfg.maxRetryAfter)
+		d = t.cfg.maxRetryAfter
+	}
 	t.stats.pauses.Add(1)
 	// The pause is kept in memory in any case, so that the requests of
 	// this Transport that wait for a turn see it at once.
-	t.paceOf(s).pause(t.now() + d)
+	t.paceOf(s).pause(t.now()+d, ReasonRetryAfter)
 	if p := t.cfg.pacer; p != nil {
 		// The pause must reach the fleet even when the request that
 		// met the 429 or 503 is cancelled as the response comes back.
@@ -437,7 +620,7 @@ func (t *Transport) paused(ctx context.Context, s *site, waited bool) bool {
 	}
 	// Kept in memory, so that the next turn waits it out before asking
 	// the Pacer again, even if the Pacer's own turn ignores it.
-	t.paceOf(s).pause(t.clock(until))
+	t.paceOf(s).pause(t.clock(until), ReasonRetryAfter)
 	return true
 }
 

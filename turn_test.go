@@ -49,9 +49,10 @@ func TestGiveBackDuringPause(t *testing.T) {
 		time.Sleep(time.Second)
 		cancel()
 		synctest.Wait()
-		// A request that gives its turn (4s) back when a later one (c,
-		// 4.5s) was spaced from it: that turn stays taken, since
-		// handing it out again would put the next request at c's.
+		// A request that gives its turn (4s) back while a later one (c)
+		// waits for it: the turn holds the origin, so c was not spaced
+		// from it but waits for its answer, and takes the turn given
+		// back.
 		ctx, cancel = context.WithCancel(context.Background())
 		wg.Go(func() { getCtx(ctx, client, "https://example.com/mid") })
 		synctest.Wait()
@@ -67,8 +68,8 @@ func TestGiveBackDuringPause(t *testing.T) {
 		if n := srv.count("https://example.com:443"); n != 1+1+3+1+2 {
 			t.Errorf("%d arrivals, want robots.txt, /busy, 3, c and 2", n)
 		}
-		if d := time.Since(start); d != 5500*time.Millisecond {
-			t.Errorf("the last request left at %v, want 5.5s (robots.txt at 0, /busy at 0.5s, paused to 2.5s, turns 2.5 to 5.5s but 4s given back twice); arrivals %v", d, srv.hits)
+		if d := time.Since(start); d != 5*time.Second {
+			t.Errorf("the last request left at %v, want 5s (robots.txt at 0, /busy at 0.5s, paused to 2.5s, turns 2.5 to 5s, 4s given back twice and taken again); arrivals %v", d, srv.hits)
 		}
 	})
 }
@@ -374,26 +375,35 @@ func TestPaceDeadline(t *testing.T) {
 	})
 }
 
+// pushback in a test's table: the wait of the back-off's first pause.
+const pushback = -1
+
 func TestRetryAfterPauses(t *testing.T) {
 	cases := []struct {
 		name       string
 		status     int
 		retryAfter string
 		tr         *Transport
-		want       time.Duration // wait of the next request
+		want       time.Duration // wait of the next request; pushback: the least
 	}{
 		{"503 seconds", 503, "60", &Transport{}, time.Minute},
 		{"429 seconds", 429, "30", &Transport{}, 30 * time.Second},
 		{"429 date", 429, "Sat, 01 Jan 2000 00:02:00 GMT", &Transport{}, 2 * time.Minute},
-		{"capped by default", 503, "86400", &Transport{}, DefaultMaxRetryAfter},
+		{"an hour, honoured by default", 429, "3600", &Transport{}, time.Hour},
+		{"capped by default", 503, "172800", &Transport{}, DefaultMaxRetryAfter},
 		{"capped", 503, "86400", &Transport{MaxRetryAfter: time.Minute}, time.Minute},
-		{"ignored", 503, "60", &Transport{IgnoreRetryAfter: true}, 0},
+		{"ignored: pushback", 503, "600", &Transport{IgnoreRetryAfter: true}, pushback},
 		{"500 is not a request to wait", 500, "60", &Transport{}, 0},
-		{"no header", 503, "", &Transport{}, 0},
-		{"malformed", 503, "soon", &Transport{}, 0},
+		{"no header: pushback", 503, "", &Transport{}, pushback},
+		{"429, no header: pushback", 429, "", &Transport{}, pushback},
+		{"no header, pushback ignored", 429, "", &Transport{IgnoreBackoff: true}, 0},
+		{"no header, pushback set", 429, "", &Transport{Backoff: Backoff{First: 10 * time.Second}}, 10 * time.Second},
+		{"zero: pushback", 503, "0", &Transport{}, pushback},
+		{"in the past: pushback", 429, "Fri, 31 Dec 1999 23:00:00 GMT", &Transport{}, pushback},
+		{"malformed: pushback", 503, "soon", &Transport{}, pushback},
 		{"past int64 seconds", 503, "9223372036854775808", &Transport{}, DefaultMaxRetryAfter},
 		{"20 digits", 429, "99999999999999999999", &Transport{MaxRetryAfter: time.Minute}, time.Minute},
-		{"negative past int64", 503, "-9223372036854775809", &Transport{}, 0},
+		{"negative past int64: pushback", 503, "-9223372036854775809", &Transport{}, pushback},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -402,16 +412,30 @@ func TestRetryAfterPauses(t *testing.T) {
 				mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, ""))
 				mock.RegisterResponder("GET", "https://example.com/busy", httpmock.NewStringResponder(c.status, "").
 					HeaderSet(http.Header{"Retry-After": {c.retryAfter}}))
-				tr := &Transport{Base: mock, Agent: "ExampleBot", IgnoreRetryAfter: c.tr.IgnoreRetryAfter, MaxRetryAfter: c.tr.MaxRetryAfter}
+				tr := &Transport{Base: mock, Agent: "ExampleBot", IgnoreRetryAfter: c.tr.IgnoreRetryAfter, MaxRetryAfter: c.tr.MaxRetryAfter,
+					IgnoreBackoff: c.tr.IgnoreBackoff, Backoff: c.tr.Backoff}
 				client := &http.Client{Transport: tr}
 				wantAllowed(t, client, "https://example.com/busy") // the clock starts at 2000-01-01 00:00:00 UTC
 				start := time.Now()
 				wantAllowed(t, client, "https://example.com/next")
-				if d := time.Since(start); d != c.want {
+				d := time.Since(start)
+				isBackoff := c.want == pushback || c.tr.Backoff.First > 0
+				least := c.want
+				if c.want == pushback {
+					least = DefaultBackoffFirst
+				}
+				switch {
+				case isBackoff && (d < least || d > least+least/10):
+					t.Errorf("next request waited %v, want a back-off of %v and up to a tenth more", d, least)
+				case !isBackoff && d != c.want:
 					t.Errorf("next request waited %v, want %v", d, c.want)
 				}
-				if want := uint64(btoi(c.want > 0)); tr.Stats().Pauses != want {
-					t.Errorf("Pauses = %d, want %d", tr.Stats().Pauses, want)
+				st := tr.Stats()
+				if want := uint64(btoi(c.want > 0 && !isBackoff)); st.Pauses != want {
+					t.Errorf("Pauses = %d, want %d", st.Pauses, want)
+				}
+				if want := uint64(btoi(isBackoff)); st.Backoffs != want {
+					t.Errorf("Backoffs = %d, want %d", st.Backoffs, want)
 				}
 			})
 		})
@@ -771,11 +795,11 @@ func TestSpacedFromDeparture(t *testing.T) {
 	})
 
 	var p pace
-	p.reserve(0, 2*time.Second, time.Hour)
-	_, _, tk := p.reserve(0, 2*time.Second, time.Hour) // at 2s
-	p.departed(tk.at, 2500*time.Millisecond)           // left at 2.5s
-	if wait, _, _ := p.reserve(2500*time.Millisecond, 2*time.Second, time.Hour); wait != 2*time.Second {
-		t.Errorf("next turn %v after a request that left late, want 2s after it left", wait)
+	p.reserve(0, 2*time.Second, time.Hour, 0)
+	tk := p.reserve(0, 2*time.Second, time.Hour, 0).tk // at 2s
+	p.release(tk, 2500*time.Millisecond)               // left at 2.5s
+	if g := p.reserve(2500*time.Millisecond, 2*time.Second, time.Hour, 0); g.wait != 2*time.Second {
+		t.Errorf("next turn %v after a request that left late, want 2s after it left", g.wait)
 	}
 }
 
