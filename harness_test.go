@@ -434,6 +434,7 @@ func (p *memPacer) PushBack(ctx context.Context, origin string, sent time.Time, 
 	p.pause[origin] = max(p.pause[origin], bo.end)
 	return p.epoch.Add(bo.end), nil
 }
+
 // noHold gives a test Pacer a Release that does nothing and a PushBack
 // that pauses nothing.
 type noHold struct{}

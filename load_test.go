@@ -489,4 +489,3 @@ func TestStoreErrorsCounted(t *testing.T) {
 		t.Errorf("StoreErrors %d, want 2", n)
 	}
 }
-

@@ -79,11 +79,11 @@ const (
 	DefaultFetchTimeout = 30 * time.Second // FetchTimeout
 	// MaxBodySize, its least (RFC 9309 §2.5)
 	DefaultMaxBodySize   = 500 << 10
-	DefaultMaxOrigins    = 10000            // MaxOrigins
-	DefaultMaxBytes      = 256 << 20        // MaxBytes
-	DefaultMaxCrawlDelay = 24 * time.Hour   // MaxCrawlDelay
-	DefaultMaxRetryAfter = 24 * time.Hour   // MaxRetryAfter
-	DefaultTurnTimeout   = time.Minute      // TurnTimeout
+	DefaultMaxOrigins    = 10000          // MaxOrigins
+	DefaultMaxBytes      = 256 << 20      // MaxBytes
+	DefaultMaxCrawlDelay = 24 * time.Hour // MaxCrawlDelay
+	DefaultMaxRetryAfter = 24 * time.Hour // MaxRetryAfter
+	DefaultTurnTimeout   = time.Minute    // TurnTimeout
 	// Backoff's fields
 	DefaultBackoffFirst   = time.Minute
 	DefaultBackoffMax     = 24 * time.Hour
