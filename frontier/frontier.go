@@ -1,0 +1,538 @@
+package frontier
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"errors"
+	"math"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/f9014239/robots"
+)
+
+// Turns tells when a request for a URL could be sent, without sending it or
+// taking a turn. [*robots.Transport] implements it with its NextTurn method.
+type Turns interface {
+	NextTurn(ctx context.Context, u *url.URL) (time.Time, error)
+}
+
+// askMaxWait bounds how long Done waits for Turns: with a
+// [robots.Transport], NextTurn then never waits for a fetch of robots.txt
+// (only an expired copy needs one), and says instead when the fetch could
+// be done.
+const askMaxWait = time.Millisecond
+
+// Frontier holds the URLs of a crawl in one queue per site (origin) and
+// hands out, with Next, the head of a site's queue once the site may be
+// sent a request: when it has no request out, and its turn has come.
+//
+// The zero Frontier is ready to use and offers a site again as soon as its
+// request is Done. Set Turns before first use to offer it at its next turn
+// instead.
+//
+// A Frontier is safe for concurrent use by multiple goroutines.
+type Frontier struct {
+	// Turns, if not nil, is asked when a site's request is Done when the
+	// site's next turn is; the site is offered then. A crawl should set
+	// it to the [*robots.Transport] its requests go through.
+	Turns Turns
+
+	mu    sync.Mutex
+	sites map[string]*site    // by origin: those with a URL queued or out, or a turn to wait for
+	in    map[string]struct{} // every URL queued or out
+	out   map[string]*site    // every URL out, and its site
+	timed timedHeap           // sites waiting for their turn (some with no URL: see site)
+	ready readyHeap           // sites that may be offered now, longest chain first
+	// waiters are the calls of Next that wait, in the order they came;
+	// the first one also waits for timed's first turn.
+	waiters []*waiter
+	seq     uint64 // counts the sites that became ready, for ties
+	queued  int    // URLs queued
+	counts  Counts // the totals
+}
+
+// Counts are a Frontier's numbers, for a progress bar.
+type Counts struct {
+	Queued int // URLs queued, not handed out
+	Out    int // URLs handed out by Next and not yet Done
+	Sites  int // sites with a URL queued or out
+
+	Pushed      uint64 // URLs accepted by Push
+	Finished    uint64 // URLs Done and forgotten, whatever the outcome (refusals included)
+	Refused     uint64 // of which refused by a rule of robots.txt
+	Unreachable uint64 // of which refused because robots.txt is unreachable
+	NotYet      uint64 // URLs Done with robots.ErrNotYet and queued again
+	Requeued    uint64 // URLs given back with Requeue
+}
+
+// Site is what a Frontier holds of one site, for a progress bar.
+type Site struct {
+	Origin string
+	Queued int  // URLs queued
+	Out    bool // a URL of the site is out
+	// At is when the site is offered next, if that is later than when
+	// Sites was called; else the zero time.
+	At time.Time
+	// Interval is the time between the answer to the site's latest request
+	// and its next turn, as Turns told; 0 if the site has had no answer.
+	Interval time.Duration
+}
+
+// site is one origin's queue. Its fields are guarded by Frontier.mu.
+//
+// A site is in one of three states: ready (in Frontier.ready: it has URLs
+// and may be offered now), waiting (in Frontier.timed until due: it may
+// have no URL, and then it is kept only so that a URL pushed before due is
+// not offered before its turn, and dropped at due), or busy (in neither: a
+// URL of it is out, or Done is asking Turns about it).
+type site struct {
+	origin string
+	q      ring
+	out    string        // the URL out, or ""
+	due    time.Time     // when waiting: when it may be offered
+	every  time.Duration // the interval learned from Turns, if known
+	known  bool          // every is known: a request of the site was answered
+	state  uint8
+	i      int    // index in Frontier.ready or Frontier.timed
+	seq    uint64 // when it last became ready, for ties
+}
+
+const (
+	busy uint8 = iota
+	ready
+	waiting
+)
+
+// waiter is a call of Next that waits to be woken by a send on c.
+type waiter struct{ c chan struct{} }
+
+// init makes f's maps. f.mu must be held.
+func (f *Frontier) init() {
+	if f.sites == nil {
+		f.sites = make(map[string]*site)
+		f.in = make(map[string]struct{})
+		f.out = make(map[string]*site)
+	}
+}
+
+// Push queues rawURL at the tail of its site's queue. It returns an error,
+// and queues nothing, if rawURL is not an absolute http or https URL with a
+// host, is longer than [MaxURLLen], or is already queued or out
+// ([ErrDuplicate]). A URL that was Done is forgotten: pushing it again
+// queues it again.
+//
+// The URL is kept and handed out as given; its site is its [Origin].
+func (f *Frontier) Push(rawURL string) error {
+	origin, err := originOf(rawURL)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.init()
+	if _, ok := f.in[rawURL]; ok {
+		return ErrDuplicate
+	}
+	f.in[rawURL] = struct{}{}
+	f.queued++
+	f.counts.Pushed++
+	s := f.sites[origin]
+	if s == nil {
+		s = &site{origin: strings.Clone(origin)} // not rawURL's bytes: the site may outlive the URL
+		f.sites[origin] = s
+		s.q.push(rawURL)
+		f.makeReady(s)
+		return nil
+	}
+	s.q.push(rawURL)
+	if s.state == ready {
+		heap.Fix(&f.ready, s.i) // a longer chain
+	}
+	return nil
+}
+
+// Next returns the next URL that may be sent now: the head of the queue of
+// a site that has no URL out and whose turn has come, the site with the
+// longest chain first (see the package doc). It waits for one until ctx is
+// done, and then returns ctx.Err(). It returns [ErrEmpty] when no URL is
+// queued or out, and so none can come but by Push.
+//
+// Every URL it returns must be given back with Done, or Requeue; until
+// then no other URL of its site is handed out.
+func (f *Frontier) Next(ctx context.Context) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	var w *waiter
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	f.mu.Lock()
+	f.init()
+	for {
+		if s := f.take(time.Now()); s != nil {
+			u := s.q.pop()
+			f.queued--
+			s.out, s.state = u, busy
+			f.out[u] = s
+			f.leave(w)
+			if f.ready.Len() > 0 || f.timed.Len() > 0 {
+				f.wake() // the next waiter takes the next site, or waits for its turn
+			}
+			f.mu.Unlock()
+			return u, nil
+		}
+		if f.queued == 0 && len(f.out) == 0 {
+			f.leave(w)
+			for _, o := range f.waiters {
+				wake(o)
+			}
+			f.mu.Unlock()
+			return "", ErrEmpty
+		}
+		if w == nil {
+			w = &waiter{c: make(chan struct{}, 1)}
+			f.waiters = append(f.waiters, w)
+		}
+		var turn <-chan time.Time
+		if f.waiters[0] == w && f.timed.Len() > 0 {
+			d := time.Until(f.timed[0].due)
+			if timer == nil {
+				timer = time.NewTimer(d)
+			} else {
+				timer.Reset(d)
+			}
+			turn = timer.C
+		}
+		f.mu.Unlock()
+		select {
+		case <-w.c:
+		case <-turn:
+		case <-ctx.Done():
+			f.mu.Lock()
+			f.leave(w)
+			f.wake() // the first waiter now may be another
+			f.mu.Unlock()
+			return "", ctx.Err()
+		}
+		f.mu.Lock()
+	}
+}
+
+// take returns the ready site with the longest chain, once the sites whose
+// turn has come by now are ready, or nil. It drops the sites that waited
+// for a turn with no URL. f.mu must be held.
+func (f *Frontier) take(now time.Time) *site {
+	for f.timed.Len() > 0 && !f.timed[0].due.After(now) {
+		s := heap.Pop(&f.timed).(*site)
+		if s.q.n == 0 {
+			delete(f.sites, s.origin)
+			continue
+		}
+		f.makeReady(s)
+	}
+	if f.ready.Len() == 0 {
+		return nil
+	}
+	return heap.Pop(&f.ready).(*site)
+}
+
+// makeReady puts s, which has a URL, among the ready sites. f.mu must be
+// held.
+func (f *Frontier) makeReady(s *site) {
+	s.state, s.seq = ready, f.seq
+	f.seq++
+	heap.Push(&f.ready, s)
+	f.wake()
+}
+
+// schedule makes s, which has nothing out, ready at at, or drops it if it
+// has no URL and at has come. f.mu must be held.
+func (f *Frontier) schedule(s *site, at, now time.Time) {
+	switch {
+	case at.After(now):
+		s.state, s.due = waiting, at
+		heap.Push(&f.timed, s)
+		if s.i == 0 {
+			f.wake() // the first waiter's timer is for a later turn
+		}
+	case s.q.n > 0:
+		f.makeReady(s)
+	default:
+		delete(f.sites, s.origin)
+	}
+}
+
+// wake wakes the first waiter, if any, to look again. f.mu must be held.
+func (f *Frontier) wake() {
+	if len(f.waiters) > 0 {
+		wake(f.waiters[0])
+	}
+}
+
+func wake(w *waiter) {
+	select {
+	case w.c <- struct{}{}:
+	default: // it is awake already
+	}
+}
+
+// leave removes w, if not nil, from the waiters. f.mu must be held.
+func (f *Frontier) leave(w *waiter) {
+	if w == nil {
+		return
+	}
+	if i := slices.Index(f.waiters, w); i >= 0 {
+		f.waiters = slices.Delete(f.waiters, i, i+1)
+	}
+}
+
+// Done reports how the request for rawURL, handed out by Next, ended: err
+// is nil if a response came, else the error of the request. It returns
+// [ErrNotOut] if rawURL is not out.
+//
+// A URL refused with [robots.ErrNotYet] (a [*robots.TurnError]) goes back
+// to the head of its site's queue, and the site is offered again at the
+// TurnError's At. Any other URL is forgotten, whatever err is: a URL
+// refused by robots.txt, whether by a rule or because robots.txt is
+// unreachable, is counted (see [Counts]) and not retried; to retry it,
+// call Requeue instead (for an unreachable robots.txt, at
+// [robots.DisallowedError.RetryAt]). Its site is then offered again at the
+// turn Turns gives for its next URL, or at once if Turns is nil or fails.
+//
+// Push the links found in the page before its Done, so that a crawl that
+// waits for Next's ErrEmpty does not end before them.
+func (f *Frontier) Done(rawURL string, err error) error {
+	now := time.Now()
+	f.mu.Lock()
+	s := f.out[rawURL]
+	if s == nil {
+		f.mu.Unlock()
+		return ErrNotOut
+	}
+	delete(f.out, rawURL)
+	s.out = ""
+	if te, ok := errors.AsType[*robots.TurnError](err); ok {
+		f.counts.NotYet++
+		f.requeue(s, rawURL, te.At, now)
+		f.mu.Unlock()
+		return nil
+	}
+	delete(f.in, rawURL)
+	f.counts.Finished++
+	sent := false
+	switch {
+	case errors.Is(err, robots.ErrUnreachable):
+		f.counts.Unreachable++
+	case errors.Is(err, robots.ErrDisallowed):
+		f.counts.Refused++
+	default:
+		sent = !errors.Is(err, robots.ErrNotYet)
+	}
+	if f.Turns == nil {
+		f.schedule(s, now, now)
+		f.mu.Unlock()
+		return nil
+	}
+	ask := rawURL // its site's turn, if it has no other URL
+	if s.q.n > 0 {
+		ask = s.q.front()
+	}
+	f.mu.Unlock()
+
+	at, known := now, false
+	if u, err := url.Parse(ask); err == nil {
+		ctx := robots.WithMaxWait(context.Background(), askMaxWait)
+		if t, err := f.Turns.NextTurn(ctx, u); err == nil {
+			at, known = t, true
+		}
+	}
+	f.mu.Lock()
+	if known && sent {
+		s.every, s.known = max(at.Sub(now), 0), true
+	}
+	f.schedule(s, at, time.Now())
+	f.mu.Unlock()
+	return nil
+}
+
+// Requeue gives back rawURL, handed out by Next and not sent, or sent and
+// to be sent again: it goes back to the head of its site's queue, and the
+// site is offered again at at (at once if at has come). It returns
+// [ErrNotOut] if rawURL is not out.
+func (f *Frontier) Requeue(rawURL string, at time.Time) error {
+	now := time.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.out[rawURL]
+	if s == nil {
+		return ErrNotOut
+	}
+	delete(f.out, rawURL)
+	s.out = ""
+	f.counts.Requeued++
+	f.requeue(s, rawURL, at, now)
+	return nil
+}
+
+// requeue puts u back at the head of s's queue, for at. f.mu must be held.
+func (f *Frontier) requeue(s *site, u string, at, now time.Time) {
+	s.q.pushFront(u)
+	f.queued++
+	f.schedule(s, at, now)
+}
+
+// Len returns how many URLs f holds: queued, or out.
+func (f *Frontier) Len() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.queued + len(f.out)
+}
+
+// Counts returns f's numbers.
+func (f *Frontier) Counts() Counts {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.counts
+	c.Queued, c.Out = f.queued, len(f.out)
+	for _, s := range f.sites {
+		if s.q.n > 0 || s.out != "" {
+			c.Sites++
+		}
+	}
+	return c
+}
+
+// Sites returns the sites with a URL queued or out, by origin.
+func (f *Frontier) Sites() []Site {
+	now := time.Now()
+	f.mu.Lock()
+	out := make([]Site, 0, len(f.sites))
+	for _, s := range f.sites {
+		if s.q.n == 0 && s.out == "" {
+			continue
+		}
+		st := Site{Origin: s.origin, Queued: s.q.n, Out: s.out != "", Interval: s.every}
+		if s.state == waiting && s.due.After(now) {
+			st.At = s.due
+		}
+		out = append(out, st)
+	}
+	f.mu.Unlock()
+	slices.SortFunc(out, func(a, b Site) int { return cmp.Compare(a.Origin, b.Origin) })
+	return out
+}
+
+// chain is how long the URLs queued of s take at least, one interval
+// apart: its rank among ready sites that have had an answer.
+func (s *site) chain() time.Duration {
+	if s.every <= 0 {
+		return 0
+	}
+	if int64(s.q.n) > math.MaxInt64/int64(s.every) {
+		return math.MaxInt64
+	}
+	return s.every * time.Duration(s.q.n)
+}
+
+// readyHeap orders ready sites: first those with no answer yet (their
+// interval is not known, and their first request learns it), by URLs
+// queued; then by chain; ties by when they became ready.
+type readyHeap []*site
+
+func (h readyHeap) Len() int { return len(h) }
+func (h readyHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	if a.known != b.known {
+		return !a.known
+	}
+	if !a.known && a.q.n != b.q.n {
+		return a.q.n > b.q.n
+	}
+	if ca, cb := a.chain(), b.chain(); ca != cb {
+		return ca > cb
+	}
+	return a.seq < b.seq
+}
+func (h readyHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i]; h[i].i = i; h[j].i = j }
+func (h *readyHeap) Push(x any)   { s := x.(*site); s.i = len(*h); *h = append(*h, s) }
+func (h *readyHeap) Pop() any {
+	old := *h
+	s := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return s
+}
+
+// timedHeap orders waiting sites by due.
+type timedHeap []*site
+
+func (h timedHeap) Len() int           { return len(h) }
+func (h timedHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h timedHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i]; h[i].i = i; h[j].i = j }
+func (h *timedHeap) Push(x any)        { s := x.(*site); s.i = len(*h); *h = append(*h, s) }
+func (h *timedHeap) Pop() any {
+	old := *h
+	s := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return s
+}
+
+// ring is a FIFO of URLs that can also take one back at its head. Its
+// capacity is a power of two, or 0 when it is empty.
+type ring struct {
+	buf  []string
+	head int
+	n    int
+}
+
+func (r *ring) push(s string) {
+	if r.n == len(r.buf) {
+		r.resize(max(4, 2*len(r.buf)))
+	}
+	r.buf[(r.head+r.n)&(len(r.buf)-1)] = s
+	r.n++
+}
+
+func (r *ring) pushFront(s string) {
+	if r.n == len(r.buf) {
+		r.resize(max(4, 2*len(r.buf)))
+	}
+	r.head = (r.head - 1) & (len(r.buf) - 1)
+	r.buf[r.head] = s
+	r.n++
+}
+
+func (r *ring) front() string { return r.buf[r.head] }
+
+func (r *ring) pop() string {
+	s := r.buf[r.head]
+	r.buf[r.head] = ""
+	r.head = (r.head + 1) & (len(r.buf) - 1)
+	r.n--
+	switch {
+	case r.n == 0:
+		r.buf, r.head = nil, 0
+	case len(r.buf) > 16 && r.n < len(r.buf)/4:
+		r.resize(len(r.buf) / 2)
+	}
+	return s
+}
+
+// resize moves the URLs to a buffer of capacity c, head first.
+func (r *ring) resize(c int) {
+	buf := make([]string, c)
+	for i := range r.n {
+		buf[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
+	}
+	r.buf, r.head = buf, 0
+}
