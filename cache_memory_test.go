@@ -15,7 +15,7 @@ import (
 //
 // Run with -v to see the figures:
 //
-//	go test -run 'TestMemory(PerOrigin|HostileOrigins)' -v .
+//	ROBOTS_LONG_TESTS=1 go test -run 'TestMemory(PerOrigin|HostileOrigins)' -v .
 
 // hostileShape is a robots.txt body of about DefaultMaxBodySize bytes, and
 // the token of the crawler that queries it (so that its index is built).
@@ -91,6 +91,7 @@ func cacheCounts(tr *Transport) (kept int, counted int64) {
 // cache counts it and as the heap shows it, with and without a Store. The
 // count must not fall short of the heap, or MaxBytes would not bound it.
 func TestMemoryPerOrigin(t *testing.T) {
+	longTest(t)
 	if raceEnabled {
 		t.Skip("the race detector changes what the heap holds")
 	}
@@ -154,7 +155,8 @@ func isDisallowed(err error) bool {
 // Transport with the default MaxBytes and MaxOrigins, and checks that the
 // heap then held is about that budget, no more. With -short (and under the
 // race detector) the budget is smaller, and so is the number of origins. A
-// Transport with a MemoryStore holds at most both budgets.
+// Transport with a MemoryStore holds at most both budgets. Without
+// ROBOTS_LONG_TESTS only the MemoryStore run, the smaller one, is made.
 func TestMemoryHostileOrigins(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sequential, so the race detector has nothing to find, and it slows parsing tenfold")
@@ -162,6 +164,9 @@ func TestMemoryHostileOrigins(t *testing.T) {
 	shapes := hostileShapes()
 	for _, withStore := range []bool{false, true} {
 		t.Run(fmt.Sprintf("MemoryStore %v", withStore), func(t *testing.T) {
+			if !withStore {
+				longTest(t) // 300 origins of 500 KiB; the 40 with a MemoryStore take a second
+			}
 			budget, storeBudget := int64(DefaultMaxBytes), int64(0)
 			origins := 300
 			if testing.Short() || withStore {

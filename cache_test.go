@@ -191,6 +191,7 @@ func (cannedBase) RoundTrip(req *http.Request) (*http.Response, error) {
 // (entries counted through Stats, and in the shards), and the heap it holds
 // stays bounded by the origins it keeps, not by those it has seen.
 func TestLoadMillionOrigins(t *testing.T) {
+	longTest(t)
 	// A miss costs a fetch, a parse and an eviction: 20-50 µs on two busy
 	// cores, and several times that under the race detector. The short
 	// and race runs send a tenth as many, still ten times the bound.

@@ -138,8 +138,10 @@ func heldBytes(body []byte) (held float64, size int) {
 }
 
 // TestMemoryShapes measures what a parsed file of each shape holds, and
-// how well Size predicts it. Run it with -v to see the figures.
+// how well Size predicts it. Run it with -v, and ROBOTS_LONG_TESTS=1, to
+// see the figures.
 func TestMemoryShapes(t *testing.T) {
+	longTest(t)
 	if raceEnabled {
 		t.Skip("the race detector changes what the heap holds")
 	}

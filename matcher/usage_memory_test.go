@@ -10,6 +10,7 @@ import (
 // TestUsageMemoryShapes measures what files of many usage lines hold, and
 // how well Size predicts it, as TestMemoryShapes does for the other lines.
 func TestUsageMemoryShapes(t *testing.T) {
+	longTest(t)
 	if raceEnabled {
 		t.Skip("the race detector changes what the heap holds")
 	}
