@@ -287,3 +287,10 @@ func newStore(t testing.TB, c redis.UniversalClient) *Store {
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+// reserveArgs calls p.Reserve for a turn that holds nothing, with the
+// arguments of a TurnRequest in order.
+func reserveArgs(p robots.Pacer, ctx context.Context, origin string, every time.Duration, known bool, maxWait time.Duration) (time.Duration, bool, error) {
+	r, err := p.Reserve(ctx, origin, robots.TurnRequest{Every: every, Known: known, MaxWait: maxWait})
+	return r.Wait, r.OK, err
+}

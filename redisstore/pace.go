@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,8 +19,10 @@ var _ robots.Pacer = (*Store)(nil)
 // paceKey is the key of origin's next free turn, and pauseKey the key of the
 // end of its pause. The origin is their hash tag, so that both are in one
 // hash slot of a Redis Cluster, as the scripts that use both need.
-func (s *Store) paceKey(origin string) string  { return s.cfg.prefix + "pace:{" + origin + "}" }
-func (s *Store) pauseKey(origin string) string { return s.cfg.prefix + "pause:{" + origin + "}" }
+func (s *Store) paceKey(origin string) string    { return s.cfg.prefix + "pace:{" + origin + "}" }
+func (s *Store) pauseKey(origin string) string   { return s.cfg.prefix + "pause:{" + origin + "}" }
+func (s *Store) holdKey(origin string) string    { return s.cfg.prefix + "hold:{" + origin + "}" }
+func (s *Store) backoffKey(origin string) string { return s.cfg.prefix + "backoff:{" + origin + "}" }
 
 // Both keys hold a time in microseconds since the Unix epoch on the clock of
 // the Redis server, never on a Store's own: the processes of a fleet agree on
@@ -82,26 +86,36 @@ local function write(key, at)
 end
 `
 
-// reserveScript takes the next turn of an origin, unless it is further away
-// than a caller can wait, and returns {wait, taken, unreadable}: the wait for
-// the turn in microseconds, 1 if the turn is taken and 0 if not, and a bit
-// set (1 for KEYS[1], 2 for KEYS[2]) of the keys that held values it could
-// not read.
+// reserveScript takes the next turn of an origin, unless a turn of it is in
+// flight or the next is further away than a caller can wait, and returns
+// {wait, taken, unreadable, inFlight, id}: the wait for the turn in
+// microseconds (or, in flight, until a turn may be free), 1 if the turn is
+// taken and 0 if not, a bit set (1 for KEYS[1], 2 for KEYS[2]) of the keys
+// that held values it could not read, 1 if a turn is in flight, and the ID
+// of the turn taken if it holds the origin, or 0.
 //
-// KEYS[1] holds the origin's latest turn and its interval, and KEYS[2] the
-// end of its pause; ARGV[1] is the caller's interval (negative if it does not
-// know the origin's rules), and ARGV[2] the longest wait the caller takes,
-// both in microseconds. The turn is the latest of now, the end of the pause
-// and the larger of |ARGV[1]| and the latest turn's interval after the latest
-// turn. Taking it makes it the latest turn (with an ARGV[1] of zero too, so
-// that a caller with a longer interval is spaced from it), which keeps
-// ARGV[1], or if that is negative, the larger of -ARGV[1] and the previous
-// turn's interval; it is kept until lastKeep after it, or its interval if
-// that is longer.
+// KEYS[1] holds the origin's latest turn and its interval, KEYS[2] the end
+// of its pause, and KEYS[3] the ID of the turn in flight, if any, until its
+// hold runs out; ARGV[1] is the caller's interval (negative if it does not
+// know the origin's rules), ARGV[2] the longest wait the caller takes, and
+// ARGV[3] the longest hold, all in microseconds. The turn is the latest of
+// now, the end of the pause and the larger of |ARGV[1]| and the latest
+// turn's interval after the latest turn. Taking it makes it the latest turn
+// (with an ARGV[1] of zero too, so that a caller with a longer interval is
+// spaced from it), which keeps ARGV[1], or if that is negative, the larger
+// of -ARGV[1] and the previous turn's interval; it is kept until lastKeep
+// after it, or its interval if that is longer.
+//
+// A turn that keeps an interval, when ARGV[3] is positive, holds the origin:
+// KEYS[3] holds its ID (its time) until the hold runs out, and KEYS[1] holds
+// the end of its hold as the latest turn's time, until releaseScript puts
+// the time of its answer there. So a holder that never releases its turn
+// (a process killed) spaces the next from the end of its hold.
 var reserveScript = redis.NewScript(scriptHead + `
 local lastKeep = 60000000 -- µs
 local every = tonumber(ARGV[1])
 local maxWait = tonumber(ARGV[2])
+local hold = tonumber(ARGV[3])
 local ask, keep = every, every
 if every < 0 then ask, keep = -every, -every end
 local turn, unreadable = now, 0
@@ -109,20 +123,87 @@ local pause, bad = read(KEYS[2])
 if pause and pause > turn then turn = pause end
 unreadable = unreadable + 2 * bad
 local last, lastEvery, bad1 = readTurn(KEYS[1])
+unreadable = unreadable + bad1
+local held = redis.call("GET", KEYS[3])
+if held then
+	-- In flight: a turn may be free once it is answered, which cannot
+	-- be before the interval after it left.
+	local at = tonumber(held) or now
+	local free = math.max(at + math.max(ask, lastEvery), turn) - now
+	return {math.max(free, 0), 0, unreadable, 1, 0}
+end
 if last then
 	local gap = math.max(ask, lastEvery)
 	if last + gap > turn then turn = last + gap end
 	if every < 0 then keep = math.max(keep, lastEvery) end
 end
-unreadable = unreadable + bad1
 local wait = turn - now
 if wait > 0 and wait > maxWait then
-	return {wait, 0, unreadable}
+	return {wait, 0, unreadable, 0, 0}
 end
-local v = string.format("%.0f", turn)
+local id = 0
+local recorded = turn
+if hold > 0 and keep > 0 then
+	id = turn
+	recorded = turn + hold
+	redis.call("SET", KEYS[3], string.format("%.0f", turn), "PX", math.floor((recorded - now) / 1000) + 1)
+end
+local v = string.format("%.0f", recorded)
 if keep > 0 then v = v .. ":" .. string.format("%.0f", keep) end
-redis.call("SET", KEYS[1], v, "PX", math.floor((turn + math.max(lastKeep, keep) - now) / 1000))
-return {wait, 1, unreadable}
+redis.call("SET", KEYS[1], v, "PX", math.floor((recorded + math.max(lastKeep, keep) - now) / 1000))
+return {wait, 1, unreadable, 0, id}
+`)
+
+// releaseScript ends the hold of the turn ARGV[1] (its ID) of an origin, if
+// KEYS[2] still holds it: the latest turn in KEYS[1] becomes now, on the
+// clock of the Redis server, with the interval it kept. It returns 1 if it
+// released the turn, and 0 if not.
+var releaseScript = redis.NewScript(scriptHead + `
+local lastKeep = 60000000 -- µs
+if redis.call("GET", KEYS[2]) ~= ARGV[1] then
+	return 0
+end
+redis.call("DEL", KEYS[2])
+local last, lastEvery = readTurn(KEYS[1])
+local v = string.format("%.0f", now)
+if lastEvery > 0 then v = v .. ":" .. string.format("%.0f", lastEvery) end
+redis.call("SET", KEYS[1], v, "PX", math.floor(math.max(lastKeep, lastEvery) / 1000))
+return 1
+`)
+
+// pushBackScript records an incident of pushback of an origin under a
+// back-off, and returns {pause, new}: how many microseconds from now the
+// back-off pauses the origin, and 1 for a new incident or 0 for one of the
+// burst of the current one.
+//
+// KEYS[1] holds the origin's back-off as "level:start:end" (microseconds on
+// the server's clock); ARGV[1] is how long ago the request was sent,
+// ARGV[2], ARGV[3] and ARGV[4] the back-off's First, Max and Forgive, in
+// microseconds, and ARGV[5] the random lengthening, in millionths of the
+// pause's tenth.
+var pushBackScript = redis.NewScript(scriptHead + `
+local sent = now - tonumber(ARGV[1])
+local first, most, forgive = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local level, start, stop = 0, 0, 0
+local v = redis.call("GET", KEYS[1])
+if type(v) == "string" then
+	local l, s, e = string.match(v, "^(%d+):(%d+):(%d+)$")
+	if l then level, start, stop = tonumber(l), tonumber(s), tonumber(e) end
+end
+if level > 0 and sent < start then
+	return {math.max(stop - now, 0), 0}
+end
+if level > 0 and now > stop + forgive then level = 0 end
+level = level + 1
+local d = first
+for i = 2, level do
+	if d >= most then break end
+	d = d * 2
+end
+d = math.min(d, most)
+d = d + math.floor(d / 10 * tonumber(ARGV[5]) / 1000000)
+redis.call("SET", KEYS[1], string.format("%d:%.0f:%.0f", level, now, now + d), "PX", math.floor((d + forgive) / 1000) + keyMargin)
+return {d, 1}
 `)
 
 // pausedScript returns {left, unreadable}: how many microseconds are left of
@@ -151,43 +232,93 @@ return {1, bad}
 `)
 
 // Reserve implements [robots.Pacer], kept in Redis and shared by every user
-// of the Redis: it takes origin's next turn, at least the larger of every
-// and the latest turn's interval after the latest turn taken, and not before
-// origin's pause ends, and returns how long the caller must wait for it,
-// without waiting itself. When known is false (the caller does not know the
-// origin's rules), the turn keeps the larger of every and the latest turn's
-// interval, as robots.Pacer documents. When that wait is longer
-// than maxWait, it takes no turn and returns ok false and the wait. Turns are
-// handed out first come, first served, each once, and timed by the clock of
-// the Redis server.
+// of the Redis: it takes origin's next turn, at least the larger of
+// r.Every and the latest turn's interval after the latest turn taken (after
+// its answer, once released), and not before origin's pause ends, and
+// returns how long the caller must wait for it, without waiting itself. A
+// turn that keeps an interval holds the origin, when r.Hold is positive,
+// until Release or r.Hold after it: meanwhile Reserve takes no turn and
+// returns InFlight, with the wait until the interval after the held turn
+// has passed (the earliest its answer could free a turn). When r.Known is
+// false (the caller does not know the origin's rules), the turn keeps the
+// larger of r.Every and the latest turn's interval, as robots.Pacer
+// documents. When the wait is longer than r.MaxWait, it takes no turn and
+// returns the wait. Turns are handed out first come, first served, each
+// once, and timed by the clock of the Redis server.
 //
-// Each call is one Redis command: a Lua script that reads the pause and the
-// latest turn, and, if the caller can wait, records its turn as the latest.
-func (s *Store) Reserve(ctx context.Context, origin string, every time.Duration, known bool, maxWait time.Duration) (wait time.Duration, ok bool, err error) {
+// Each call is one Redis command: a Lua script that reads the pause, the
+// latest turn and the turn in flight, and, if the caller can wait, records
+// its turn as the latest. A turn taken so costs one round trip, and its
+// release one more.
+func (s *Store) Reserve(ctx context.Context, origin string, r robots.TurnRequest) (robots.Turn, error) {
 	s.once.Do(s.init)
-	keys := []string{s.paceKey(origin), s.pauseKey(origin)}
+	keys := []string{s.paceKey(origin), s.pauseKey(origin), s.holdKey(origin)}
 	var res []int64
-	err = s.do(ctx, "pace", func(ctx context.Context) error {
+	err := s.do(ctx, "pace", func(ctx context.Context) error {
 		var err error
 		// every rounds up, so that turns are never closer than
 		// every; the script reads a negative one as "rules unknown"
 		// (and -1 µs as unknown with no interval); maxWait rounds
 		// down.
-		e := ceilMicros(max(every, 0))
-		if !known {
+		e := ceilMicros(max(r.Every, 0))
+		if !r.Known {
 			e = -max(e, 1)
 		}
-		res, err = reserveScript.Run(ctx, s.client, keys, e, max(maxWait, 0).Microseconds()).Int64Slice()
+		res, err = reserveScript.Run(ctx, s.client, keys, e, max(r.MaxWait, 0).Microseconds(), ceilMicros(r.Hold)).Int64Slice()
 		return err
 	})
 	if err != nil {
-		return 0, false, err
+		return robots.Turn{}, err
 	}
-	if len(res) != 3 {
-		return 0, false, fmt.Errorf("redisstore: pace: script returned %v", res)
+	if len(res) != 5 {
+		return robots.Turn{}, fmt.Errorf("redisstore: pace: script returned %v", res)
 	}
-	s.unreadable(ctx, res[2], keys...)
-	return micros(res[0]), res[1] == 1, nil
+	s.unreadable(ctx, res[2], keys[:2]...)
+	return robots.Turn{Wait: micros(res[0]), OK: res[1] == 1, InFlight: res[3] == 1, ID: uint64(max(res[4], 0))}, nil
+}
+
+// Release implements [robots.Pacer]: it ends the hold of the turn id of
+// origin, if it still holds it, and spaces the next turn from now on the
+// clock of the Redis server (the answer reaches Redis after it reached the
+// caller: never earlier than answered). One Redis command.
+func (s *Store) Release(ctx context.Context, origin string, id uint64, answered time.Time) error {
+	s.once.Do(s.init)
+	if id == 0 {
+		return nil
+	}
+	keys := []string{s.paceKey(origin), s.holdKey(origin)}
+	return s.do(ctx, "pace", func(ctx context.Context) error {
+		return releaseScript.Run(ctx, s.client, keys, strconv.FormatUint(id, 10)).Err()
+	})
+}
+
+// PushBack implements [robots.Pacer]: it records the incident in Redis, so
+// that the back-off's level is the fleet's, and pauses origin for every user
+// of the Redis (see Pause). A new incident costs three Redis commands, one
+// of the burst of the current back-off one.
+func (s *Store) PushBack(ctx context.Context, origin string, sent time.Time, b robots.Backoff) (time.Time, error) {
+	s.once.Do(s.init)
+	var res []int64
+	err := s.do(ctx, "pause", func(ctx context.Context) error {
+		var err error
+		res, err = pushBackScript.Run(ctx, s.client, []string{s.backoffKey(origin)},
+			ceilMicros(time.Since(sent)), ceilMicros(b.First), ceilMicros(b.Max), ceilMicros(b.Forgive),
+			rand.IntN(1000000)).Int64Slice()
+		return err
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	if len(res) != 2 {
+		return time.Time{}, fmt.Errorf("redisstore: pushback: script returned %v", res)
+	}
+	until := time.Now().Add(micros(res[0]))
+	if res[1] == 1 {
+		if err := s.Pause(ctx, origin, until); err != nil {
+			return time.Time{}, err
+		}
+	}
+	return until, nil
 }
 
 // Pause implements [robots.Pacer]: it holds back origin's turns, for every

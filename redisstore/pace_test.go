@@ -63,7 +63,7 @@ func reserve(t *testing.T, s *Store, origin string, every, maxWait time.Duration
 	if every < 0 {
 		iv, known = -every, false
 	}
-	wait, ok, err := s.Reserve(context.Background(), origin, iv, known, maxWait)
+	wait, ok, err := reserveArgs(s, context.Background(), origin, iv, known, maxWait)
 	if err != nil {
 		t.Fatalf("Reserve(%s, %v, %v): %v", origin, every, maxWait, err)
 	}
@@ -264,7 +264,7 @@ func TestReserveFleet(t *testing.T) {
 		}
 		wg.Go(func() {
 			for range 3 {
-				wait, ok, err := s.Reserve(context.Background(), "https://example.com", every, true, maxWait)
+				wait, ok, err := reserveArgs(s, context.Background(), "https://example.com", every, true, maxWait)
 				at := time.Now().Add(wait)
 				if err != nil {
 					t.Errorf("Reserve: %v", err)
@@ -411,7 +411,7 @@ func TestReserveCanceled(t *testing.T) {
 	s := newStores(t, 1)[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := s.Reserve(ctx, "https://example.com", time.Second, true, forever); !errors.Is(err, context.Canceled) {
+	if _, _, err := reserveArgs(s, ctx, "https://example.com", time.Second, true, forever); !errors.Is(err, context.Canceled) {
 		t.Errorf("Reserve with a canceled context: %v, want context.Canceled", err)
 	}
 	if s.outage.Load() != nil {
@@ -520,7 +520,7 @@ func TestFleetCrawlDelay(t *testing.T) {
 	// once, and is not sent.
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if _, _, err := fleet[0].store.Reserve(context.Background(), s.origin(), time.Second, true, 0); err != nil {
+	if _, _, err := reserveArgs(fleet[0].store, context.Background(), s.origin(), time.Second, true, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := get(ctx, fleet[1].client, s.URL+"/late"); !errors.Is(err, context.DeadlineExceeded) {

@@ -22,9 +22,9 @@ type countingPacer struct {
 	reserves atomic.Int64
 }
 
-func (p *countingPacer) Reserve(ctx context.Context, origin string, every time.Duration, known bool, maxWait time.Duration) (time.Duration, bool, error) {
+func (p *countingPacer) Reserve(ctx context.Context, origin string, r robots.TurnRequest) (robots.Turn, error) {
 	p.reserves.Add(1)
-	return p.Store.Reserve(ctx, origin, every, known, maxWait)
+	return p.Store.Reserve(ctx, origin, r)
 }
 
 // flushAll empties the Redis the tests run against, as an operator's
