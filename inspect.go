@@ -24,7 +24,9 @@ type Origin struct {
 
 // Origin returns what the Transport knows of u's origin's robots.txt,
 // fetching it first if needed as a request to u would (same fetch, turn and
-// cache). It fails if u cannot be sent or ctx is done first.
+// cache). It waits for that fetch however far its turn, MaxWait and
+// WithMaxWait notwithstanding: it fails only if u cannot be sent or ctx is
+// done first.
 func (t *Transport) Origin(ctx context.Context, u *url.URL) (*Origin, error) {
 	s, st, err := t.stateOf(ctx, u)
 	if err != nil {
@@ -52,7 +54,7 @@ var emptyRobots = matcher.Parse(nil)
 // CrawlDelay returns the time the Transport keeps between two requests to
 // u's origin, as the crawler that ctx names (see WithAgent) or else as
 // Agent: the group's crawl-delay within MaxCrawlDelay and MinDelay, or zero.
-// It fetches robots.txt if needed.
+// It fetches robots.txt if needed, and waits for that fetch as Origin does.
 func (t *Transport) CrawlDelay(ctx context.Context, u *url.URL) (time.Duration, error) {
 	agent, _, err := t.identity(ctx, nil)
 	if err != nil {
@@ -106,5 +108,8 @@ func (t *Transport) stateOf(ctx context.Context, u *url.URL) (*site, *state, err
 	if err != nil {
 		return nil, nil, err
 	}
+	// No MaxWait: the caller asks what robots.txt says, and sends
+	// nothing that needs a turn.
+	ctx = context.WithValue(ctx, maxWaitKey{}, time.Duration(0))
 	return t.lookup(ctx, k, t.now(), t.fetchAgent(nil, ua))
 }

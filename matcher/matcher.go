@@ -60,6 +60,8 @@ package matcher
 
 import (
 	"bytes"
+	"errors"
+	"math"
 	"cmp"
 	"reflect"
 	"slices"
@@ -535,17 +537,18 @@ func capPattern(arena []byte, pat, limit int, allow bool) ([]byte, bool) {
 }
 
 // parseDelay reads a crawl-delay value: a non-negative decimal number of
-// seconds, such as "10" or "0.5". Anything else, including a value too large
-// for a time.Duration, is not a delay.
+// seconds, such as "10" or "0.5", or one in exponent form, such as "1e3". A
+// value too large for a time.Duration asks for the longest one: a site that
+// asks for a very long delay gets no shorter one than the Transport's cap.
+// Anything else (negative, NaN, units, empty) is not a delay.
 func parseDelay(v []byte) (time.Duration, bool) {
 	const maxSeconds = int64(1<<63-1) / int64(time.Second)
 	var sec int64
 	digits := 0
 	i := 0
 	for ; i < len(v) && '0' <= v[i] && v[i] <= '9'; i++ {
-		sec = sec*10 + int64(v[i]-'0')
-		if sec > maxSeconds {
-			return 0, false
+		if sec <= maxSeconds {
+			sec = sec*10 + int64(v[i]-'0')
 		}
 		digits++
 	}
@@ -559,14 +562,33 @@ func parseDelay(v []byte) (time.Duration, bool) {
 			digits++
 		}
 	}
+	if i < len(v) && digits > 0 && (v[i] == 'e' || v[i] == 'E') {
+		return parseExpDelay(v)
+	}
 	if i != len(v) || digits == 0 {
 		return 0, false
 	}
+	if sec > maxSeconds {
+		return math.MaxInt64, true
+	}
 	d := time.Duration(sec)*time.Second + frac
 	if d < 0 {
-		return 0, false // overflow
+		return math.MaxInt64, true // overflow
 	}
 	return d, true
+}
+
+// parseExpDelay reads a crawl-delay in exponent form, such as "1e3" or
+// "2.5E-1", saturated at the longest time.Duration.
+func parseExpDelay(v []byte) (time.Duration, bool) {
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) || f < 0 || math.IsNaN(f) {
+		return 0, false
+	}
+	if f*float64(time.Second) >= math.MaxInt64 {
+		return math.MaxInt64, true
+	}
+	return time.Duration(f * float64(time.Second)), true
 }
 
 // Allowed reports whether the crawler with product token agent may fetch url.

@@ -2,6 +2,7 @@ package matcher
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"slices"
 	"strings"
@@ -377,11 +378,16 @@ func TestCrawlDelay(t *testing.T) {
 		{"User-agent: *\nCrawl-delay 4\n", "x", 4 * time.Second, true},
 		{"User-agent: *\nCrawl-delay: -1\n", "x", 0, false},
 		{"User-agent: *\nCrawl-delay: NaN\n", "x", 0, false},
-		{"User-agent: *\nCrawl-delay: 1e3\n", "x", 0, false},
+		{"User-agent: *\nCrawl-delay: 1e3\n", "x", 1000 * time.Second, true},
+		{"User-agent: *\nCrawl-delay: 1e308\n", "x", math.MaxInt64, true}, // the longest: capped by the Transport
+		{"User-agent: *\nCrawl-delay: 2.5E-1\n", "x", 250 * time.Millisecond, true},
+		{"User-agent: *\nCrawl-delay: -5\n", "x", 0, false},
+		{"User-agent: *\nCrawl-delay: -1e3\n", "x", 0, false},
+		{"User-agent: *\nCrawl-delay: 1e\n", "x", 0, false},
 		{"User-agent: *\nCrawl-delay: 10s\n", "x", 0, false},
 		{"User-agent: *\nCrawl-delay: .\n", "x", 0, false},
 		{"User-agent: *\nCrawl-delay:\n", "x", 0, false},
-		{"User-agent: *\nCrawl-delay: 99999999999999999999\n", "x", 0, false},
+		{"User-agent: *\nCrawl-delay: 99999999999999999999\n", "x", math.MaxInt64, true},
 		{"Crawl-delay: 5\nUser-agent: *\n", "x", 0, false}, // before any group
 		{"User-agent: *\nCrawl-delay: 2\nCrawl-delay: 7\nCrawl-delay: 1\n", "x", 7 * time.Second, true},
 		{"User-agent: a\nCrawl-delay: 2\nDisallow: /\nUser-agent: a\nCrawl-delay: 5\n", "a", 5 * time.Second, true},
