@@ -60,9 +60,9 @@ package matcher
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"math"
-	"cmp"
 	"reflect"
 	"slices"
 	"strconv"
