@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jarcoal/httpmock"
@@ -206,75 +207,78 @@ func TestBasePanics(t *testing.T) {
 	} {
 		for _, deadline := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/deadline %v", c.name, deadline), func(t *testing.T) {
-				var robotsCalls atomic.Int32
-				base := rtFunc(func(req *http.Request) (*http.Response, error) {
-					if req.URL.Path == "/robots.txt" {
-						robotsCalls.Add(1)
-						return c.robot(req), nil
-					}
-					return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
-				})
-				var logs syncBuffer
-				tr := &Transport{Base: base, Agent: "FaultBot", Logger: slog.New(slog.NewTextHandler(&logs, nil))}
-
-				// send sends GET u, with a deadline or not, and returns
-				// the refusal, failing unless it came within noHang.
-				send := func(u string, deadline bool) *DisallowedError {
-					t.Helper()
-					ctx := context.Background()
-					if deadline {
-						var cancel context.CancelFunc
-						ctx, cancel = context.WithTimeout(ctx, noHang)
-						defer cancel()
-					}
-					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-					done := make(chan error, 1)
-					go func() {
-						resp, err := tr.RoundTrip(req)
-						if resp != nil {
-							resp.Body.Close()
+				synctest.Test(t, func(t *testing.T) {
+					var robotsCalls atomic.Int32
+					base := rtFunc(func(req *http.Request) (*http.Response, error) {
+						if req.URL.Path == "/robots.txt" {
+							robotsCalls.Add(1)
+							return c.robot(req), nil
 						}
-						done <- err
-					}()
-					var err error
-					select {
-					case err = <-done:
-					case <-time.After(noHang):
-						t.Fatalf("GET %s: no answer within %v", u, noHang)
-					}
-					de, ok := errors.AsType[*DisallowedError](err)
-					if !ok || !errors.Is(err, ErrUnreachable) {
-						t.Fatalf("GET %s: %v, want a refusal for an unreachable robots.txt", u, err)
-					}
-					return de
-				}
+						return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
+					})
+					var logs syncBuffer
+					tr := &Transport{Base: base, Agent: "FaultBot", Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 
-				de := send("http://example.com/private", deadline)
-				want := "robots: Base panicked fetching http://example.com/robots.txt: " + c.value
-				if msg := de.Err.Error(); !strings.HasPrefix(msg, want) {
-					t.Errorf("Err = %q, want it to begin %q", msg, want)
-				}
-				if c.value == "boom" && !errors.Is(de, boom) {
-					t.Errorf("Err = %v does not wrap the panic's error", de.Err)
-				}
-				// Later requests to the origin are answered at once,
-				// with or without a deadline, from the cached result.
-				for _, d := range []bool{false, true} {
-					start := time.Now()
-					send("http://example.com/public", d)
-					if took := time.Since(start); took > time.Second {
-						t.Errorf("a later request took %v", took)
+					// send sends GET u, with a deadline or not, and returns
+					// the refusal, failing unless it came within noHang.
+					send := func(u string, deadline bool) *DisallowedError {
+						t.Helper()
+						ctx := context.Background()
+						if deadline {
+							var cancel context.CancelFunc
+							ctx, cancel = context.WithTimeout(ctx, noHang)
+							defer cancel()
+						}
+						req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+						done := make(chan error, 1)
+						go func() {
+							resp, err := tr.RoundTrip(req)
+							if resp != nil {
+								resp.Body.Close()
+							}
+							done <- err
+						}()
+						var err error
+						select {
+						case err = <-done:
+						case <-time.After(noHang):
+							t.Fatalf("GET %s: no answer within %v", u, noHang)
+						}
+						de, ok := errors.AsType[*DisallowedError](err)
+						if !ok || !errors.Is(err, ErrUnreachable) {
+							t.Fatalf("GET %s: %v, want a refusal for an unreachable robots.txt", u, err)
+						}
+						return de
 					}
-				}
-				if n := robotsCalls.Load(); n != 1 {
-					t.Errorf("robots.txt fetched %d times, want 1", n)
-				}
-				if st := tr.Stats(); st.FetchUnreachable != 1 {
-					t.Errorf("Stats = %+v, want one unreachable fetch", st)
-				}
-				if l := logs.String(); !strings.Contains(l, "Base panicked") || !strings.Contains(l, "fetch_body_test.go") {
-					t.Errorf("log has no record of the panic with its stack:\n%s", l)
-				}
+
+					de := send("http://example.com/private", deadline)
+					want := "robots: Base panicked fetching http://example.com/robots.txt: " + c.value
+					if msg := de.Err.Error(); !strings.HasPrefix(msg, want) {
+						t.Errorf("Err = %q, want it to begin %q", msg, want)
+					}
+					if c.value == "boom" && !errors.Is(de, boom) {
+						t.Errorf("Err = %v does not wrap the panic's error", de.Err)
+					}
+					// Later requests to the origin are answered at once,
+					// with or without a deadline, from the cached result:
+					// no time passes in the bubble.
+					for _, d := range []bool{false, true} {
+						start := time.Now()
+						send("http://example.com/public", d)
+						if took := time.Since(start); took != 0 {
+							t.Errorf("a later request took %v", took)
+						}
+					}
+					if n := robotsCalls.Load(); n != 1 {
+						t.Errorf("robots.txt fetched %d times, want 1", n)
+					}
+					if st := tr.Stats(); st.FetchUnreachable != 1 {
+						t.Errorf("Stats = %+v, want one unreachable fetch", st)
+					}
+					if l := logs.String(); !strings.Contains(l, "Base panicked") || !strings.Contains(l, "fetch_body_test.go") {
+						t.Errorf("log has no record of the panic with its stack:\n%s", l)
+					}
+				})
 			})
 		}
 	}

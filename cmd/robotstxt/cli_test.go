@@ -277,8 +277,10 @@ func TestCrawlTimeout(t *testing.T) {
 	if code != exitFlagged || !strings.Contains(stdout, "refused  /  robots.txt unreachable") {
 		t.Errorf("crawl -timeout = %d\n%s", code, stdout)
 	}
-	if d := time.Since(begin); d > 5*time.Second {
-		t.Errorf("crawl -timeout 200ms took %v", d)
+	// Without -timeout the fetch would end after the default fetchTimeout;
+	// half of it tells the two apart however loaded the machine.
+	if d := time.Since(begin); d >= fetchTimeout/2 {
+		t.Errorf("crawl -timeout 200ms took %v, as if the default of %v had ended the fetch", d, fetchTimeout)
 	}
 }
 
