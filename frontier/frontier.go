@@ -5,6 +5,8 @@ import (
 	"container/heap"
 	"context"
 	"errors"
+	"hash/maphash"
+	"maps"
 	"math"
 	"net/url"
 	"slices"
@@ -44,7 +46,8 @@ type Frontier struct {
 
 	mu    sync.Mutex
 	sites map[string]*site    // by origin: those with a URL queued or out, or a turn to wait for
-	in    map[string]struct{} // every URL queued or out
+	in    set                 // the hash (with seed) of every URL queued or out
+	seed  maphash.Seed
 	out   map[string]*site    // every URL out, and its site
 	timed timedHeap           // sites waiting for their turn (some with no URL: see site)
 	ready readyHeap           // sites that may be offered now, longest chain first
@@ -53,6 +56,10 @@ type Frontier struct {
 	waiters []*waiter
 	seq     uint64 // counts the sites that became ready, for ties
 	queued  int    // URLs queued
+	// sitesPeak is the most sites has held since it was made: a map
+	// keeps the room of its peak, so it is made again once it holds a
+	// quarter of that (see shrink).
+	sitesPeak int
 	counts  Counts // the totals
 }
 
@@ -115,7 +122,7 @@ type waiter struct{ c chan struct{} }
 func (f *Frontier) init() {
 	if f.sites == nil {
 		f.sites = make(map[string]*site)
-		f.in = make(map[string]struct{})
+		f.seed = maphash.MakeSeed()
 		f.out = make(map[string]*site)
 	}
 }
@@ -135,16 +142,16 @@ func (f *Frontier) Push(rawURL string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.init()
-	if _, ok := f.in[rawURL]; ok {
+	if !f.in.add(maphash.String(f.seed, rawURL)) {
 		return ErrDuplicate
 	}
-	f.in[rawURL] = struct{}{}
 	f.queued++
 	f.counts.Pushed++
 	s := f.sites[origin]
 	if s == nil {
 		s = &site{origin: strings.Clone(origin)} // not rawURL's bytes: the site may outlive the URL
 		f.sites[origin] = s
+		f.sitesPeak = max(f.sitesPeak, len(f.sites))
 		s.q.push(rawURL)
 		f.makeReady(s)
 		return nil
@@ -234,7 +241,7 @@ func (f *Frontier) take(now time.Time) *site {
 	for f.timed.Len() > 0 && !f.timed[0].due.After(now) {
 		s := heap.Pop(&f.timed).(*site)
 		if s.q.n == 0 {
-			delete(f.sites, s.origin)
+			f.drop(s)
 			continue
 		}
 		f.makeReady(s)
@@ -267,8 +274,28 @@ func (f *Frontier) schedule(s *site, at, now time.Time) {
 	case s.q.n > 0:
 		f.makeReady(s)
 	default:
-		delete(f.sites, s.origin)
+		f.drop(s)
 	}
+}
+
+// drop forgets s, which has no URL and whose turn has come. f.mu must be
+// held.
+func (f *Frontier) drop(s *site) {
+	delete(f.sites, s.origin)
+	f.sites, f.sitesPeak = shrink(f.sites, f.sitesPeak)
+}
+
+// shrink returns m, or a copy of m if m holds less than a quarter of peak,
+// the most it has held: a map does not give back the room it grew to. It
+// returns the new peak. A copy costs len(m), paid for by the 3×len(m)
+// deletions since the peak.
+func shrink[K comparable, V any](m map[K]V, peak int) (map[K]V, int) {
+	if peak < 64 || len(m) >= peak/4 {
+		return m, peak
+	}
+	c := make(map[K]V, len(m))
+	maps.Copy(c, m)
+	return c, len(m)
 }
 
 // wake wakes the first waiter, if any, to look again. f.mu must be held.
@@ -326,7 +353,7 @@ func (f *Frontier) Done(rawURL string, err error) error {
 		f.mu.Unlock()
 		return nil
 	}
-	delete(f.in, rawURL)
+	f.in.remove(maphash.String(f.seed, rawURL))
 	f.counts.Finished++
 	sent := false
 	switch {
@@ -464,13 +491,7 @@ func (h readyHeap) Less(i, j int) bool {
 }
 func (h readyHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i]; h[i].i = i; h[j].i = j }
 func (h *readyHeap) Push(x any)   { s := x.(*site); s.i = len(*h); *h = append(*h, s) }
-func (h *readyHeap) Pop() any {
-	old := *h
-	s := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return s
-}
+func (h *readyHeap) Pop() any { return pop((*[]*site)(h)) }
 
 // timedHeap orders waiting sites by due.
 type timedHeap []*site
@@ -479,11 +500,18 @@ func (h timedHeap) Len() int           { return len(h) }
 func (h timedHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
 func (h timedHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i]; h[i].i = i; h[j].i = j }
 func (h *timedHeap) Push(x any)        { s := x.(*site); s.i = len(*h); *h = append(*h, s) }
-func (h *timedHeap) Pop() any {
+func (h *timedHeap) Pop() any { return pop((*[]*site)(h)) }
+
+// pop removes the last site of *h and returns it. Once *h uses less than
+// a quarter of its room, it is moved to a slice half as big.
+func pop(h *[]*site) *site {
 	old := *h
 	s := old[len(old)-1]
 	old[len(old)-1] = nil
 	*h = old[:len(old)-1]
+	if cap(old) > 64 && len(*h) < cap(old)/4 {
+		*h = append(make([]*site, 0, cap(old)/2), *h...)
+	}
 	return s
 }
 
