@@ -45,12 +45,12 @@ type Frontier struct {
 	Turns Turns
 
 	mu    sync.Mutex
-	sites map[string]*site    // by origin: those with a URL queued or out, or a turn to wait for
-	in    set                 // the hash (with seed) of every URL queued or out
+	sites map[string]*site // by origin: those with a URL queued or out, or a turn to wait for
+	in    set              // the hash (with seed) of every URL queued or out
 	seed  maphash.Seed
-	out   map[string]*site    // every URL out, and its site
-	timed timedHeap           // sites waiting for their turn (some with no URL: see site)
-	ready readyHeap           // sites that may be offered now, longest chain first
+	out   map[string]*site // every URL out, and its site
+	timed timedHeap        // sites waiting for their turn (some with no URL: see site)
+	ready readyHeap        // sites that may be offered now, longest chain first
 	// waiters are the calls of Next that wait, in the order they came;
 	// the first one also waits for timed's first turn.
 	waiters []*waiter
@@ -60,7 +60,7 @@ type Frontier struct {
 	// keeps the room of its peak, so it is made again once it holds a
 	// quarter of that (see shrink).
 	sitesPeak int
-	counts  Counts // the totals
+	counts    Counts // the totals
 }
 
 // Counts are a Frontier's numbers, for a progress bar.
@@ -491,7 +491,7 @@ func (h readyHeap) Less(i, j int) bool {
 }
 func (h readyHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i]; h[i].i = i; h[j].i = j }
 func (h *readyHeap) Push(x any)   { s := x.(*site); s.i = len(*h); *h = append(*h, s) }
-func (h *readyHeap) Pop() any { return pop((*[]*site)(h)) }
+func (h *readyHeap) Pop() any     { return pop((*[]*site)(h)) }
 
 // timedHeap orders waiting sites by due.
 type timedHeap []*site
@@ -500,7 +500,7 @@ func (h timedHeap) Len() int           { return len(h) }
 func (h timedHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
 func (h timedHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i]; h[i].i = i; h[j].i = j }
 func (h *timedHeap) Push(x any)        { s := x.(*site); s.i = len(*h); *h = append(*h, s) }
-func (h *timedHeap) Pop() any { return pop((*[]*site)(h)) }
+func (h *timedHeap) Pop() any          { return pop((*[]*site)(h)) }
 
 // pop removes the last site of *h and returns it. Once *h uses less than
 // a quarter of its room, it is moved to a slice half as big.
