@@ -132,8 +132,11 @@
 // # version
 //
 // Version prints the version of the module the command was built from, from
-// its build information: a release's version, or "(devel)" with the commit
-// and its time when the build recorded them, and the Go version.
+// its build information: a release's version, a pseudo-version, or "(devel)";
+// the version control revision, whether the checkout was modified and when
+// the revision was committed, or else why there is no revision (go run, go
+// test and -buildvcs=false record none; go build in a git checkout does);
+// and the Go version.
 //
 // Every command prints its usage to standard output and exits 0 for -h or
 // --help; a usage error prints it to standard error and exits 2.
