@@ -415,7 +415,7 @@ func (p *memPacer) PushBack(ctx context.Context, origin string, sent time.Time, 
 		p.bo = make(map[string]memBackoff)
 	}
 	bo := p.bo[origin]
-	if bo.level > 0 && s < bo.start {
+	if bo.level > 0 && s <= bo.start {
 		return p.epoch.Add(bo.end), nil
 	}
 	if bo.level > 0 && now > bo.end+b.Forgive {

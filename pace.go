@@ -54,8 +54,8 @@ type Pacer interface {
 	// PushBack records that origin pushed back (a 429 or 503 without a
 	// usable Retry-After) on a request sent at sent, pauses the origin
 	// under the back-off b, and returns when that pause ends. An answer
-	// to a request sent before the current back-off began is of the same
-	// burst: it changes nothing. Otherwise the back-off's level goes up
+	// to a request sent no later than the current back-off began is of
+	// the same burst: it changes nothing. Otherwise the back-off's level goes up
 	// by one, or starts again at one if the last back-off pause ended
 	// more than b.Forgive ago, and the origin is paused for
 	// min(b.First × 2^(level-1), b.Max), lengthened by a random fraction
@@ -456,11 +456,12 @@ func (p *pace) pauseLocked(until time.Duration, why string) {
 // pushBack records an incident of pushback at now on a request sent at
 // sent, under the back-off b with the random fraction jitter, and returns
 // when p's pause ends, as Pacer.PushBack does in memory. new is false when
-// the answer is of the burst of the current back-off.
+// the answer is of the burst of the current back-off: its request was sent
+// no later than that back-off began.
 func (p *pace) pushBack(now, sent time.Duration, b Backoff, jitter float64) (until time.Duration, new bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.boLevel > 0 && sent < p.boStart {
+	if p.boLevel > 0 && sent <= p.boStart {
 		return p.boEnd, false
 	}
 	if p.boLevel > 0 && now > p.boEnd+b.Forgive {

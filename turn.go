@@ -202,6 +202,9 @@ func (l turnLimit) left(now time.Duration) time.Duration {
 func (t *Transport) notYet(ctx context.Context, s *site, now, wait time.Duration, l turnLimit, why string) *TurnError {
 	if ctx.Value(probeKey{}) == nil {
 		t.stats.notYet.Add(1)
+		if why == ReasonInFlight {
+			t.stats.inFlightWaits.Add(1)
+		}
 	}
 	e := &TurnError{Origin: s.origin, At: t.epoch.Add(now + wait), Reason: why}
 	if l.deadline {
@@ -293,7 +296,6 @@ func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, 
 // or for its hold to run out, for a request under the limit l. It returns a
 // [*TurnError] when l runs out first.
 func (t *Transport) waitFreed(ctx context.Context, s *site, g grant, l turnLimit, waited *time.Duration, u *url.URL) error {
-	t.stats.inFlightWaits.Add(1)
 	now := t.now()
 	d := g.freeBy - now
 	if g.freed == nil {
@@ -310,6 +312,7 @@ func (t *Transport) waitFreed(ctx context.Context, s *site, g grant, l turnLimit
 	defer timer.Stop()
 	select {
 	case <-g.freed:
+		t.stats.inFlightWaits.Add(1)
 		return nil
 	case <-timer.C:
 		if byLimit {
@@ -318,6 +321,7 @@ func (t *Transport) waitFreed(ctx context.Context, s *site, g grant, l turnLimit
 			wait := max(at-now, g.wait-time.Since(start), time.Nanosecond)
 			return t.notYet(ctx, s, now, wait, l, ReasonInFlight)
 		}
+		t.stats.inFlightWaits.Add(1)
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
@@ -505,7 +509,7 @@ func (t *Transport) reserve(ctx context.Context, s *site, every time.Duration, l
 func (t *Transport) pacerCtx(ctx context.Context, lim turnLimit) (context.Context, context.CancelFunc) {
 	d := storeTimeout
 	if lim.maxWait {
-		d = min(d, max(lim.left(t.now()), time.Millisecond))
+		d = min(d, max(lim.left(t.now())-1, time.Millisecond))
 	}
 	return context.WithTimeout(ctx, d)
 }
