@@ -190,7 +190,7 @@ if type(v) == "string" then
 	local l, s, e = string.match(v, "^(%d+):(%d+):(%d+)$")
 	if l then level, start, stop = tonumber(l), tonumber(s), tonumber(e) end
 end
-if level > 0 and sent < start then
+if level > 0 and sent <= start then
 	return {math.max(stop - now, 0), 0}
 end
 if level > 0 and now > stop + forgive then level = 0 end
