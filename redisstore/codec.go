@@ -19,6 +19,12 @@ import (
 // kept the body as it was.)
 const magic = "rE\x02"
 
+// formatName and version are the two parts of magic.
+const (
+	formatName = "rE"
+	version    = 2
+)
+
 // maxFailures bounds Entry.Failures as read, far above any real count.
 const maxFailures = 1 << 20
 
@@ -30,6 +36,21 @@ const maxFailures = 1 << 20
 // which matters because each process decodes every entry it takes from Redis.
 // A body shorter than minCompress, or one that does not shrink, is kept as it
 // is.
+//
+// Every frame is written as a single segment, which declares its content
+// size, so that decode sizes its output from the header. Without that
+// option the encoder leaves the size out of frames of fewer than 256 bytes
+// (the single-segment flag is off below its 1 KiB minimum window, and a
+// frame that is not a single segment carries its size only from 256 bytes
+// on). Stores built before this was set wrote so every body of 64 to 255
+// bytes that zstd shrank, and refused it as they read it: the fleet fetched
+// such files once per process. The format stays "rE\x02": those Stores
+// read what this one writes, and decode still reads the frames with no
+// size that they wrote. It decodes such a frame into a buffer of 256
+// bytes, then one 8 times larger at each try, up to the body's bound, so
+// that no frame, however far it expands, costs more than a few times that
+// bound (the decoder may write a block past the buffer's capacity before it
+// stops, which grows the buffer once).
 const (
 	compressed  = 0x80 // in the access byte: the body is a zstd frame
 	minCompress = 64
@@ -38,7 +59,7 @@ const (
 var (
 	encoder = sync.OnceValue(func() *zstd.Encoder {
 		e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBetterCompression),
-			zstd.WithLowerEncoderMem(true))
+			zstd.WithLowerEncoderMem(true), zstd.WithSingleSegment(true))
 		if err != nil {
 			panic(err) // only for invalid options
 		}
@@ -46,7 +67,8 @@ var (
 	})
 	decoder = sync.OnceValue(func() *zstd.Decoder {
 		// DecodeAll writes no more than the capacity of its dst,
-		// which decode sizes from the frame's declared content size.
+		// which decompress sizes from the frame's declared content
+		// size, or grows up to the body's bound when there is none.
 		d, err := zstd.NewReader(nil, zstd.WithDecodeAllCapLimit(true), zstd.WithDecoderLowmem(true),
 			zstd.WithDecoderMaxWindow(DefaultMaxEntrySize*16), zstd.WithDecoderConcurrency(0))
 		if err != nil {
@@ -66,7 +88,8 @@ var (
 //	failures          uvarint
 //	error             uvarint length, then that many bytes
 //	body              uvarint length, then that many bytes: the body, or a
-//	                  zstd frame that declares its content size
+//	                  zstd frame, a single segment that declares its
+//	                  content size (frames without it are read too)
 func encode(e *robots.Entry) []byte {
 	access := byte(e.Access)
 	body := e.Body
@@ -107,12 +130,27 @@ func fromUnixNano(n int64) time.Time {
 
 var errFormat = errors.New("not an entry of this format")
 
+// formatError returns why b, which does not begin with magic, is not read.
+func formatError(b []byte) error {
+	switch {
+	case len(b) > len(formatName) && string(b[:len(formatName)]) == formatName && b[len(formatName)] < ' ':
+		// A version byte, not text that begins with "rE".
+		return fmt.Errorf("entry of format version %d; this Store reads version %d only", b[len(formatName)], version)
+	case len(b) >= len(v1Magic) && string(b[:len(v1Magic)]) == v1Magic:
+		return fmt.Errorf("entry of format version 1; this Store reads version %d only", version)
+	}
+	return errFormat
+}
+
+// v1Magic began the entries of format version 1.
+const v1Magic = "robots.Entry\x01"
+
 // decode reads an entry that encode wrote, whose body is at most maxBody
 // bytes. It returns an error for any other value, whole or cut short. The
 // entry's Body is a slice of b, or of a new array when it was compressed.
 func decode(b []byte, maxBody int) (*robots.Entry, error) {
-	if len(b) < len(magic)+1 || string(b[:len(magic)]) != magic {
-		return nil, errFormat
+	if len(b) < len(magic) || string(b[:len(magic)]) != magic {
+		return nil, formatError(b)
 	}
 	d := reader{b: b[len(magic):]}
 	access := d.byte()
@@ -158,27 +196,47 @@ func decode(b []byte, maxBody int) (*robots.Entry, error) {
 	return e, nil
 }
 
-// decompress returns the body in the zstd frame z, which must declare a
-// content size of at most maxBody bytes.
+// decompress returns the body in the zstd frame z, of at most maxBody bytes.
+// A frame that declares its content size is decoded into a buffer of that
+// size; one that does not (see above), into a buffer of 256 bytes, then
+// larger ones up to maxBody while the body does not fit.
 func decompress(z []byte, maxBody int) ([]byte, error) {
 	var h zstd.Header
 	if err := h.Decode(z); err != nil {
 		return nil, fmt.Errorf("compressed body: %w", err)
 	}
-	if !h.HasFCS || h.FrameContentSize == 0 {
-		return nil, errors.New("compressed body: no content size")
+	if h.Skippable {
+		return nil, errors.New("compressed body: a skippable frame")
 	}
-	if h.FrameContentSize > uint64(maxBody) {
-		return nil, fmt.Errorf("compressed body of %d bytes, more than %d", h.FrameContentSize, maxBody)
+	if h.HasFCS {
+		if h.FrameContentSize == 0 {
+			return nil, errors.New("compressed body declared empty")
+		}
+		if h.FrameContentSize > uint64(maxBody) {
+			return nil, fmt.Errorf("compressed body of %d bytes, more than %d", h.FrameContentSize, maxBody)
+		}
+		out, err := decoder().DecodeAll(z, make([]byte, 0, h.FrameContentSize))
+		if err != nil {
+			return nil, fmt.Errorf("compressed body declared %d bytes: %w", h.FrameContentSize, err)
+		}
+		if uint64(len(out)) != h.FrameContentSize {
+			return nil, fmt.Errorf("compressed body of %d bytes, declared %d", len(out), h.FrameContentSize)
+		}
+		return out, nil
 	}
-	out, err := decoder().DecodeAll(z, make([]byte, 0, h.FrameContentSize))
-	if err != nil {
-		return nil, fmt.Errorf("compressed body: %w", err)
+	for size := min(256, maxBody); ; size = min(8*size, maxBody) {
+		out, err := decoder().DecodeAll(z, make([]byte, 0, size))
+		switch {
+		case err == nil && len(out) == 0:
+			return nil, errors.New("compressed body is empty")
+		case err == nil:
+			return out, nil
+		case !errors.Is(err, zstd.ErrDecoderSizeExceeded):
+			return nil, fmt.Errorf("compressed body: %w", err)
+		case size >= maxBody:
+			return nil, fmt.Errorf("compressed body of more than %d bytes", maxBody)
+		}
 	}
-	if uint64(len(out)) != h.FrameContentSize {
-		return nil, fmt.Errorf("compressed body of %d bytes, declared %d", len(out), h.FrameContentSize)
-	}
-	return out, nil
 }
 
 // reader reads the fields of an encoded entry; after the first error, its

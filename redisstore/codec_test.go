@@ -1,11 +1,15 @@
 package redisstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/f9014239/robots"
 )
@@ -141,4 +145,100 @@ func FuzzDecode(f *testing.F) {
 			t.Errorf("decode(%q) = %+v, which encodes to %+v, %v", b, e, again, err)
 		}
 	})
+}
+
+// TestDecodeBadFrames: a value of a later format version, a frame cut
+// short, one that declares more than it holds, and zstd bombs (a small
+// frame that expands far past the bound, with and without a declared size)
+// are each an error that says what is wrong, never a panic, and cost no
+// more memory than about the bound.
+func TestDecodeBadFrames(t *testing.T) {
+	e := &robots.Entry{Access: robots.AccessSuccess, FetchedAt: time.Unix(1, 0), Expires: time.Unix(2, 0)}
+	body200 := []byte(longRobots[:200])
+	e.Body = body200
+	v200 := encode(e)
+	z200 := frameOf(t, v200)
+	if v200[len(magic)]&compressed == 0 || z200[4]&0x20 == 0 || z200[5] != 200 {
+		t.Fatalf("a 200-byte body: frame % x, want a single segment that declares 200 bytes", z200[:8])
+	}
+
+	// A bomb: 16 MiB of zeros, as a frame that declares its size (a
+	// single segment) and as one that does not (a stream).
+	const bombSize = 16 << 20
+	zeros := make([]byte, bombSize)
+	sized := encoder().EncodeAll(zeros, nil)
+	var buf bytes.Buffer
+	w, err := zstd.NewWriter(&buf, zstd.WithEncoderLevel(zstd.SpeedFastest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(zeros)
+	w.Close()
+	unsized := buf.Bytes()
+	var h zstd.Header
+	if err := h.Decode(unsized); err != nil || h.HasFCS {
+		t.Fatalf("the streamed bomb's header: %+v, %v; want no content size", h, err)
+	}
+	if len(sized) > 64<<10 || len(unsized) > 64<<10 {
+		t.Fatalf("bombs of %d and %d bytes, want small ones", len(sized), len(unsized))
+	}
+
+	declared := func(n byte) []byte { // z200 declaring n bytes
+		z := bytes.Clone(z200)
+		z[5] = n
+		return z
+	}
+	for _, c := range []struct {
+		name    string
+		val     []byte
+		maxBody int
+		want    string // in the error
+	}{
+		{"later version", append([]byte("rE\x03"), v200[len(magic):]...), DefaultMaxEntrySize, "format version 3; this Store reads version 2"},
+		{"version 1", append([]byte("robots.Entry\x01"), v200[len(magic):]...), DefaultMaxEntrySize, "format version 1"},
+		{"frame cut in its header", withFrame(e, z200[:5]), DefaultMaxEntrySize, "compressed body"},
+		{"frame cut in its block", withFrame(e, z200[:len(z200)/2]), DefaultMaxEntrySize, "compressed body"},
+		{"frame without its checksum", withFrame(e, z200[:len(z200)-4]), DefaultMaxEntrySize, "compressed body"},
+		{"frame declares more than it holds", withFrame(e, declared(250)), DefaultMaxEntrySize, "compressed body"},
+		{"frame declares less than it holds", withFrame(e, declared(100)), DefaultMaxEntrySize, "compressed body"},
+		{"frame declares nothing", withFrame(e, declared(0)), DefaultMaxEntrySize, "declared empty"},
+		{"frame declares more than the bound", v200, 199, "more than 199"},
+		{"skippable frame", withFrame(e, []byte("\x50\x2a\x4d\x18\x04\x00\x00\x00abcd")), DefaultMaxEntrySize, "skippable"},
+		{"bomb with its size", withFrame(e, sized), DefaultMaxEntrySize, fmt.Sprintf("compressed body of %d bytes, more than %d", bombSize, DefaultMaxEntrySize)},
+		{"bomb without its size", withFrame(e, unsized), DefaultMaxEntrySize, fmt.Sprintf("compressed body of more than %d bytes", DefaultMaxEntrySize)},
+		{"bomb without its size, small bound", withFrame(e, unsized), 1000, "compressed body of more than 1000 bytes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got *robots.Entry
+			var err error
+			allocated := allocatedBytes(func() { got, err = decode(c.val, c.maxBody) })
+			if err == nil {
+				t.Fatalf("decode = %+v, want an error", got)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("decode: %v; want an error that says %q", err, c.want)
+			}
+			// Each try of the frame without a size allocates its
+			// buffer, 1 + 1/8 + 1/64 ... of the bound in all, and
+			// the last may grow once, to twice the bound, as the
+			// decoder writes a block past its capacity.
+			if limit := uint64(4*c.maxBody + 1<<20); allocated > limit {
+				t.Errorf("decode allocated %d bytes, want at most %d", allocated, limit)
+			}
+		})
+	}
+	// The bomb without a size costs a few allocations, not one per KiB.
+	val := withFrame(e, unsized)
+	if n := testing.AllocsPerRun(5, func() { decode(val, DefaultMaxEntrySize) }); n > 50 {
+		t.Errorf("decoding the bomb without its size: %v allocations, want at most 50", n)
+	}
+}
+
+// allocatedBytes returns the bytes that the heap allocated while f ran.
+func allocatedBytes(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }
