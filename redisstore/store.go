@@ -45,7 +45,11 @@
 // the Store cannot read, or that no Store wrote (of another type, in another
 // format, or with no expiry where a Store always sets one), is logged,
 // ignored and overwritten by the next command that uses the key, so that it
-// holds back no fetch, no turn and no pause; see TryLock for the locks.
+// holds back no fetch, no turn and no pause; see TryLock for the locks. An
+// entry is the exception to "ignored": Get returns an error that matches
+// ErrUnreadable for it, which the Transport logs and counts
+// (robots.Stats.StoreErrors) before it fetches robots.txt and puts the entry
+// over it.
 package redisstore
 
 import (
@@ -87,6 +91,12 @@ const (
 	// whose MaxEntrySize is zero: enough for robots.DefaultMaxBodySize.
 	DefaultMaxEntrySize = 1 << 20
 )
+
+// ErrUnreadable is matched (with [errors.Is]) by the error that Get returns
+// for a value under an entry's key that it cannot read: of another type,
+// larger than MaxEntrySize, of another format or format version, cut short
+// or altered.
+var ErrUnreadable = errors.New("redisstore: unreadable entry")
 
 // ErrUnavailable is matched (with [errors.Is]) by the errors a Store returns
 // without trying Redis, during the Cooldown that follows a failed command.
@@ -280,9 +290,11 @@ func (s *Store) log(ctx context.Context, level slog.Level, msg string, args ...a
 func (s *Store) entryKey(origin string) string { return s.cfg.prefix + "entry:{" + origin + "}" }
 func (s *Store) lockKey(origin string) string  { return s.cfg.prefix + "lock:{" + origin + "}" }
 
-// Get implements [robots.Store]. A value it cannot read as an entry (of
-// another format, another type, or larger than MaxEntrySize) is logged and
-// reported as no entry.
+// Get implements [robots.Store]. For a value it cannot read as an entry (of
+// another type, larger than MaxEntrySize, of another format or format
+// version, cut short or altered), it returns an error that matches
+// ErrUnreadable and names the key and the cause, and logs it to Logger too.
+// Such a value does not start the Cooldown: Redis answered.
 func (s *Store) Get(ctx context.Context, origin string) (*robots.Entry, error) {
 	s.once.Do(s.init)
 	var val string
@@ -313,8 +325,9 @@ func (s *Store) Get(ctx context.Context, origin string) (*robots.Entry, error) {
 		e, foreign = decode([]byte(val), s.cfg.maxEntry)
 	}
 	if foreign != nil {
-		s.log(ctx, slog.LevelWarn, "redisstore: ignoring unreadable entry", "key", s.entryKey(origin), "err", foreign)
-		return nil, nil
+		key := s.entryKey(origin)
+		s.log(ctx, slog.LevelWarn, "redisstore: unreadable entry", "key", key, "err", foreign)
+		return nil, fmt.Errorf("%w under key %s: %w", ErrUnreadable, key, foreign)
 	}
 	return e, nil
 }

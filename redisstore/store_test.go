@@ -367,8 +367,10 @@ func TestRedisRecovers(t *testing.T) {
 }
 
 // TestUnreadableValues puts values that are not entries of this format
-// where the Store keeps an origin's entry: each is logged and ignored, and
-// the fetch that follows overwrites it.
+// where the Store keeps an origin's entry: for each, Get returns an error
+// that matches ErrUnreadable and names the key, which the Store's Logger
+// and the Transport's record and the Transport's Stats count, and the fetch
+// that follows overwrites it.
 func TestUnreadableValues(t *testing.T) {
 	addr := redisAddr(t)
 	valid := encode(&robots.Entry{Access: robots.AccessSuccess, Body: []byte("User-agent: *\nDisallow: /\n"), Expires: time.Now().Add(time.Hour)})
@@ -404,12 +406,24 @@ func TestUnreadableValues(t *testing.T) {
 			if err := c.set(ctx, p.store.client, key); err != nil {
 				t.Fatal(err)
 			}
+			if e, err := p.store.Get(ctx, s.origin()); e != nil || !errors.Is(err, ErrUnreadable) || !strings.Contains(err.Error(), key) {
+				t.Errorf("Get = %+v, %v; want an error that matches ErrUnreadable and names %s", e, err, key)
+			}
 			checkVerdicts(t, p.client, s.URL)
 			if n := s.fetches.Load(); n != 1 {
 				t.Errorf("robots.txt fetched %d times, want 1", n)
 			}
-			if n := log.count(slog.LevelWarn, "redisstore: ignoring unreadable entry"); n == 0 {
-				t.Errorf("the unreadable value was not logged")
+			if n := log.count(slog.LevelWarn, "redisstore: unreadable entry"); n == 0 {
+				t.Errorf("the Store did not log the unreadable value")
+			}
+			if n := log.count(slog.LevelInfo, "robots: store get failed"); n == 0 {
+				t.Errorf("the Transport did not log the unreadable value")
+			}
+			if n := p.tr.Stats().StoreErrors; n == 0 {
+				t.Errorf("Stats.StoreErrors = 0, want the unreadable value counted")
+			}
+			if p.store.outage.Load() != nil {
+				t.Errorf("an unreadable value started the cooldown")
 			}
 			e, err := p.store.Get(ctx, s.origin())
 			if err != nil || e == nil || string(e.Body) != disallowPrivate {
@@ -447,7 +461,7 @@ func TestPrefixWithBrace(t *testing.T) {
 	if _, err := s.Get(ctx, "https://example.com"); err == nil || errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "Prefix") {
 		t.Errorf("Get with a Prefix holding a brace: %v, want an error about the Prefix", err)
 	}
-	if _, ok, err := s.Reserve(ctx, "https://example.com", time.Second, true, time.Second); ok || err == nil {
+	if _, ok, err := reserveArgs(s, ctx, "https://example.com", time.Second, true, time.Second); ok || err == nil {
 		t.Errorf("Reserve with a Prefix holding a brace = %v, %v; want an error", ok, err)
 	}
 	if _, ok := s.WatchedPause("https://example.com"); ok {
