@@ -182,6 +182,7 @@ return 1
 // microseconds, and ARGV[5] the random lengthening, in millionths of the
 // pause's tenth.
 var pushBackScript = redis.NewScript(scriptHead + `
+local burstSlack = 1000000 -- µs
 local sent = now - tonumber(ARGV[1])
 local first, most, forgive = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local level, start, stop = 0, 0, 0
@@ -190,7 +191,7 @@ if type(v) == "string" then
 	local l, s, e = string.match(v, "^(%d+):(%d+):(%d+)$")
 	if l then level, start, stop = tonumber(l), tonumber(s), tonumber(e) end
 end
-if level > 0 and sent <= start then
+if level > 0 and sent <= start + burstSlack then
 	return {math.max(stop - now, 0), 0}
 end
 if level > 0 and now > stop + forgive then level = 0 end
@@ -294,7 +295,10 @@ func (s *Store) Release(ctx context.Context, origin string, id uint64, answered 
 
 // PushBack implements [robots.Pacer]: it records the incident in Redis, so
 // that the back-off's level is the fleet's, and pauses origin for every user
-// of the Redis (see Pause). A new incident costs three Redis commands, one
+// of the Redis (see Pause). A request sent up to a second after the current
+// back-off began counts as of its burst: sent is on the caller's clock and
+// the back-off's start on the server's, and the other processes of the
+// fleet hear of a pause only when its message reaches them. A new incident costs three Redis commands, one
 // of the burst of the current back-off one.
 func (s *Store) PushBack(ctx context.Context, origin string, sent time.Time, b robots.Backoff) (time.Time, error) {
 	s.once.Do(s.init)

@@ -151,7 +151,8 @@ func TestHeldTurn(t *testing.T) {
 
 // TestPushBackLevels: the back-off's level is kept in Redis: it doubles at
 // each new incident up to Max, an answer of the current burst changes
-// nothing, and a quiet Forgive after the pause ends starts again.
+// nothing (nor does one sent within a second of it, in a fleet), and a quiet
+// Forgive after the pause ends starts again.
 func TestPushBackLevels(t *testing.T) {
 	addr := redisAddr(t)
 	newS := func() *Store {
@@ -164,7 +165,7 @@ func TestPushBackLevels(t *testing.T) {
 	b.Prefix = a.Prefix // another process of the fleet
 	ctx := context.Background()
 	const origin = "https://example.com"
-	bo := robots.Backoff{First: 100 * time.Millisecond, Max: 300 * time.Millisecond, Forgive: time.Second}
+	bo := robots.Backoff{First: 100 * time.Millisecond, Max: 300 * time.Millisecond, Forgive: 2 * time.Second}
 	pause := func(s *Store, sent time.Time) time.Duration {
 		t.Helper()
 		until, err := s.PushBack(ctx, origin, sent, bo)
@@ -185,9 +186,10 @@ func TestPushBackLevels(t *testing.T) {
 	if r, _, _ := reserveArgs(b, ctx, origin, 0, true, 0); r < 50*time.Millisecond {
 		t.Errorf("Reserve during the back-off: wait %v, want the pause", r)
 	}
-	time.Sleep(120 * time.Millisecond)
+	// Past the second in which a request may be of the burst.
+	time.Sleep(1100 * time.Millisecond)
 	within("second incident", pause(b, time.Now()), 200*time.Millisecond)
-	time.Sleep(230 * time.Millisecond)
+	time.Sleep(1100 * time.Millisecond)
 	within("third incident, capped", pause(a, time.Now()), 300*time.Millisecond)
 	time.Sleep(340*time.Millisecond + bo.Forgive + 100*time.Millisecond)
 	within("after a quiet Forgive", pause(a, time.Now()), 100*time.Millisecond)
