@@ -26,7 +26,13 @@
 //	robots.cache.evictions       {origin}                           origins dropped from memory (MaxOrigins, MaxBytes)
 //	robots.pace.waits            {request}                          requests that waited for their origin's turn
 //	robots.pace.wait.time        s                                  total time requests waited for their turn
-//	robots.pace.pauses           {pause}                            origins paused by a Retry-After header
+//	robots.pace.pauses           {pause}      robots.pause.reason   origins paused, by reason:
+//	                                                                  retry_after: by a Retry-After header
+//	                                                                  backoff: by a 429 or 503 without one
+//	                                                                  (one per incident; see robots.Backoff)
+//	robots.pace.in_flight_waits  {request}                          requests that waited for, or were refused
+//	                                                                for, the answer to another request to their
+//	                                                                paced origin
 //
 // All are cumulative and monotonic. The outcomes of robots.requests do not
 // cover every request: one that fails before it is decided (a scheme other
@@ -61,6 +67,7 @@ const (
 	OutcomeKey     = attribute.Key("robots.outcome")      // of robots.requests
 	AccessKey      = attribute.Key("robots.access")       // of robots.fetches
 	CacheResultKey = attribute.Key("robots.cache.result") // of robots.cache.lookups
+	PauseReasonKey = attribute.Key("robots.pause.reason") // of robots.pace.pauses
 )
 
 // Option configures [Instrument].
@@ -89,7 +96,8 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // Give each Transport instrumented on one MeterProvider attributes of its
 // own: two that observe the same series report duplicate observations,
 // which OpenTelemetry leaves undefined. An attribute with one of the keys
-// of the metrics' own ([OutcomeKey], [AccessKey], [CacheResultKey]) is
+// of the metrics' own ([OutcomeKey], [AccessKey], [CacheResultKey],
+// [PauseReasonKey]) is
 // dropped.
 func WithAttributes(attrs ...attribute.KeyValue) Option {
 	return optionFunc(func(c *config) { c.attrs = append(c.attrs, attrs...) })
@@ -144,7 +152,9 @@ func Instrument(t *robots.Transport, opts ...Option) (metric.Registration, error
 	waits := i64("robots.pace.waits", "{request}",
 		"Requests that waited for their origin's turn.")
 	pauses := i64("robots.pace.pauses", "{pause}",
-		"Origins paused by a Retry-After header.")
+		"Origins paused, by reason: a Retry-After header (retry_after), or a 429 or 503 without one (backoff; one per incident).")
+	inFlight := i64("robots.pace.in_flight_waits", "{request}",
+		"Requests that waited for, or were refused for, the answer to another request to their paced origin.")
 	waitTime, err := m.Float64ObservableCounter("robots.pace.wait.time", metric.WithUnit("s"),
 		metric.WithDescription("Total time requests waited for their origin's turn."))
 	errs = append(errs, err)
@@ -154,7 +164,7 @@ func Instrument(t *robots.Transport, opts ...Option) (metric.Registration, error
 
 	var extra []attribute.KeyValue
 	for _, kv := range c.attrs {
-		if kv.Key != OutcomeKey && kv.Key != AccessKey && kv.Key != CacheResultKey {
+		if kv.Key != OutcomeKey && kv.Key != AccessKey && kv.Key != CacheResultKey && kv.Key != PauseReasonKey {
 			extra = append(extra, kv)
 		}
 	}
@@ -173,6 +183,8 @@ func Instrument(t *robots.Transport, opts ...Option) (metric.Registration, error
 		fetchUnreach = with(AccessKey.String("unreachable"))
 		hit          = with(CacheResultKey.String("hit"))
 		miss         = with(CacheResultKey.String("miss"))
+		retryAfter   = with(PauseReasonKey.String("retry_after"))
+		backoff      = with(PauseReasonKey.String("backoff"))
 	)
 	return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		s := t.Stats()
@@ -192,9 +204,11 @@ func Instrument(t *robots.Transport, opts ...Option) (metric.Registration, error
 		o.ObserveInt64(evictions, count(s.Evictions), base)
 		o.ObserveInt64(waits, count(s.TurnWaits), base)
 		o.ObserveFloat64(waitTime, s.TurnWaitTime.Seconds(), base)
-		o.ObserveInt64(pauses, count(s.Pauses), base)
+		o.ObserveInt64(pauses, count(s.Pauses), retryAfter)
+		o.ObserveInt64(pauses, count(s.Backoffs), backoff)
+		o.ObserveInt64(inFlight, count(s.InFlightWaits), base)
 		return nil
-	}, requests, noRules, fetches, storeHits, storeErrors, lookups, evictions, waits, waitTime, pauses)
+	}, requests, noRules, fetches, storeHits, storeErrors, lookups, evictions, waits, waitTime, pauses, inFlight)
 }
 
 // count converts a counter to an observation, saturating rather than

@@ -23,7 +23,8 @@ import (
 )
 
 // newMock returns a mock base with the origins the tests visit. Its pages
-// answer 200, except busy.example's, which answer 503 with Retry-After.
+// answer 200, except busy.example's: /page answers 503 with Retry-After,
+// /push 429 without.
 func newMock() *httpmock.MockTransport {
 	mock := httpmock.NewMockTransport()
 	mock.RegisterNoResponder(httpmock.NewStringResponder(200, "page"))
@@ -43,6 +44,7 @@ func newMock() *httpmock.MockTransport {
 	mock.RegisterResponder("GET", "https://down.example/robots.txt", httpmock.NewStringResponder(500, ""))
 	mock.RegisterResponder("GET", "https://busy.example/page",
 		httpmock.NewStringResponder(503, "busy").HeaderSet(http.Header{"Retry-After": {"5"}}))
+	mock.RegisterResponder("GET", "https://busy.example/push", httpmock.NewStringResponder(429, "slow down"))
 	return mock
 }
 
@@ -163,9 +165,11 @@ func zero(prefix string) map[string]float64 {
 	m["robots.cache.lookups{"+prefix+"robots.cache.result=miss}"] = 0
 	bare := strings.TrimSuffix(prefix, ",")
 	for _, name := range []string{"robots.allowed_without_rules", "robots.store.hits", "robots.store.errors", "robots.cache.evictions",
-		"robots.pace.waits", "robots.pace.wait.time", "robots.pace.pauses"} {
+		"robots.pace.waits", "robots.pace.wait.time", "robots.pace.in_flight_waits"} {
 		m[name+"{"+bare+"}"] = 0
 	}
+	m["robots.pace.pauses{"+prefix+"robots.pause.reason=retry_after}"] = 0
+	m["robots.pace.pauses{"+prefix+"robots.pause.reason=backoff}"] = 0
 	return m
 }
 
@@ -199,23 +203,26 @@ func TestInstrument(t *testing.T) {
 			t.Fatalf("slow.example/b: %v, want ErrNotYet", err)
 		}
 		wantAllowed(t, c, "https://busy.example/page") // miss, fetch success, sent, paused by Retry-After
+		time.Sleep(5 * time.Second)
+		wantAllowed(t, c, "https://busy.example/push") // hit, waited, sent, backoff
 
 		want := zero("")
 		for k, v := range map[string]float64{
-			"robots.requests{robots.outcome=sent}":           5,
-			"robots.requests{robots.outcome=disallowed}":     1,
-			"robots.requests{robots.outcome=unreachable}":    2,
-			"robots.requests{robots.outcome=not_yet}":        1,
-			"robots.requests{robots.outcome=usage_refused}":  1,
-			"robots.allowed_without_rules{}":                 1,
-			"robots.fetches{robots.access=success}":          4,
-			"robots.fetches{robots.access=unavailable}":      1,
-			"robots.fetches{robots.access=unreachable}":      1,
-			"robots.cache.lookups{robots.cache.result=hit}":  4,
-			"robots.cache.lookups{robots.cache.result=miss}": 6,
-			"robots.pace.waits{}":                            1,
-			"robots.pace.wait.time{}":                        10,
-			"robots.pace.pauses{}":                           1,
+			"robots.requests{robots.outcome=sent}":                6,
+			"robots.requests{robots.outcome=disallowed}":          1,
+			"robots.requests{robots.outcome=unreachable}":         2,
+			"robots.requests{robots.outcome=not_yet}":             1,
+			"robots.requests{robots.outcome=usage_refused}":       1,
+			"robots.allowed_without_rules{}":                      1,
+			"robots.fetches{robots.access=success}":               4,
+			"robots.fetches{robots.access=unavailable}":           1,
+			"robots.fetches{robots.access=unreachable}":           1,
+			"robots.cache.lookups{robots.cache.result=hit}":       5,
+			"robots.cache.lookups{robots.cache.result=miss}":      6,
+			"robots.pace.waits{}":                                 1,
+			"robots.pace.wait.time{}":                             10,
+			"robots.pace.pauses{robots.pause.reason=retry_after}": 1,
+			"robots.pace.pauses{robots.pause.reason=backoff}":     1,
 		} {
 			want[k] = v
 		}
@@ -251,6 +258,7 @@ func TestInstruments(t *testing.T) {
 		"robots.pace.waits":            "{request}",
 		"robots.pace.wait.time":        "s",
 		"robots.pace.pauses":           "{pause}",
+		"robots.pace.in_flight_waits":  "{request}",
 	}
 	for _, m := range sm.Metrics {
 		u, ok := units[m.Name]
