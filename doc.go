@@ -72,26 +72,38 @@
 // # Pacing
 //
 // A Transport spaces the requests to each origin by the crawl-delay of the
-// group it obeys (at most [Transport.MaxCrawlDelay]), or by
-// [Transport.MinDelay] if that is longer, each counted from the answer to the
-// request before (its response headers, or its error), so that the site sees
-// them an interval apart however long each took; origins do not slow each
-// other down. A fetch of robots.txt is a request like any other: it waits for
-// its turn, spaced by the longest crawl-delay known for the origin, and the
-// request after it is spaced from its answer. A 429 or 503 response with a
-// Retry-After header pauses its origin (for at most
-// [Transport.MaxRetryAfter]): nothing is sent to it meanwhile, robots.txt
-// included.
+// group it obeys (up to a day, [Transport.MaxCrawlDelay]), or by
+// [Transport.MinDelay] if that is longer. While an origin has such an
+// interval, one request to it is in flight at a time, and the next leaves
+// the interval after the answer to the one before (its response headers, or
+// its error), so that the site sees them an interval apart however long each
+// took; origins do not slow each other down. A request whose answer does not
+// come holds its origin for [Transport.TurnTimeout] at most. A fetch of
+// robots.txt is a request like any other: it waits for its turn, spaced by
+// the longest crawl-delay known for the origin, and the request after it is
+// spaced from its answer.
+//
+// A 429 or 503 response pauses its origin: nothing is sent to it meanwhile,
+// robots.txt included. With a Retry-After header, for as long as it asks (up
+// to a day, [Transport.MaxRetryAfter]); without a usable one (absent, zero,
+// in the past, malformed), under a [Backoff]: a minute at the first
+// incident, doubling at each new one up to a day, forgiven an hour after the
+// last pause ended, and one request at a time until then. Answers to the
+// requests of one burst are one incident. A cap that shortens what a site
+// asked for is logged.
 //
 // A request waits for its turn until its context is done. Under
 // [Transport.MaxWait] or [WithMaxWait], a request whose turn is further away
 // is not sent: RoundTrip returns at once a [*TurnError], which matches
-// [ErrNotYet] and says when to come back, and the request takes no turn. So
-// a worker pool can requeue it and serve the origins that are ready.
+// [ErrNotYet] and says when to come back and why (its Reason), and the
+// request takes no turn. So a worker pool can requeue it and serve the
+// origins that are ready (package frontier does this).
 // [Transport.NextTurn] says when an origin's next turn is, without taking it.
 //
-// A [Pacer] shares the turns of each origin between Transports, for example
-// across the processes of a fleet; a [Store] shares the fetched files.
+// A [Pacer] shares the turns, pauses and back-offs of each origin between
+// Transports, for example across the processes of a fleet, so that the site
+// sees one request at a time from all of them; a [Store] shares the fetched
+// files.
 //
 // # Usage preferences
 //
