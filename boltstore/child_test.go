@@ -1,0 +1,5 @@
+package boltstore
+
+const childEnv = "BOLTSTORE_TEST_CHILD"
+
+func runChild(mode string) int { return 2 }
