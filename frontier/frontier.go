@@ -29,6 +29,13 @@ type Turns interface {
 // be done.
 const askMaxWait = time.Millisecond
 
+// DefaultProbes is the default for Frontier.Probes.
+const DefaultProbes = 32
+
+// probeTimeout bounds a probe: Turns' answer for a new site, which waits
+// for its robots.txt.
+const probeTimeout = time.Minute
+
 // Frontier holds the URLs of a crawl in one queue per site (origin) and
 // hands out, with Next, the head of a site's queue once the site may be
 // sent a request: when it has no request out, and its turn has come.
@@ -42,7 +49,16 @@ type Frontier struct {
 	// Turns, if not nil, is asked when a site's request is Done when the
 	// site's next turn is; the site is offered then. A crawl should set
 	// it to the [*robots.Transport] its requests go through.
+	//
+	// A new site is offered once Turns has told its first turn, which a
+	// [*robots.Transport] tells once it has fetched the site's robots.txt
+	// (see the package doc, Probes).
 	Turns Turns
+
+	// Probes, if positive, is how many new sites the Frontier asks Turns
+	// about at once, each on a goroutine of its own until Turns answers.
+	// If zero, DefaultProbes is used.
+	Probes int
 
 	mu    sync.Mutex
 	sites map[string]*site // by origin: those with a URL queued or out, or a turn to wait for
@@ -51,6 +67,8 @@ type Frontier struct {
 	out   map[string]*site // every URL out, and its site
 	timed timedHeap        // sites waiting for their turn (some with no URL: see site)
 	ready readyHeap        // sites that may be offered now, longest chain first
+	fresh readyHeap        // new sites to ask Turns about, most URLs first
+	probes int             // new sites Turns is being asked about
 	// waiters are the calls of Next that wait, in the order they came;
 	// the first one also waits for timed's first turn.
 	waiters []*waiter
@@ -92,11 +110,12 @@ type Site struct {
 
 // site is one origin's queue. Its fields are guarded by Frontier.mu.
 //
-// A site is in one of three states: ready (in Frontier.ready: it has URLs
-// and may be offered now), waiting (in Frontier.timed until due: it may
-// have no URL, and then it is kept only so that a URL pushed before due is
-// not offered before its turn, and dropped at due), or busy (in neither: a
-// URL of it is out, or Done is asking Turns about it).
+// A site is in one of four states: fresh (in Frontier.fresh: new, with
+// URLs, and Turns is to be asked about it), ready (in Frontier.ready: it has
+// URLs and may be offered now), waiting (in Frontier.timed until due: it
+// may have no URL, and then it is kept only so that a URL pushed before due
+// is not offered before its turn, and dropped at due), or busy (in none: a
+// URL of it is out, or Turns is being asked about it).
 type site struct {
 	origin string
 	q      ring
@@ -105,12 +124,13 @@ type site struct {
 	every  time.Duration // the interval learned from Turns, if known
 	known  bool          // every is known: a request of the site was answered
 	state  uint8
-	i      int    // index in Frontier.ready or Frontier.timed
+	i      int    // index in Frontier.fresh, ready or timed
 	seq    uint64 // when it last became ready, for ties
 }
 
 const (
 	busy uint8 = iota
+	fresh
 	ready
 	waiting
 )
@@ -153,14 +173,65 @@ func (f *Frontier) Push(rawURL string) error {
 		f.sites[origin] = s
 		f.sitesPeak = max(f.sitesPeak, len(f.sites))
 		s.q.push(rawURL)
-		f.makeReady(s)
+		if f.Turns == nil {
+			f.makeReady(s)
+			return nil
+		}
+		s.state, s.seq = fresh, f.seq
+		f.seq++
+		heap.Push(&f.fresh, s)
+		f.probe()
 		return nil
 	}
 	s.q.push(rawURL)
-	if s.state == ready {
+	switch s.state {
+	case ready:
 		heap.Fix(&f.ready, s.i) // a longer chain
+	case fresh:
+		heap.Fix(&f.fresh, s.i)
 	}
 	return nil
+}
+
+// probe asks Turns about fresh sites, the most URLs first, as long as fewer
+// than Probes are being asked about. f.mu must be held.
+func (f *Frontier) probe() {
+	limit := f.Probes
+	if limit <= 0 {
+		limit = DefaultProbes
+	}
+	for f.probes < limit && f.fresh.Len() > 0 {
+		s := heap.Pop(&f.fresh).(*site)
+		s.state = busy
+		f.probes++
+		go f.ask(s, s.q.front(), f.Turns)
+	}
+}
+
+// ask asks turns when u, the head of the new site s, may be sent, and
+// offers s then. With a [*robots.Transport], that waits for the fetch of
+// s's robots.txt (up to its FetchTimeout, or probeTimeout), which no worker
+// then waits for: the site's first URL is sent at its turn, with no
+// refusal, and its chain is known before.
+func (f *Frontier) ask(s *site, u string, turns Turns) {
+	ctx, cancel := context.WithTimeout(robots.WithMaxWait(context.Background(), 0), probeTimeout)
+	defer cancel()
+	var at time.Time
+	pu, err := url.Parse(u)
+	if err == nil {
+		at, err = turns.NextTurn(ctx, pu)
+	}
+	now := time.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.probes--
+	if err != nil {
+		at = now
+	} else {
+		s.every, s.known = max(at.Sub(now), 0), true // the interval after the fetch's answer
+	}
+	f.schedule(s, at, now)
+	f.probe()
 }
 
 // Next returns the next URL that may be sent now: the head of the queue of

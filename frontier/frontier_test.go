@@ -112,8 +112,9 @@ func TestBadInput(t *testing.T) {
 
 // web is a fake web behind a fake Transport, in a synctest bubble: each
 // host has an interval, its next turn is that long after the answer to its
-// last request, and a request takes rtt. It fails the test if a request
-// leaves before its host's turn, or while another of its host is out.
+// last request, and a request takes rtt. Asked first about a host, it
+// fetches its robots.txt, at once. It fails the test if a request leaves
+// before its host's turn, or while another of its host is out.
 type web struct {
 	t     *testing.T
 	rtt   time.Duration
@@ -124,6 +125,8 @@ type web struct {
 	out      map[string]string    // by host: the URL in flight
 	sent     []sent
 	asked    int
+	asks     []string // the hosts Turns was asked about, in order
+	hold     chan struct{} // if not nil, NextTurn waits for it to close
 }
 
 type sent struct {
@@ -137,12 +140,17 @@ func newWeb(t *testing.T, rtt time.Duration, every map[string]time.Duration) *we
 
 // NextTurn is Turns' method.
 func (w *web) NextTurn(_ context.Context, u *url.URL) (time.Time, error) {
+	if w.hold != nil {
+		<-w.hold
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.asked++
+	w.asks = append(w.asks, u.Host)
 	a, ok := w.answered[u.Host]
 	if !ok {
-		return time.Now(), nil
+		a = time.Now() // robots.txt
+		w.answered[u.Host] = a
 	}
 	return a.Add(w.every[u.Host]), nil
 }
@@ -232,10 +240,11 @@ func TestTurns(t *testing.T) {
 						t.Errorf("%s sent in the order %q, want the order pushed", h, ps)
 					}
 				}
-				// b.test: 5 requests, 4 intervals of 3 s after an
-				// answer 10 ms each: the longest chain.
+				// b.test: robots.txt at once, then 5 requests, each 3
+				// s after the answer before, 10 ms each: the longest
+				// chain.
 				if workers > 1 {
-					if d, want := time.Since(start), 4*3*time.Second+5*10*time.Millisecond; d != want {
+					if d, want := time.Since(start), 5*3*time.Second+5*10*time.Millisecond; d != want {
 						t.Errorf("crawl took %v, want %v", d, want)
 					}
 				}
@@ -243,8 +252,8 @@ func TestTurns(t *testing.T) {
 				if c.Finished != 20 || c.Pushed != 20 || c.Queued != 0 || c.Out != 0 || c.Sites != 0 || c.NotYet != 0 {
 					t.Errorf("Counts = %+v", c)
 				}
-				if w.asked != 20 {
-					t.Errorf("Turns asked %d times, want once per answer (20)", w.asked)
+				if w.asked != 24 {
+					t.Errorf("Turns asked %d times, want once a new site (4) and once per answer (20)", w.asked)
 				}
 			})
 		})
@@ -317,14 +326,15 @@ func TestRefusals(t *testing.T) {
 	})
 }
 
-// TestLongestChainFirst: among the sites that may be sent a request, new
-// sites go first, most URLs first, then the sites with the longest chain
-// (interval × URLs queued).
+// TestLongestChainFirst: new sites are asked about first, most URLs
+// first; among the sites that may be sent a request, those with the
+// longest chain (interval × URLs queued) go first.
 func TestLongestChainFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		every := map[string]time.Duration{"a.test": time.Second, "b.test": 4 * time.Second, "c.test": 2 * time.Second, "d.test": 0}
 		w := newWeb(t, 0, every)
-		f := &frontier.Frontier{Turns: w}
+		w.hold = make(chan struct{})
+		f := &frontier.Frontier{Turns: w, Probes: 1}
 		push := func(host string, n int) {
 			for i := range n {
 				if err := f.Push("http://" + host + "/" + strconv.Itoa(i)); err != nil {
@@ -336,35 +346,36 @@ func TestLongestChainFirst(t *testing.T) {
 		push("b.test", 1)
 		push("c.test", 3)
 		push("d.test", 9)
-		var order []string
-		next := func() string {
-			u, err := f.Next(t.Context())
-			if err != nil {
-				t.Fatal(err)
+		close(w.hold)
+		synctest.Wait()
+		// One at a time: a, the first pushed, was asked about at once;
+		// then d (9 URLs), c (3, pushed after a) and b.
+		if got, want := strings.Join(w.asks, " "), "a.test d.test c.test b.test"; got != want {
+			t.Errorf("Turns asked about %s, want %s", got, want)
+		}
+		take := func(n int) string {
+			var order []string
+			for range n {
+				u, err := f.Next(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				h, _, _ := strings.Cut(strings.TrimPrefix(u, "http://"), ".")
+				order = append(order, h)
+				w.send(u)
+				defer f.Done(u, nil)
 			}
-			h, _, _ := strings.Cut(strings.TrimPrefix(u, "http://"), ".")
-			order = append(order, h)
-			return u
+			return strings.Join(order, " ")
 		}
-		// New sites, most URLs first (a before c: pushed first);
-		// each answered at once.
-		for range 4 {
-			u := next()
-			w.send(u)
-			f.Done(u, nil)
-		}
-		// Then d's turn is now, and the others' later; by 4 s all
-		// have come: c 2 URLs × 2 s, a 2 × 1 s, d 7 × 0; b none.
-		u := next()
-		w.send(u)
-		f.Done(u, nil)
+		// By 5 s every turn has come: c 3 URLs × 2 s, b 1 × 4 s, a 3
+		// × 1 s, d 9 × 0.
 		time.Sleep(5 * time.Second)
-		for range 3 {
-			u := next()
-			defer f.Done(u, nil)
-		}
-		if got, want := strings.Join(order, " "), "d a c b d c a d"; got != want {
+		if got, want := take(4), "c b a d"; got != want {
 			t.Errorf("sites offered in the order %s, want %s", got, want)
+		}
+		time.Sleep(5 * time.Second)
+		if got, want := take(3), "c a d"; got != want {
+			t.Errorf("then in the order %s, want %s (c 2 × 2 s, a 2 × 1 s, d 8 × 0)", got, want)
 		}
 	})
 }

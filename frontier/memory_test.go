@@ -60,6 +60,9 @@ func held(t *testing.T, urls []string) (uint64, *frontier.Frontier) {
 // back as URLs are Done. 100,000 URLs over 1,000 sites; with
 // ROBOTS_LONG_TESTS=1, 1,000,000 over 10,000 sites (about 10 s).
 func TestMemory(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes what the heap holds")
+	}
 	sites, perSite := 1000, 100
 	if os.Getenv("ROBOTS_LONG_TESTS") == "1" {
 		sites = 10000
