@@ -134,10 +134,15 @@ func checkFile(path string) error {
 	return nil
 }
 
+// corruptError is a file, or a page of it, that is not what a Store
+// writes. It matches ErrCorrupt.
+type corruptError struct{ why string }
+
+func (e *corruptError) Error() string        { return "not a boltstore file, or damaged: " + e.why }
+func (e *corruptError) Is(target error) bool { return target == ErrCorrupt }
+
 // corrupt returns an error that matches ErrCorrupt, saying why.
-func corrupt(why string) error {
-	return fmt.Errorf("%w: %s", ErrCorrupt, why)
-}
+func corrupt(why string) error { return &corruptError{why} }
 
 // protect calls fn, and returns the error it returns, or one that matches
 // ErrCorrupt if it panics or faults on its memory map: bbolt panics on
@@ -146,7 +151,7 @@ func protect(fn func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: %v", ErrCorrupt, p)
+			err = corrupt(fmt.Sprint("bbolt: ", p))
 		}
 	}()
 	return fn()
@@ -162,7 +167,7 @@ func openError(path string, err error, o *options) error {
 		return fmt.Errorf("boltstore: open %s: %w; delete the file to start fresh", path, err)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch),
 		errors.Is(err, berrors.ErrChecksum):
-		return fmt.Errorf("boltstore: open %s: %w: %w; delete the file to start fresh", path, ErrCorrupt, err)
+		return fmt.Errorf("boltstore: open %s: %w; delete the file to start fresh", path, &corruptError{"bbolt: " + err.Error()})
 	}
 	return fmt.Errorf("boltstore: open %s: %w", path, err)
 }

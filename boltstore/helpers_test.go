@@ -47,7 +47,7 @@ func newFakeClock() *fakeClock {
 	return c
 }
 
-func (c *fakeClock) now() int64             { return c.ns.Load() }
+func (c *fakeClock) now() int64              { return c.ns.Load() }
 func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // forever is a MaxWait that every wait is within.

@@ -263,99 +263,115 @@ func b64(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) 
 // Store is open (not clean) with a heartbeat, and reads the paces.
 func (s *Store) load() error {
 	wall := time.Now()
-	var loaded []*pace
-	var origins []string
-	err := s.write(func(tx *bolt.Tx) error {
-		loaded, origins = nil, nil
-		m := tx.Bucket(bucketMeta)
-		if m == nil {
-			var names []string
-			tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
-				names = append(names, string(name))
-				return nil
-			})
-			if len(names) > 0 {
-				return corrupt(fmt.Sprintf("a bbolt file of another program (buckets %q)", names))
-			}
-			var err error
-			if m, err = tx.CreateBucket(bucketMeta); err != nil {
+	var hb int64
+	recovered := false
+	err := protect(func() error {
+		return s.db.Update(func(tx *bolt.Tx) error {
+			m, err := s.buckets(tx)
+			if err != nil {
 				return err
 			}
-			for _, b := range [][]byte{bucketEntries, bucketExpiry, bucketPaces} {
-				if _, err := tx.CreateBucket(b); err != nil {
+			last := i64(m.Get(keyHeartbeat))
+			clean := bytes.Equal(m.Get(keyClean), []byte{1})
+			floor := i64(m.Get(keyFloor))
+			// A clock set back since the heartbeat would move every
+			// turn and pause that far into the future: the Store's
+			// clock goes on from the heartbeat instead.
+			s.base, s.start = max(wall.UnixNano(), last), wall
+			if last != 0 && !clean {
+				floor = max(floor, last+int64(s.cfg.lease))
+				recovered = true
+			}
+			s.floor = floor
+			hb = s.now()
+			for _, kv := range []struct{ k, v []byte }{{keyClean, []byte{0}}, {keyHeartbeat, b64(hb)}, {keyFloor, b64(floor)}} {
+				if err := m.Put(kv.k, kv.v); err != nil {
 					return err
 				}
 			}
-			if err := m.Put(keyFormat, []byte(formatName)); err != nil {
-				return err
-			}
-		}
-		if f := m.Get(keyFormat); string(f) != formatName {
-			return corrupt(fmt.Sprintf("format %q, want %q", f, formatName))
-		}
-		for _, b := range [][]byte{bucketEntries, bucketExpiry, bucketPaces} {
-			if tx.Bucket(b) == nil {
-				return corrupt(fmt.Sprintf("no bucket %q", b))
-			}
-		}
-		hb := i64(m.Get(keyHeartbeat))
-		clean := bytes.Equal(m.Get(keyClean), []byte{1})
-		floor := i64(m.Get(keyFloor))
-		// A clock set back since the heartbeat would move every turn
-		// and pause that far into the future: the Store's clock goes
-		// on from the heartbeat instead.
-		s.base, s.start = max(wall.UnixNano(), hb), wall
-		if hb != 0 && !clean {
-			floor = max(floor, hb+int64(s.cfg.lease))
-			s.log(slog.LevelInfo, "boltstore: the last run ended uncleanly; every origin's latest turn is taken to be at its last heartbeat plus a lease",
-				"path", s.path, "heartbeat", fromUnixNano(hb), "turn", fromUnixNano(floor))
-		}
-		s.floor = floor
-		now := s.now()
-		for k, v := range map[string][]byte{string(keyClean): {0}, string(keyHeartbeat): b64(now), string(keyFloor): b64(floor)} {
-			if err := m.Put([]byte(k), v); err != nil {
-				return err
-			}
-		}
-		b := tx.Bucket(bucketPaces)
-		var drop [][]byte
-		err := b.ForEach(func(k, v []byte) error {
-			p, err := decodePace(v)
-			if err != nil {
-				s.log(slog.LevelWarn, "boltstore: dropping an unreadable pace", "path", s.path, "origin", string(k), "err", err)
-			}
-			if err != nil || p.idle(now) {
-				drop = append(drop, bytes.Clone(k))
-				return nil
-			}
-			// The process that held a turn is gone: its hold ends
-			// as it would have unreleased, at its end, which the
-			// latest turn already holds.
-			p.heldID, p.heldAt, p.heldUntil = 0, 0, 0
-			loaded, origins = append(loaded, p), append(origins, string(k))
+			return s.readPaces(tx.Bucket(bucketPaces), hb)
+		})
+	})
+	if err != nil {
+		return err
+	}
+	if recovered {
+		s.log(slog.LevelInfo, "boltstore: the last run ended uncleanly; every origin is taken to have had a turn at its last heartbeat plus a lease",
+			"path", s.path, "turn", fromUnixNano(s.floor))
+	}
+	s.lease.Store(hb + int64(s.cfg.lease))
+	return nil
+}
+
+// buckets returns the meta bucket of tx, after it checks that the file is a
+// Store's, with every bucket, or creates them in a new file.
+func (s *Store) buckets(tx *bolt.Tx) (*bolt.Bucket, error) {
+	m := tx.Bucket(bucketMeta)
+	if m == nil {
+		var names []string
+		tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+			names = append(names, string(name))
 			return nil
 		})
-		if err != nil {
-			return err
+		if len(names) > 0 {
+			return nil, corrupt(fmt.Sprintf("a bbolt file of another program (buckets %q)", names))
 		}
-		for _, k := range drop {
-			if err := b.Delete(k); err != nil {
-				return err
+		var err error
+		if m, err = tx.CreateBucket(bucketMeta); err != nil {
+			return nil, err
+		}
+		for _, b := range [][]byte{bucketEntries, bucketExpiry, bucketPaces} {
+			if _, err := tx.CreateBucket(b); err != nil {
+				return nil, err
 			}
+		}
+		if err := m.Put(keyFormat, []byte(formatName)); err != nil {
+			return nil, err
+		}
+	}
+	if f := m.Get(keyFormat); string(f) != formatName {
+		return nil, corrupt(fmt.Sprintf("format %q, want %q", f, formatName))
+	}
+	for _, b := range [][]byte{bucketEntries, bucketExpiry, bucketPaces} {
+		if tx.Bucket(b) == nil {
+			return nil, corrupt(fmt.Sprintf("no bucket %q", b))
+		}
+	}
+	return m, nil
+}
+
+// readPaces puts the paces of b in memory, and the pauses among them in the
+// copy that WatchedPause reads, at now; it deletes those it cannot read
+// and those that can no longer hold a turn back.
+func (s *Store) readPaces(b *bolt.Bucket, now int64) error {
+	pauses := make(map[string]int64)
+	var drop [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		p, err := decodePace(v)
+		if err != nil {
+			s.log(slog.LevelWarn, "boltstore: dropping an unreadable pace", "path", s.path, "origin", string(k), "err", err)
+		}
+		if err != nil || p.idle(now) {
+			drop = append(drop, bytes.Clone(k))
+			return nil
+		}
+		// The process that held a turn is gone: its hold ends as it
+		// would have unreleased, at its end, which the latest turn
+		// already holds.
+		p.heldID, p.heldAt, p.heldUntil = 0, 0, 0
+		origin := string(k)
+		s.shard(origin).m[origin] = p
+		if p.pauseUntil > now {
+			pauses[origin] = p.pauseUntil
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	now := s.now()
-	s.lease.Store(now + int64(s.cfg.lease))
-	pauses := make(map[string]int64)
-	for i, p := range loaded {
-		sh := s.shard(origins[i])
-		sh.m[origins[i]] = p
-		if p.pauseUntil > now {
-			pauses[origins[i]] = p.pauseUntil
+	for _, k := range drop {
+		if err := b.Delete(k); err != nil {
+			return err
 		}
 	}
 	s.pauses.Store(&pauses)
