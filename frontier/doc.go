@@ -32,8 +32,8 @@
 // it, so a site's turn could pass while its URL sits in the channel, and a
 // URL a worker stops waiting for would be lost in it. Next hands a URL out
 // only to a caller that takes it, stops waiting when its context is done,
-// and the Frontier starts no goroutine: a crawl under [testing/synctest]
-// runs in fake time.
+// and the Frontier keeps no goroutine running: a crawl under
+// [testing/synctest] runs in fake time.
 //
 // # Sites and turns
 //
@@ -49,22 +49,27 @@
 // again when its request is answered and its turn has come, never in a
 // loop: each offer follows an answer or a refusal with a later time.
 //
-// A new site is offered at once: its first request fetches robots.txt
-// inside the Transport. Its first URL may then be refused for now twice at
-// most: while robots.txt is fetched, if that takes longer than MaxWait, and
-// once more if the site has a crawl-delay, which its first page waits after
-// robots.txt. Without Turns, a site is offered again as soon as its request
-// is Done, and the Transport's refusals for now pace it.
+// A new site is asked about first: the Frontier asks Turns for its first
+// turn on a goroutine of its own (up to Probes sites at once, those with
+// the most URLs first), which for a [*robots.Transport] fetches the site's
+// robots.txt and answers once it is in: its answer plus the site's
+// crawl-delay. No worker waits for a robots.txt, none is sent a URL that
+// would be refused for now while robots.txt is fetched, and the site's
+// chain is known before its first page; the goroutine ends with the
+// answer, within a minute. Without Turns, a new site is offered at once,
+// a site again as soon as its request is Done, and the Transport's
+// refusals for now pace it.
 //
 // # The longest chains first
 //
 // A crawl cannot end before the longest chain of one site's turns: its
-// crawl-delay times the URLs it has queued. Among the sites that may be
-// sent a request, Next hands out first those that have had no answer yet
-// (their interval is unknown; theirs first that have the most URLs queued),
-// then those with the longest chain, the interval being what Turns gave
-// after the site's latest answer. Ties go to the site that has been ready
-// longest.
+// crawl-delay times the URLs it has queued. New sites are asked about
+// first, most URLs first (their interval is not known before robots.txt).
+// Among the sites that may be sent a request, Next hands out first those
+// whose interval is still unknown (Turns failed for them, or there is no
+// Turns; most URLs first), then those with the longest chain, the interval
+// being what Turns gave after the site's robots.txt or latest answer. Ties
+// go to the site that has been ready longest.
 //
 // # Refusals
 //
@@ -120,6 +125,7 @@
 // processes' Transports a shared Pacer (see package redisstore) all the
 // same: it keeps the sites' turns whatever a Frontier does.
 //
-// A Frontier is safe for concurrent use by multiple goroutines, and starts
-// none.
+// A Frontier is safe for concurrent use by multiple goroutines. It starts
+// no goroutine but the probes of new sites, each of which ends with Turns'
+// answer.
 package frontier

@@ -29,8 +29,11 @@ type Turns interface {
 // be done.
 const askMaxWait = time.Millisecond
 
-// DefaultProbes is the default for Frontier.Probes.
-const DefaultProbes = 32
+// DefaultProbes is the default for Frontier.Probes. A probe mostly waits
+// for the network (a site that never answers holds one for the Transport's
+// FetchTimeout), so that fewer at once leave the crawl's first seconds to
+// the slowest sites: what it bounds is the connections open at once.
+const DefaultProbes = 256
 
 // probeTimeout bounds a probe: Turns' answer for a new site, which waits
 // for its robots.txt.
@@ -60,15 +63,15 @@ type Frontier struct {
 	// If zero, DefaultProbes is used.
 	Probes int
 
-	mu    sync.Mutex
-	sites map[string]*site // by origin: those with a URL queued or out, or a turn to wait for
-	in    set              // the hash (with seed) of every URL queued or out
-	seed  maphash.Seed
-	out   map[string]*site // every URL out, and its site
-	timed timedHeap        // sites waiting for their turn (some with no URL: see site)
-	ready readyHeap        // sites that may be offered now, longest chain first
-	fresh readyHeap        // new sites to ask Turns about, most URLs first
-	probes int             // new sites Turns is being asked about
+	mu     sync.Mutex
+	sites  map[string]*site // by origin: those with a URL queued or out, or a turn to wait for
+	in     set              // the hash (with seed) of every URL queued or out
+	seed   maphash.Seed
+	out    map[string]*site // every URL out, and its site
+	timed  timedHeap        // sites waiting for their turn (some with no URL: see site)
+	ready  readyHeap        // sites that may be offered now, longest chain first
+	fresh  readyHeap        // new sites to ask Turns about, most URLs first
+	probes int              // new sites Turns is being asked about
 	// waiters are the calls of Next that wait, in the order they came;
 	// the first one also waits for timed's first turn.
 	waiters []*waiter

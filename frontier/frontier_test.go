@@ -125,7 +125,7 @@ type web struct {
 	out      map[string]string    // by host: the URL in flight
 	sent     []sent
 	asked    int
-	asks     []string // the hosts Turns was asked about, in order
+	asks     []string      // the hosts Turns was asked about, in order
 	hold     chan struct{} // if not nil, NextTurn waits for it to close
 }
 

@@ -54,8 +54,8 @@ func crawlSmall(t *testing.T, name string, n int) figures {
 		t.Fatalf("got %d results, want 1", len(fs))
 	}
 	f := fs[0]
-	t.Logf("%s W=%d: makespan %v, bound %v, pages %d, violations %d/%d, disallowed %d, unreachable %d, robots.txt %.2f/%d/%d",
-		name, n, f.makespan, f.bound, f.pages, f.violLeft, f.violSeen, f.disallowed, f.unreachable, f.robotsMean, f.robotsMax, f.robotsExtra)
+	t.Logf("%s W=%d: makespan %v, bound %v, pages %d, violations %d/%d, disallowed %d, unreachable %d, robots.txt %.2f/%d/%d, not yet %d",
+		name, n, f.makespan, f.bound, f.pages, f.violLeft, f.violSeen, f.disallowed, f.unreachable, f.robotsMean, f.robotsMax, f.robotsExtra, f.notYet)
 	for _, e := range f.examples {
 		t.Log(e)
 	}
@@ -133,8 +133,9 @@ func TestServer(t *testing.T) {
 // with crawler b and checks what must hold of it, whatever the timing:
 // no request leaves closer than its origin's crawl-delay to the one
 // before, none that robots.txt disallows or whose robots.txt is
-// unreachable is sent, robots.txt is fetched once per origin, and every
-// allowed page is fetched. The spacing the web saw is logged, not
+// unreachable is sent, robots.txt is fetched once per origin, every
+// allowed page is fetched, and requests refused for now (robots.ErrNotYet)
+// are at most 0.1 a page. The spacing the web saw is logged, not
 // checked: it also counts the time a request takes to reach the web's
 // handler, which on a loaded machine (a new connection, the server's
 // goroutine waiting for a CPU) passes the slack.
@@ -157,6 +158,9 @@ func TestCrawlerB(t *testing.T) {
 		}
 		if f.pages != want {
 			t.Errorf("W=%d: %d pages fetched, want the %d allowed", n, f.pages, want)
+		}
+		if r := f.notYetPerPage(); r > 0.1 {
+			t.Errorf("W=%d: %d requests refused for now, %.3f a page; want at most 0.1", n, f.notYet, r)
 		}
 	}
 }

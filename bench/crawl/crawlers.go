@@ -6,12 +6,14 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gocolly/colly/v2"
 	"github.com/temoto/robotstxt"
 
 	"github.com/f9014239/robots"
+	"github.com/f9014239/robots/frontier"
 )
 
 // job is what a crawler is given: the URLs to fetch, in the order to take
@@ -23,6 +25,9 @@ type job struct {
 	workers int
 	timeout time.Duration // bound on a robots.txt fetch
 	maxWait time.Duration // crawler (b)'s Transport.MaxWait
+	// notYet, if not nil, is set by crawler (b) to the requests its
+	// Transport refused for now (robots.ErrNotYet).
+	notYet *atomic.Uint64
 }
 
 // crawler is one of the crawlers compared.
@@ -34,7 +39,7 @@ type crawler struct {
 
 var crawlers = []crawler{
 	{"a", "robots.Transport, blocking, plain pool", crawlBlocking},
-	{"b", "robots.Transport, MaxWait, requeueing frontier", crawlFrontier},
+	{"b", "robots.Transport, MaxWait, package frontier", crawlFrontier},
 	{"c", "colly v2, robots.txt on, Async, Parallelism W", crawlColly},
 	{"d", "temoto/robotstxt by hand, sleep per host, plain pool", crawlTemoto},
 }
@@ -109,6 +114,50 @@ func crawlBlocking(ctx context.Context, j job) error {
 		get(ctx, client, u) // a refusal or a failure drops the URL
 	})
 	return nil
+}
+
+// crawlFrontier is crawler (b): a robots.Transport with MaxWait set, under
+// a [frontier.Frontier] whose Turns is that Transport. Each origin has at
+// most one request out, and is offered again at its next turn; a URL
+// refused with robots.ErrNotYet goes back to the head of its origin's
+// queue until the refusal's TurnError.At. Any other refusal or failure
+// drops the URL.
+func crawlFrontier(ctx context.Context, j job) error {
+	t := newTransport(j)
+	t.MaxWait = j.maxWait
+	client := &http.Client{Transport: t}
+	f := &frontier.Frontier{Turns: t}
+	for _, u := range j.urls {
+		if err := f.Push(u); err != nil {
+			return err
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, j.workers)
+	for range j.workers {
+		wg.Go(func() {
+			for {
+				u, err := f.Next(ctx)
+				if err != nil {
+					if err != frontier.ErrEmpty {
+						errs <- err
+					}
+					return
+				}
+				f.Done(u, get(ctx, client, u))
+			}
+		})
+	}
+	wg.Wait()
+	if j.notYet != nil {
+		j.notYet.Store(t.Stats().NotYet)
+	}
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
 }
 
 // crawlColly is crawler (c): colly v2 as its documentation shows it, with

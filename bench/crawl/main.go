@@ -26,8 +26,9 @@
 // The crawlers, each run with every worker count of -w:
 //
 //	a  robots.Transport waiting for each turn (MaxWait 0), under a plain pool
-//	b  robots.Transport with MaxWait, under a frontier that requeues a URL
-//	   refused with robots.ErrNotYet until its TurnError.At
+//	b  robots.Transport with MaxWait, under package frontier (with the
+//	   Transport as its Turns), which requeues a URL refused with
+//	   robots.ErrNotYet until its TurnError.At
 //	c  colly v2, IgnoreRobotsTxt false, Async, LimitRule{DomainGlob: "*", Parallelism: W}
 //	d  temoto/robotstxt by hand: robots.txt fetched once per host into a map,
 //	   each URL tested, pages spaced by the crawl-delay with a sleep per host
@@ -52,6 +53,8 @@
 //	             (503, 429, no answer)
 //	robots.txt   fetches per origin: mean, max, and how many origins had more
 //	             than one
+//	not yet      crawler b's requests refused for now (robots.ErrNotYet) per
+//	             page request the web saw
 //	CPU/page     the process's CPU time over the page requests the web saw
 //	heap         the most heap in use during the crawl, above that at its start
 package main
@@ -259,11 +262,15 @@ func countTrue(bs []bool) int {
 // printTable writes fs as a Markdown table.
 func printTable(out io.Writer, fs []figures) {
 	tw := tabwriter.NewWriter(out, 0, 0, 1, ' ', tabwriter.AlignRight|tabwriter.Debug)
-	fmt.Fprintln(tw, "crawler\tW\tmakespan\teff\tpages\tviol left/seen (after robots.txt)\tdisallowed\tunreach\trobots.txt mean/max/>1\tCPU/page\theap\t")
+	fmt.Fprintln(tw, "crawler\tW\tmakespan\teff\tpages\tviol left/seen (after robots.txt)\tdisallowed\tunreach\trobots.txt mean/max/>1\tnot yet/page\tCPU/page\theap\t")
 	for _, f := range fs {
-		fmt.Fprintf(tw, "%s\t%d\t%.2fs\t%.2f\t%d\t%d / %d (%d / %d)\t%d\t%d\t%.2f / %d / %d\t%.0fµs\t%.1f MB\t",
+		notYet := "-"
+		if r := f.notYetPerPage(); r >= 0 {
+			notYet = fmt.Sprintf("%.3f", r)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.2fs\t%.2f\t%d\t%d / %d (%d / %d)\t%d\t%d\t%.2f / %d / %d\t%s\t%.0fµs\t%.1f MB\t",
 			f.crawler, f.workers, f.makespan.Seconds(), f.efficiency(), f.pages, f.violLeft, f.violSeen, f.violLeftRobots, f.violSeenRobots,
-			f.disallowed, f.unreachable, f.robotsMean, f.robotsMax, f.robotsExtra,
+			f.disallowed, f.unreachable, f.robotsMean, f.robotsMax, f.robotsExtra, notYet,
 			float64(f.cpuPerPage())/float64(time.Microsecond), float64(f.peakHeap)/1e6)
 		if f.err != nil {
 			fmt.Fprintf(tw, " error: %v", f.err)

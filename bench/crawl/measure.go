@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,6 +32,7 @@ type figures struct {
 	robotsMean                     float64
 	robotsMax                      int
 	robotsExtra                    int           // origins fetched more than once
+	notYet                         int           // requests refused for now (robots.ErrNotYet), crawler b only; -1 for the others
 	cpu                            time.Duration // user and system CPU time of the process during the crawl
 	peakHeap                       uint64        // the most heap in use during the crawl, less that at its start
 	err                            error
@@ -43,6 +45,15 @@ type figures struct {
 }
 
 func (f *figures) efficiency() float64 { return f.bound.Seconds() / f.makespan.Seconds() }
+
+// notYetPerPage is the requests refused for now per page request the web
+// saw, or -1 if the crawler does not count them.
+func (f *figures) notYetPerPage() float64 {
+	if f.notYet < 0 || f.pages == 0 {
+		return -1
+	}
+	return float64(f.notYet) / float64(f.pages)
+}
 
 func (f *figures) cpuPerPage() time.Duration {
 	if f.pages == 0 {
@@ -86,7 +97,8 @@ func measure(ctx context.Context, cfg runConfig, c crawler, n, run int) figures 
 	}
 	base := newBase(cfg.addr)
 	sent := &sentLog{base: base}
-	j := job{urls: urls, base: sent, workers: n, timeout: w.timeout, maxWait: cfg.maxWait}
+	var notYet atomic.Uint64
+	j := job{urls: urls, base: sent, workers: n, timeout: w.timeout, maxWait: cfg.maxWait, notYet: &notYet}
 
 	runtime.GC()
 	heap0 := heapInUse()
@@ -114,7 +126,10 @@ func measure(ctx context.Context, cfg runConfig, c crawler, n, run int) figures 
 	wg.Wait()
 	base.CloseIdleConnections()
 
-	f := figures{crawler: c.name, workers: n, makespan: makespan, bound: w.politeBound(), cpu: cpu, err: err}
+	f := figures{crawler: c.name, workers: n, makespan: makespan, bound: w.politeBound(), cpu: cpu, err: err, notYet: -1}
+	if c.name == "b" {
+		f.notYet = int(notYet.Load())
+	}
 	if peak > heap0 {
 		f.peakHeap = peak - heap0
 	}
