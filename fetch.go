@@ -50,7 +50,7 @@ var errNoResponse = errors.New("robots: Base returned no response and no error")
 // ctx bounds nothing itself: the fetch is bounded by FetchTimeout, not
 // counting the waits for the turns of the origins that redirects lead to
 // (each hop to another origin is a request to it, and waits its turn there).
-func (t *Transport) fetch(parent context.Context, origin string, rt *route, userAgent string) *fetchResult {
+func (l *loader) fetch(parent context.Context, origin string, rt *route, userAgent string) *fetchResult {
 	target, err := url.Parse(origin + "/robots.txt")
 	if err != nil {
 		return &fetchResult{err: fmt.Errorf("robots: %w", err)}
@@ -62,7 +62,7 @@ func (t *Transport) fetch(parent context.Context, origin string, rt *route, user
 		target.Host, host = rt.addr, rt.host
 	}
 	now := time.Now()
-	deadline := now.Add(t.cfg.fetchTimeout)
+	deadline := now.Add(l.cfg.fetchTimeout)
 	var cancels []context.CancelFunc
 	defer func() {
 		for _, c := range cancels {
@@ -93,7 +93,7 @@ func (t *Transport) fetch(parent context.Context, origin string, rt *route, user
 		if host != "" {
 			req.Host = host
 		}
-		resp, err, perr, done := t.roundTrip(ctx, req, target)
+		resp, err, perr, done := l.roundTrip(ctx, req, target)
 		if hopDone != nil {
 			hopDone()
 			hopDone = nil
@@ -117,7 +117,7 @@ func (t *Transport) fetch(parent context.Context, origin string, rt *route, user
 		if resp.StatusCode < 300 || resp.StatusCode > 399 {
 			var r *fetchResult
 			perr, done := bounded(ctx, resp.Body, func() error {
-				return t.guard(ctx, target, func() { r = t.read(resp, target, now) })
+				return l.guard(ctx, target, func() { r = l.read(resp, target, now) })
 			})
 			if done && perr == nil && r != nil && at != origin {
 				r.from = at
@@ -136,7 +136,7 @@ func (t *Transport) fetch(parent context.Context, origin string, rt *route, user
 		}
 		loc := resp.Header.Get("Location")
 		perr, done = bounded(ctx, resp.Body, func() error {
-			return t.guard(ctx, target, func() { drain(resp.Body) })
+			return l.guard(ctx, target, func() { drain(resp.Body) })
 		})
 		if !done {
 			return &fetchResult{status: resp.StatusCode, err: fmt.Errorf("robots: reading %s: %w", redact(target), ctx.Err())}
@@ -150,11 +150,11 @@ func (t *Transport) fetch(parent context.Context, origin string, rt *route, user
 			// A redirect that cannot be followed ends the chain
 			// without a robots.txt: the file is unavailable, like a
 			// 404 (RFC 9309 §2.3.1.2).
-			return &fetchResult{access: AccessUnavailable, status: resp.StatusCode, lifetime: t.cfg.ttl}
+			return &fetchResult{access: AccessUnavailable, status: resp.StatusCode, lifetime: l.cfg.ttl}
 		}
 		if hop == maxRedirects {
-			t.log(ctx, "robots.txt redirects too often", "origin", origin, "err", errTooManyRedirects)
-			return &fetchResult{access: AccessUnavailable, status: resp.StatusCode, lifetime: t.cfg.ttl}
+			l.log(ctx, "robots.txt redirects too often", "origin", origin, "err", errTooManyRedirects)
+			return &fetchResult{access: AccessUnavailable, status: resp.StatusCode, lifetime: l.cfg.ttl}
 		}
 		if host != "" {
 			if l, err := url.Parse(loc); err != nil || l.Host != "" || l.Scheme != "" {
@@ -170,7 +170,7 @@ func (t *Transport) fetch(parent context.Context, origin string, rt *route, user
 			// for that origin's turn, and the wait does not count
 			// against FetchTimeout.
 			start := time.Now()
-			if hopDone, err = t.hopTurn(parent, k); err != nil {
+			if hopDone, err = l.hopTurn(parent, k); err != nil {
 				return &fetchResult{status: resp.StatusCode, err: fmt.Errorf("robots: following a redirect to %s: %w", redact(next), err)}
 			}
 			deadline = deadline.Add(time.Since(start))
@@ -184,14 +184,14 @@ func (t *Transport) fetch(parent context.Context, origin string, rt *route, user
 // hopTurn waits for the turn of origin k, for a redirect of a robots.txt
 // fetch that leads there, and returns the release of the turn, to call at
 // the hop's answer.
-func (t *Transport) hopTurn(ctx context.Context, k originKey) (func(), error) {
-	now := t.now()
-	s := t.cache.siteOf(k, now)
-	tk, err := t.waitTurn(ctx, s, t.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true, now, nil)
+func (l *loader) hopTurn(ctx context.Context, k originKey) (func(), error) {
+	now := l.now()
+	s := l.cache.siteOf(k, now)
+	tk, err := l.waitTurn(ctx, s, l.paceOf(s).fetchEvery(l.cfg.minDelay), nil, true, now, nil)
 	if err != nil {
 		return nil, err
 	}
-	return func() { t.release(ctx, s, tk) }, nil
+	return func() { l.release(ctx, s, tk) }, nil
 }
 
 // roundTrip sends req through Base, guarded (see guard), and returns Base's
@@ -199,7 +199,7 @@ func (t *Transport) hopTurn(ctx context.Context, k originKey) (func(), error) {
 // its own goroutine, until it returns, and the body of a response it returns
 // then is closed there. A Base that ignores its request's context (breaking
 // its contract) cannot hold a fetch past FetchTimeout.
-func (t *Transport) roundTrip(ctx context.Context, req *http.Request, target *url.URL) (resp *http.Response, err, perr error, done bool) {
+func (l *loader) roundTrip(ctx context.Context, req *http.Request, target *url.URL) (resp *http.Response, err, perr error, done bool) {
 	type answer struct {
 		resp      *http.Response
 		err, perr error
@@ -223,8 +223,8 @@ func (t *Transport) roundTrip(ctx context.Context, req *http.Request, target *ur
 				}
 			}
 		}()
-		a.perr = t.guard(ctx, target, func() {
-			a.resp, a.err = t.cfg.base.RoundTrip(req)
+		a.perr = l.guard(ctx, target, func() {
+			a.resp, a.err = l.cfg.base.RoundTrip(req)
 			if a.err != nil && a.resp != nil && a.resp.Body != nil {
 				a.resp.Body.Close()
 			}
@@ -273,7 +273,7 @@ func bounded(ctx context.Context, body io.Closer, f func() error) (error, bool) 
 // guard calls f, which calls into Base or a body it returned, and returns
 // nil, or the error that a panic in f becomes: "robots: Base panicked
 // fetching <u>: <value>". The stack of the panic goes to the Logger.
-func (t *Transport) guard(ctx context.Context, u *url.URL, f func()) (err error) {
+func (l *loader) guard(ctx context.Context, u *url.URL, f func()) (err error) {
 	defer func() {
 		v := recover()
 		if v == nil {
@@ -284,8 +284,8 @@ func (t *Transport) guard(ctx context.Context, u *url.URL, f func()) (err error)
 		} else {
 			err = fmt.Errorf("robots: Base panicked fetching %s: %v", redact(u), v)
 		}
-		if t.cfg.logger != nil {
-			t.log(ctx, "robots: Base panicked", "url", redact(u), "panic", v, "stack", string(debug.Stack()))
+		if l.cfg.logger != nil {
+			l.log(ctx, "robots: Base panicked", "url", redact(u), "panic", v, "stack", string(debug.Stack()))
 		}
 	}()
 	f()
@@ -301,11 +301,11 @@ func closeAfterPanic(body io.Closer) {
 
 // read turns the final response of a robots.txt fetch into a result and
 // closes its body.
-func (t *Transport) read(resp *http.Response, target *url.URL, now time.Time) *fetchResult {
+func (l *loader) read(resp *http.Response, target *url.URL, now time.Time) *fetchResult {
 	r := &fetchResult{access: classify(resp.StatusCode), status: resp.StatusCode}
 	switch r.access {
 	case AccessSuccess:
-		body, err := readBody(resp, t.cfg.maxBody)
+		body, err := readBody(resp, l.cfg.maxBody)
 		if err != nil {
 			// A body cut by the network, or one we cannot decode, is
 			// not a robots.txt: parsing what came could allow what
@@ -313,10 +313,10 @@ func (t *Transport) read(resp *http.Response, target *url.URL, now time.Time) *f
 			return &fetchResult{status: resp.StatusCode, err: fmt.Errorf("robots: reading %s: %w", redact(target), err)}
 		}
 		r.body = body
-		r.lifetime = lifetime(t.cfg.ttl, resp.Header.Values("Cache-Control")...)
+		r.lifetime = lifetime(l.cfg.ttl, resp.Header.Values("Cache-Control")...)
 	case AccessUnavailable:
 		drain(resp.Body)
-		r.lifetime = lifetime(t.cfg.ttl, resp.Header.Values("Cache-Control")...)
+		r.lifetime = lifetime(l.cfg.ttl, resp.Header.Values("Cache-Control")...)
 	default:
 		drain(resp.Body)
 		r.retryAfter, _ = retryAfter(resp.Header.Get("Retry-After"), now)

@@ -67,7 +67,7 @@ func (t *Transport) CrawlDelay(ctx context.Context, u *url.URL) (time.Duration, 
 	if agent == t.cfg.agent {
 		agent = ""
 	}
-	return t.interval(st, agent), nil
+	return t.turns.interval(st, agent), nil
 }
 
 // Forget drops the cached robots.txt of u's origin, so that the next request
@@ -111,5 +111,5 @@ func (t *Transport) stateOf(ctx context.Context, u *url.URL) (*site, *state, err
 	// No MaxWait: the caller asks what robots.txt says, and sends
 	// nothing that needs a turn.
 	ctx = context.WithValue(ctx, maxWaitKey{}, time.Duration(0))
-	return t.lookup(ctx, k, t.now(), t.fetchAgent(nil, ua))
+	return t.loader.lookup(ctx, k, t.now(), t.fetchAgent(nil, ua))
 }

@@ -11,29 +11,45 @@ import (
 	"time"
 )
 
+// loader gets each origin's robots.txt: from the cache in memory, else by
+// one load at a time per origin (single flight) from the Store or a fetch,
+// compiled into the state that decides. A Transport holds one; its settings
+// are the Transport's, frozen at first use.
+type loader struct {
+	*logs
+	*turns // a fetch takes its origin's turn, and a pause, like any request
+	cfg    *config
+	cache  *cache
+	stats  *stats
+
+	// missed, if set (only by tests, through export_test.go), is called
+	// on each miss before the load is waited for.
+	missed func(originKey)
+}
+
 // lookup returns the state that decides for origin k at now: the cached one
 // if it is fresh, or else the result of a load that the caller waits for.
-func (t *Transport) lookup(ctx context.Context, k originKey, now time.Duration, userAgent func() string) (*site, *state, error) {
-	sh := t.cache.shard(k)
+func (l *loader) lookup(ctx context.Context, k originKey, now time.Duration, userAgent func() string) (*site, *state, error) {
+	sh := l.cache.shard(k)
 	s := sh.get(k)
 	if s != nil {
 		if s.used.Load() < usedAgain {
 			s.used.Store(usedAgain)
 		}
 		if st := s.cur.Load(); st != nil && st.fresh(now) {
-			t.stats.hit()
+			l.stats.hit()
 			return s, st, nil
 		}
 	} else {
 		var evicted int
-		s, evicted = t.cache.add(sh, k, now)
-		t.stats.evictions.Add(uint64(evicted))
+		s, evicted = l.cache.add(sh, k, now)
+		l.stats.evictions.Add(uint64(evicted))
 	}
-	t.stats.misses.Add(1)
-	if h := t.missed; h != nil {
+	l.stats.misses.Add(1)
+	if h := l.missed; h != nil {
 		h(k)
 	}
-	st, err := t.wait(ctx, s, userAgent, false, now)
+	st, err := l.wait(ctx, s, userAgent, false, now)
 	for tries := 1; err == errSiteGone; tries++ {
 		// s was evicted before its load began: wait for the origin's
 		// current site instead, so that an origin has one load at a
@@ -41,9 +57,9 @@ func (t *Transport) lookup(ctx context.Context, k originKey, now time.Duration, 
 		// each on a pace that knows no crawl-delay). After a few tries
 		// under such churn, load on s as it is.
 		var evicted int
-		s, evicted = t.cache.add(sh, k, now)
-		t.stats.evictions.Add(uint64(evicted))
-		st, err = t.wait(ctx, s, userAgent, tries >= 8, now)
+		s, evicted = l.cache.add(sh, k, now)
+		l.stats.evictions.Add(uint64(evicted))
+		st, err = l.wait(ctx, s, userAgent, tries >= 8, now)
 	}
 	return s, st, err
 }
@@ -59,14 +75,14 @@ var errSiteGone = errors.New("robots: site evicted")
 // for a turn past that limit, or when MaxWait runs out while the fetch is in
 // flight. The load goes on for the other callers. It returns errSiteGone if
 // s has been evicted, unless evenGone is set.
-func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string, evenGone bool, start time.Duration) (*state, error) {
+func (l *loader) wait(ctx context.Context, s *site, userAgent func() string, evenGone bool, start time.Duration) (*state, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("robots: waiting for %s/robots.txt: %w", s.origin, err)
 	}
 	// Under the shard's lock, s is either gone or, once its flight is
 	// set, not evicted (a loading site is not): a load never starts on a
 	// site that the cache no longer holds.
-	sh := t.cache.shard(s.key)
+	sh := l.cache.shard(s.key)
 	sh.mu.Lock()
 	if s.gone && !evenGone {
 		sh.mu.Unlock()
@@ -74,11 +90,11 @@ func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string, 
 	}
 	s.mu.Lock()
 	sh.mu.Unlock()
-	if st := s.cur.Load(); st != nil && st.fresh(t.now()) {
+	if st := s.cur.Load(); st != nil && st.fresh(l.now()) {
 		s.mu.Unlock()
 		return st, nil
 	}
-	lim := t.limitOf(ctx, start)
+	lim := l.limitOf(ctx, start)
 	f := s.flight
 	if f == nil {
 		f = &flight{done: make(chan struct{}), waiting: make(chan struct{})}
@@ -86,10 +102,10 @@ func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string, 
 		s.mu.Unlock()
 		if ctx.Done() == nil && lim.until == math.MaxInt64 {
 			// This caller cannot give up: load on its goroutine.
-			t.load(ctx, s, f, userAgent())
+			l.load(ctx, s, f, userAgent())
 			return f.st, nil
 		}
-		go t.load(ctx, s, f, userAgent())
+		go l.load(ctx, s, f, userAgent())
 	} else {
 		s.mu.Unlock()
 	}
@@ -99,7 +115,7 @@ func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string, 
 		waiting = f.waiting
 		if !lim.deadline {
 			// MaxWait, before the deadline if any.
-			timer := time.NewTimer(max(lim.left(t.now())-1, 0))
+			timer := time.NewTimer(max(lim.left(l.now())-1, 0))
 			defer timer.Stop()
 			timeout = timer.C
 		}
@@ -111,8 +127,8 @@ func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string, 
 		case <-waiting:
 			waiting = nil
 			sendAt := time.Unix(0, f.sendAt.Load())
-			if now := t.now(); t.clock(sendAt) >= lim.until {
-				return nil, t.notYet(ctx, s, now, max(t.clock(sendAt)-now, time.Nanosecond), lim, ReasonRobotsTxt)
+			if now := l.now(); l.clock(sendAt) >= lim.until {
+				return nil, l.notYet(ctx, s, now, max(l.clock(sendAt)-now, time.Nanosecond), lim, ReasonRobotsTxt)
 			}
 		case <-timeout:
 			select {
@@ -120,7 +136,7 @@ func (t *Transport) wait(ctx context.Context, s *site, userAgent func() string, 
 				return f.st, nil
 			default:
 			}
-			return nil, t.notYet(ctx, s, t.now(), fetchPoll, lim, ReasonRobotsTxt)
+			return nil, l.notYet(ctx, s, l.now(), fetchPoll, lim, ReasonRobotsTxt)
 		case <-ctx.Done():
 			return nil, fmt.Errorf("robots: waiting for %s/robots.txt: %w", s.origin, ctx.Err())
 		}
@@ -156,21 +172,21 @@ const fetchPoll = 100 * time.Millisecond
 // loading (in Base, a Store, a Pacer or the Logger) ends the load with the
 // origin unreachable, and is logged; it is not raised again, since the load
 // may run on a goroutine of its own. The flight ends whatever happens.
-func (t *Transport) load(ctx context.Context, s *site, f *flight, userAgent string) {
+func (l *loader) load(ctx context.Context, s *site, f *flight, userAgent string) {
 	ctx = context.WithoutCancel(ctx)
 	var st *state
 	defer func() {
 		// Deferred first, so it runs last: even if what follows panics,
 		// the flight ends and its waiters are answered.
 		if st == nil {
-			st = t.panicked(s, "robots: panic while loading "+s.origin+"/robots.txt")
+			st = l.panicked(s, "robots: panic while loading "+s.origin+"/robots.txt")
 		}
 		// An unreachable robots.txt says nothing of the origin's
 		// rules: the pace knows them only from one that was read.
-		t.paceOf(s).know(st.every, st.entry != nil && st.entry.Access != AccessUnreachable)
-		t.warnCapped(ctx, s, st)
+		l.paceOf(s).know(st.every, st.entry != nil && st.entry.Access != AccessUnreachable)
+		l.warnCapped(ctx, s, st)
 		s.cur.Store(st)
-		t.stats.evictions.Add(uint64(t.cache.account(s, st.bytes, t.now())))
+		l.stats.evictions.Add(uint64(l.cache.account(s, st.bytes, l.now())))
 		s.mu.Lock()
 		s.flight = nil
 		s.mu.Unlock()
@@ -180,23 +196,23 @@ func (t *Transport) load(ctx context.Context, s *site, f *flight, userAgent stri
 	defer func() {
 		if v := recover(); v != nil {
 			msg := fmt.Sprintf("robots: panic while loading %s/robots.txt: %v", s.origin, v)
-			st = t.panicked(s, msg)
+			st = l.panicked(s, msg)
 			func() {
 				defer func() { recover() }() // a Logger that panics too
-				t.log(ctx, msg, "stack", string(debug.Stack()))
+				l.log(ctx, msg, "stack", string(debug.Stack()))
 			}()
 		}
 	}()
-	st = t.obtain(ctx, s, f, s.cur.Load(), userAgent)
+	st = l.obtain(ctx, s, f, s.cur.Load(), userAgent)
 }
 
 // panicked returns the state of s after a load that panicked: the fetch
 // failed as unreachable, with msg as its error, and the last good copy (if
 // any) is kept, as for any unreachable fetch.
-func (t *Transport) panicked(s *site, msg string) *state {
+func (l *loader) panicked(s *site, msg string) *state {
 	err := errors.New(msg)
 	r := &fetchResult{access: AccessUnreachable, err: err}
-	return t.compileFetched(next(entryOf(s.cur.Load()), r, time.Now()), r, s.cur.Load())
+	return l.compileFetched(next(entryOf(s.cur.Load()), r, time.Now()), r, s.cur.Load())
 }
 
 // entryOf returns st's entry, or nil if st is nil.
@@ -212,34 +228,34 @@ func entryOf(st *state) *Entry {
 // fetch takes the origin's turn before it is sent, like any request, and
 // while it holds the Store's lock, so that no other user of the Store and
 // Pacer sees the new entry before the fetch is counted as a turn.
-func (t *Transport) obtain(logCtx context.Context, s *site, f *flight, prevSt *state, userAgent string) *state {
+func (l *loader) obtain(logCtx context.Context, s *site, f *flight, prevSt *state, userAgent string) *state {
 	// The load's own context: no caller's values, no cancellation, and
 	// no MaxWait, so that the fetch and its redirects wait for their
 	// turns however far away.
 	ctx := context.WithValue(context.Background(), maxWaitKey{}, time.Duration(0))
 	prev := entryOf(prevSt)
-	store := t.cfg.store
+	store := l.cfg.store
 	if store != nil {
-		sctx, cancel := context.WithTimeout(ctx, t.cfg.fetchTimeout)
+		sctx, cancel := context.WithTimeout(ctx, l.cfg.fetchTimeout)
 		defer cancel()
 		var notBefore time.Time
 		if ns := s.forget.Swap(0); ns != 0 {
 			notBefore = time.Unix(0, ns)
 		}
-		if e := t.storeGet(sctx, logCtx, s.origin); e != nil {
+		if e := l.storeGet(sctx, logCtx, s.origin); e != nil {
 			if time.Now().Before(e.Expires) && !e.FetchedAt.Before(notBefore) {
-				t.stats.storeHits.Add(1)
-				return t.compile(e, nil)
+				l.stats.storeHits.Add(1)
+				return l.compile(e, nil)
 			}
 			if prev == nil || e.Expires.After(prev.Expires) {
 				prev, prevSt = e, nil // the Store's entry has its Body
 			}
 		}
-		if l, ok := store.(Locker); ok {
-			unlock, e := t.lockOrWait(sctx, logCtx, l, s.origin, notBefore)
+		if lk, ok := store.(Locker); ok {
+			unlock, e := l.lockOrWait(sctx, logCtx, lk, s.origin, notBefore)
 			if e != nil {
-				t.stats.storeHits.Add(1)
-				return t.compile(e, nil)
+				l.stats.storeHits.Add(1)
+				return l.compile(e, nil)
 			}
 			if unlock != nil {
 				defer unlock()
@@ -252,37 +268,37 @@ func (t *Transport) obtain(logCtx context.Context, s *site, f *flight, prevSt *s
 	// by the interval of the origin's latest turn in a shared Pacer; see
 	// Pacer.Reserve) and never during a pause. With no deadline, waitTurn
 	// fails only if the Pacer and the memory both fail, which they cannot.
-	every := t.paceOf(s).fetchEvery(t.cfg.minDelay)
+	every := l.paceOf(s).fetchEvery(l.cfg.minDelay)
 	if prev != nil && prevSt == nil {
 		// The Store's entry says what this Transport may not have
 		// seen: the crawl-delay that the fleet keeps.
-		every = max(every, t.cfg.minDelay, t.compile(prev, nil).every)
+		every = max(every, l.cfg.minDelay, l.compile(prev, nil).every)
 	}
-	tk, _ := t.waitTurn(ctx, s, every, f, true, t.now(), nil)
-	r := t.fetch(ctx, s.origin, s.route.Load(), userAgent)
+	tk, _ := l.waitTurn(ctx, s, every, f, true, l.now(), nil)
+	r := l.fetch(ctx, s.origin, s.route.Load(), userAgent)
 	// The request after the fetch is spaced from its answer, not from
 	// when it left: the site sees the two at least an interval apart,
 	// however long the fetch took.
-	t.release(logCtx, s, tk)
-	if r.retryAfter > 0 && !t.cfg.ignoreRetryAfter {
+	l.release(logCtx, s, tk)
+	if r.retryAfter > 0 && !l.cfg.ignoreRetryAfter {
 		// A robots.txt that asks to wait pauses its origin like a
 		// page does: the last good copy is obeyed, but no request
 		// goes out until the pause ends.
-		t.pause(logCtx, s, r.retryAfter)
+		l.pause(logCtx, s, r.retryAfter)
 	}
 	now := time.Now()
 	e := next(prev, r, now)
-	t.stats.fetched(r.access)
-	t.logFetch(logCtx, s.origin, r, e)
+	l.stats.fetched(r.access)
+	l.logFetch(logCtx, s.origin, r, e)
 	if store != nil {
-		pctx, cancel := t.storeCtx(ctx)
+		pctx, cancel := l.storeCtx(ctx)
 		if err := store.Put(pctx, s.origin, e); err != nil {
-			t.stats.storeErrors.Add(1)
-			t.log(logCtx, "robots: store put failed", "origin", s.origin, "err", err)
+			l.stats.storeErrors.Add(1)
+			l.log(logCtx, "robots: store put failed", "origin", s.origin, "err", err)
 		}
 		cancel()
 	}
-	return t.compileFetched(e, r, prevSt)
+	return l.compileFetched(e, r, prevSt)
 }
 
 // storeTimeout bounds each call to a Store, so that a slow store delays a
@@ -290,19 +306,19 @@ func (t *Transport) obtain(logCtx context.Context, s *site, f *flight, prevSt *s
 const storeTimeout = 2 * time.Second
 
 // storeCtx returns ctx bounded for one call to the Store.
-func (t *Transport) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, min(storeTimeout, t.cfg.fetchTimeout))
+func (l *loader) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, min(storeTimeout, l.cfg.fetchTimeout))
 }
 
 // storeGet returns the Store's entry of origin, or nil if it has none or
 // fails.
-func (t *Transport) storeGet(ctx, logCtx context.Context, origin string) *Entry {
-	ctx, cancel := t.storeCtx(ctx)
+func (l *loader) storeGet(ctx, logCtx context.Context, origin string) *Entry {
+	ctx, cancel := l.storeCtx(ctx)
 	defer cancel()
-	e, err := t.cfg.store.Get(ctx, origin)
+	e, err := l.cfg.store.Get(ctx, origin)
 	if err != nil {
-		t.stats.storeErrors.Add(1)
-		t.log(logCtx, "robots: store get failed", "origin", origin, "err", err)
+		l.stats.storeErrors.Add(1)
+		l.log(logCtx, "robots: store get failed", "origin", origin, "err", err)
 		return nil
 	}
 	return e
@@ -310,12 +326,12 @@ func (t *Transport) storeGet(ctx, logCtx context.Context, origin string) *Entry 
 
 // lockTTL is how long a Store's fetch lock is held at most: the fetch's
 // wait for its turn, the fetch and the Put.
-func (t *Transport) lockTTL() time.Duration {
+func (l *loader) lockTTL() time.Duration {
 	// The wait for the turn is bounded here, not by the longest pause or
 	// crawl-delay: a lock left by a process that died must not hold the
 	// fleet's loads back for a day. A fetch whose lock runs out while it
 	// waits is only made twice, each in its turn.
-	return min(t.cfg.maxCrawlDelay+t.cfg.maxRetryAfter, maxLockWait) + t.cfg.fetchTimeout + 2*storeTimeout
+	return min(l.cfg.maxCrawlDelay+l.cfg.maxRetryAfter, maxLockWait) + l.cfg.fetchTimeout + 2*storeTimeout
 }
 
 // maxLockWait bounds the wait for a turn that a Store's fetch lock covers.
@@ -323,17 +339,17 @@ const maxLockWait = 5 * time.Minute
 
 // warnCapped logs, once per load, that MaxCrawlDelay shortens the crawl-delay
 // that st's robots.txt asks of the Transport's agent.
-func (t *Transport) warnCapped(ctx context.Context, s *site, st *state) {
-	if st.robots == nil || t.cfg.ignoreCrawlDelay || t.cfg.logger == nil {
+func (l *loader) warnCapped(ctx context.Context, s *site, st *state) {
+	if st.robots == nil || l.cfg.ignoreCrawlDelay || l.cfg.logger == nil {
 		return
 	}
-	agent := t.cfg.agent
+	agent := l.cfg.agent
 	if agent == "" {
 		agent = "*"
 	}
-	if d, ok := st.robots.Group(agent).CrawlDelay(); ok && d > t.cfg.maxCrawlDelay {
-		t.log(ctx, "robots: Crawl-delay capped at MaxCrawlDelay", "origin", s.origin,
-			"asked", d, "kept", t.cfg.maxCrawlDelay)
+	if d, ok := st.robots.Group(agent).CrawlDelay(); ok && d > l.cfg.maxCrawlDelay {
+		l.log(ctx, "robots: Crawl-delay capped at MaxCrawlDelay", "origin", s.origin,
+			"asked", d, "kept", l.cfg.maxCrawlDelay)
 	}
 }
 
@@ -342,24 +358,24 @@ func (t *Transport) warnCapped(ctx context.Context, s *site, st *state) {
 // fetch holding the lock, a fresh entry when the holder put one, or neither
 // when the caller should fetch without the lock (ctx done, or a store error).
 // An entry fetched before notBefore is not taken (see Transport.Forget).
-func (t *Transport) lockOrWait(ctx, logCtx context.Context, l Locker, origin string, notBefore time.Time) (unlock func(), e *Entry) {
+func (l *loader) lockOrWait(ctx, logCtx context.Context, lk Locker, origin string, notBefore time.Time) (unlock func(), e *Entry) {
 	usable := func(e *Entry) bool {
 		return e != nil && time.Now().Before(e.Expires) && !e.FetchedAt.Before(notBefore)
 	}
 	delay := 50 * time.Millisecond
 	for {
-		lctx, cancel := t.storeCtx(ctx)
-		unlock, ok, err := l.TryLock(lctx, origin, t.lockTTL())
+		lctx, cancel := l.storeCtx(ctx)
+		unlock, ok, err := lk.TryLock(lctx, origin, l.lockTTL())
 		cancel()
 		if err != nil {
-			t.stats.storeErrors.Add(1)
-			t.log(logCtx, "robots: store lock failed", "origin", origin, "err", err)
+			l.stats.storeErrors.Add(1)
+			l.log(logCtx, "robots: store lock failed", "origin", origin, "err", err)
 			return nil, nil
 		}
 		if ok {
 			// The last holder may have put its entry and unlocked
 			// since this load looked: then there is nothing to fetch.
-			if e := t.storeGet(ctx, logCtx, origin); usable(e) {
+			if e := l.storeGet(ctx, logCtx, origin); usable(e) {
 				unlock()
 				return nil, e
 			}
@@ -373,7 +389,7 @@ func (t *Transport) lockOrWait(ctx, logCtx context.Context, l Locker, origin str
 		case <-timer.C:
 		}
 		delay = min(2*delay, time.Second)
-		if e := t.storeGet(ctx, logCtx, origin); usable(e) {
+		if e := l.storeGet(ctx, logCtx, origin); usable(e) {
 			return nil, e
 		}
 	}

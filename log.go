@@ -5,16 +5,21 @@ import (
 	"log/slog"
 )
 
+// logs writes a Transport's records to its Logger, if it has one.
+type logs struct {
+	logger *slog.Logger // nil for none
+}
+
 // debugging reports whether the Logger takes debug records: a caller builds
 // one only then, so that a Transport whose Logger does not allocates nothing
 // for them.
-func (t *Transport) debugging(ctx context.Context) bool {
-	l := t.cfg.logger
+func (t *logs) debugging(ctx context.Context) bool {
+	l := t.logger
 	return l != nil && l.Enabled(ctx, slog.LevelDebug)
 }
 
 // debugRefused writes a debug record of a refusal.
-func (t *Transport) debugRefused(ctx context.Context, de *DisallowedError) {
+func (t *logs) debugRefused(ctx context.Context, de *DisallowedError) {
 	attrs := []slog.Attr{slog.String("url", de.URL.Redacted()), slog.String("agent", de.Agent)}
 	switch {
 	case de.Err != nil:
@@ -29,21 +34,21 @@ func (t *Transport) debugRefused(ctx context.Context, de *DisallowedError) {
 
 // debug writes a debug record. The caller checked t.debugging first. A
 // Logger that panics here is ignored: a record is not worth a request.
-func (t *Transport) debug(ctx context.Context, msg string, attrs ...slog.Attr) {
+func (t *logs) debug(ctx context.Context, msg string, attrs ...slog.Attr) {
 	defer func() { recover() }()
-	t.cfg.logger.LogAttrs(ctx, slog.LevelDebug, msg, attrs...)
+	t.logger.LogAttrs(ctx, slog.LevelDebug, msg, attrs...)
 }
 
 // log writes a record, if the Transport has a Logger.
-func (t *Transport) log(ctx context.Context, msg string, args ...any) {
-	if l := t.cfg.logger; l != nil {
+func (t *logs) log(ctx context.Context, msg string, args ...any) {
+	if l := t.logger; l != nil {
 		l.WarnContext(ctx, msg, args...)
 	}
 }
 
 // logFetch writes a record of a fetch, if the Transport has a Logger.
-func (t *Transport) logFetch(ctx context.Context, origin string, r *fetchResult, e *Entry) {
-	l := t.cfg.logger
+func (t *logs) logFetch(ctx context.Context, origin string, r *fetchResult, e *Entry) {
+	l := t.logger
 	if l == nil {
 		return
 	}

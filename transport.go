@@ -192,11 +192,14 @@ type Transport struct {
 	// Transports that share it share turns.
 	Pacer Pacer
 
-	once  sync.Once
-	cfg   config    // set once, from the fields above
-	epoch time.Time // set once: the origin of the clock of t.now
-	cache *cache    // set once
-	stats stats
+	once   sync.Once
+	cfg    config    // set once, from the fields above
+	epoch  time.Time // set once: the origin of the clock of t.now
+	cache  *cache    // set once
+	stats  stats
+	logs          // set once
+	turns  turns  // set once
+	loader loader // set once
 	// the last User-Agent header → token derivation
 	ua atomic.Pointer[uaToken]
 	// named is set by NewTransport: Agent must name a token, even when
@@ -206,9 +209,6 @@ type Transport struct {
 	// missed, if set (only by tests, through export_test.go), is called
 	// on each miss before the load is waited for.
 	missed func(originKey)
-
-	// when a Pacer failure was last logged, in Unix ns; 0 if never
-	pacerLogged atomic.Int64
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -360,6 +360,9 @@ func (t *Transport) init() {
 	t.cfg = c
 	t.cache = newCache(c.maxOrigins, c.maxBytes)
 	t.epoch = time.Now()
+	t.logs = logs{logger: c.logger}
+	t.turns = turns{logs: &t.logs, cfg: &t.cfg, epoch: t.epoch, cache: t.cache, stats: &t.stats}
+	t.loader = loader{logs: &t.logs, turns: &t.turns, cfg: &t.cfg, cache: t.cache, stats: &t.stats, missed: t.missed}
 }
 
 // now returns the time since t.epoch. On the hot path it is cheaper than
@@ -417,7 +420,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		var every time.Duration
 		s, st, every, err = t.check(ctx, req.URL, req.Host, agent, t.fetchAgent(req.Header, ua), now)
 		if err == nil {
-			tk, err = t.waitTurn(ctx, s, every, nil, false, now, req.URL)
+			tk, err = t.turns.waitTurn(ctx, s, every, nil, false, now, req.URL)
 		}
 	}
 	if err != nil {
@@ -436,10 +439,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.cfg.base.RoundTrip(req)
 	// The next request is spaced from this one's answer: the site sees
 	// them an interval apart, however long this one took to reach it.
-	t.release(ctx, s, tk)
+	t.turns.release(ctx, s, tk)
 	if err == nil && resp != nil {
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-			t.pushedBack(ctx, s, resp.StatusCode, resp.Header, sent)
+			t.turns.pushedBack(ctx, s, resp.StatusCode, resp.Header, sent)
 		}
 		if st != nil && st.robots != nil && st.robots.HasUsage() {
 			t.attachUsage(resp, req, st, agent) // see UsageOf
@@ -463,7 +466,7 @@ func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL, host string, 
 		s, evicted = t.cache.add(sh, k, now)
 		t.stats.evictions.Add(uint64(evicted))
 	}
-	tk, err := t.waitTurn(ctx, s, t.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true, now, u)
+	tk, err := t.turns.waitTurn(ctx, s, t.turns.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true, now, u)
 	return s, tk, err
 }
 

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 )
 
@@ -63,6 +64,26 @@ func (e *TurnError) Is(target error) bool { return target == ErrNotYet }
 // Unwrap returns e.Err.
 func (e *TurnError) Unwrap() error { return e.Err }
 
+// turns is where every request to an origin takes its turn: the waits, the
+// holds of requests in flight, the pauses and the back-off, over the paces
+// of the origins in memory and the Transport's Pacer, if any. A Transport
+// holds one; its settings are the Transport's, frozen at first use.
+type turns struct {
+	*logs
+	cfg   *config
+	epoch time.Time // the origin of the clock of now
+	cache *cache    // the origins' paces
+	stats *stats
+	// when a Pacer failure was last logged, in Unix ns; 0 if never
+	pacerLogged atomic.Int64
+}
+
+// now returns the time since epoch, on the monotonic clock.
+func (tn *turns) now() time.Duration { return time.Since(tn.epoch) }
+
+// clock returns tm on the clock of now.
+func (tn *turns) clock(tm time.Time) time.Duration { return tm.Sub(tn.epoch) }
+
 // maxWaitKey is the context key of WithMaxWait.
 type maxWaitKey struct{}
 
@@ -73,11 +94,11 @@ func WithMaxWait(ctx context.Context, d time.Duration) context.Context {
 }
 
 // maxWaitOf returns the MaxWait of a request with context ctx; 0 for none.
-func (t *Transport) maxWaitOf(ctx context.Context) time.Duration {
+func (tn *turns) maxWaitOf(ctx context.Context) time.Duration {
 	if d, ok := ctx.Value(maxWaitKey{}).(time.Duration); ok {
 		return d
 	}
-	return t.cfg.maxWait
+	return tn.cfg.maxWait
 }
 
 // NextTurn returns when a request for u, with context ctx and no User-Agent
@@ -109,7 +130,7 @@ func (t *Transport) NextTurn(ctx context.Context, u *url.URL) (time.Time, error)
 			return time.Time{}, err
 		}
 		s = t.cache.siteOf(k, now)
-		every = t.paceOf(s).fetchEvery(t.cfg.minDelay)
+		every = t.turns.paceOf(s).fetchEvery(t.cfg.minDelay)
 	} else {
 		s, _, every, err = t.check(ctx, u, "", agent, t.fetchAgent(nil, ua), now)
 		if te, ok := err.(*TurnError); ok && te.Err == nil {
@@ -120,10 +141,10 @@ func (t *Transport) NextTurn(ctx context.Context, u *url.URL) (time.Time, error)
 		}
 	}
 	if t.cfg.pacer != nil {
-		t.knowWatchedPause(s)
+		t.turns.knowWatchedPause(s)
 	}
 	now = t.now()
-	p := t.paceOf(s)
+	p := t.turns.paceOf(s)
 	if every <= 0 && !p.heeded(now) {
 		// Such a request takes no turn (see waitTurn): only a pause
 		// holds it back.
@@ -135,29 +156,29 @@ func (t *Transport) NextTurn(ctx context.Context, u *url.URL) (time.Time, error)
 
 // paceOf returns the pace of s's origin: s's own, unless it was dropped
 // with s from the cache, and then the pace of the origin's current site.
-func (t *Transport) paceOf(s *site) *pace {
+func (tn *turns) paceOf(s *site) *pace {
 	for s.pace.dropped.Load() {
-		s = t.cache.siteOf(s.key, t.now())
+		s = tn.cache.siteOf(s.key, tn.now())
 	}
 	return s.pace
 }
 
 // interval returns how far apart the requests to an origin decided by st
 // must be, for the crawler agent ("" for the Transport's own Agent).
-func (t *Transport) interval(st *state, agent string) time.Duration {
+func (tn *turns) interval(st *state, agent string) time.Duration {
 	if agent == "" || st.robots == nil {
 		return st.every
 	}
-	return t.delayOf(st.robots.Group(agent).CrawlDelay())
+	return tn.delayOf(st.robots.Group(agent).CrawlDelay())
 }
 
 // delayOf returns the interval for a group whose crawl-delay is d (ok false
 // if it states none), under the Transport's settings.
-func (t *Transport) delayOf(d time.Duration, ok bool) time.Duration {
-	if !ok || t.cfg.ignoreCrawlDelay {
+func (tn *turns) delayOf(d time.Duration, ok bool) time.Duration {
+	if !ok || tn.cfg.ignoreCrawlDelay {
 		d = 0
 	}
-	return max(min(d, t.cfg.maxCrawlDelay), t.cfg.minDelay)
+	return max(min(d, tn.cfg.maxCrawlDelay), tn.cfg.minDelay)
 }
 
 // turnLimit is how far away a request's turn may be: the first instant on
@@ -175,13 +196,13 @@ var noLimit = turnLimit{until: math.MaxInt64}
 // limitOf returns the limit of a request with context ctx that began at
 // start: MaxWait after start (see Transport.MaxWait and WithMaxWait), or its
 // deadline if that comes first.
-func (t *Transport) limitOf(ctx context.Context, start time.Duration) turnLimit {
+func (tn *turns) limitOf(ctx context.Context, start time.Duration) turnLimit {
 	l := noLimit
-	if mw := t.maxWaitOf(ctx); mw > 0 {
+	if mw := tn.maxWaitOf(ctx); mw > 0 {
 		l.until, l.maxWait = start+mw+1, true // a turn MaxWait away is taken
 	}
 	if dl, ok := ctx.Deadline(); ok {
-		if d := t.clock(dl); d < l.until {
+		if d := tn.clock(dl); d < l.until {
 			l.until, l.deadline = d, true
 		}
 	}
@@ -199,19 +220,19 @@ func (l turnLimit) left(now time.Duration) time.Duration {
 
 // notYet returns the error of a request to s refused at now because its turn
 // is wait away, past l, for the reason why.
-func (t *Transport) notYet(ctx context.Context, s *site, now, wait time.Duration, l turnLimit, why string) *TurnError {
+func (tn *turns) notYet(ctx context.Context, s *site, now, wait time.Duration, l turnLimit, why string) *TurnError {
 	if ctx.Value(probeKey{}) == nil {
-		t.stats.notYet.Add(1)
+		tn.stats.notYet.Add(1)
 		if why == ReasonInFlight {
-			t.stats.inFlightWaits.Add(1)
+			tn.stats.inFlightWaits.Add(1)
 		}
 	}
-	e := &TurnError{Origin: s.origin, At: t.epoch.Add(now + wait), Reason: why}
+	e := &TurnError{Origin: s.origin, At: tn.epoch.Add(now + wait), Reason: why}
 	if l.deadline {
 		e.Err = context.DeadlineExceeded
 	}
-	if t.debugging(ctx) {
-		t.debug(ctx, "robots: not sent yet", slog.String("origin", s.origin),
+	if tn.debugging(ctx) {
+		tn.debug(ctx, "robots: not sent yet", slog.String("origin", s.origin),
 			slog.Duration("in", wait), slog.Time("at", e.At), slog.String("reason", why), slog.Bool("deadline", l.deadline))
 	}
 	return e
@@ -240,28 +261,28 @@ type probeKey struct{}
 // A request that is not a fetch takes no turn when no interval applies and
 // the origin is not paused nor backing off (the hot path), unless always is
 // set: then it takes one, so that a later request is spaced from it.
-func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, f *flight, always bool, start time.Duration, u *url.URL) (turn, error) {
+func (tn *turns) waitTurn(ctx context.Context, s *site, every time.Duration, f *flight, always bool, start time.Duration, u *url.URL) (turn, error) {
 	if every <= 0 && f == nil && !always && !s.pace.dropped.Load() &&
-		(s.pace.heedUntil.Load() == 0 || !s.pace.heeded(t.now())) &&
-		(t.cfg.pacer == nil || t.watchedUnpaused(s.origin)) {
+		(s.pace.heedUntil.Load() == 0 || !s.pace.heeded(tn.now())) &&
+		(tn.cfg.pacer == nil || tn.watchedUnpaused(s.origin)) {
 		return turn{}, nil // the hot path: nothing to wait for
 	}
-	lim := t.limitOf(ctx, start)
+	lim := tn.limitOf(ctx, start)
 	var waited time.Duration
 	defer func() {
 		if waited > 0 {
-			t.stats.paceWaits.Add(1)
-			t.stats.paceWait.Add(int64(waited))
+			tn.stats.paceWaits.Add(1)
+			tn.stats.paceWait.Add(int64(waited))
 		}
 	}()
 	for {
-		g, err := t.reserve(ctx, s, every, lim, f, &waited, u)
+		g, err := tn.reserve(ctx, s, every, lim, f, &waited, u)
 		if err != nil {
 			return turn{}, err
 		}
 		if !g.ok {
 			// A request in flight, whose answer this one may wait for.
-			if err := t.waitFreed(ctx, s, g, lim, &waited, u); err != nil {
+			if err := tn.waitFreed(ctx, s, g, lim, &waited, u); err != nil {
 				return turn{}, err
 			}
 			continue
@@ -272,31 +293,31 @@ func (t *Transport) waitTurn(ctx context.Context, s *site, every time.Duration, 
 				f.sendAt.Store(time.Now().Add(g.wait).UnixNano())
 				f.wait()
 			}
-			t.debugWait(ctx, s, g.wait, g.why, u)
-			if err := t.sleep(ctx, s, g.wait, &waited); err != nil {
-				t.giveBack(ctx, s, tk)
+			tn.debugWait(ctx, s, g.wait, g.why, u)
+			if err := tn.sleep(ctx, s, g.wait, &waited); err != nil {
+				tn.giveBack(ctx, s, tk)
 				return turn{}, err
 			}
 		}
 		// A pause that began while this request waited holds it back
 		// too: no request goes to a paused origin.
-		if !t.paused(ctx, s, g.wait > 0) {
+		if !tn.paused(ctx, s, g.wait > 0) {
 			if !tk.held && tk.p != nil {
 				// A turn that holds nothing is moved to when its
 				// request leaves, if it woke late.
-				tk.p.release(tk, t.now())
+				tk.p.release(tk, tn.now())
 			}
 			return tk, nil
 		}
-		t.giveBack(ctx, s, tk)
+		tn.giveBack(ctx, s, tk)
 	}
 }
 
 // waitFreed waits for the request in flight that g reports to be answered,
 // or for its hold to run out, for a request under the limit l. It returns a
 // [*TurnError] when l runs out first.
-func (t *Transport) waitFreed(ctx context.Context, s *site, g grant, l turnLimit, waited *time.Duration, u *url.URL) error {
-	now := t.now()
+func (tn *turns) waitFreed(ctx context.Context, s *site, g grant, l turnLimit, waited *time.Duration, u *url.URL) error {
+	now := tn.now()
 	d := g.freeBy - now
 	if g.freed == nil {
 		d = g.wait // in flight in the Pacer: poll
@@ -305,23 +326,23 @@ func (t *Transport) waitFreed(ctx context.Context, s *site, g grant, l turnLimit
 	if left := l.left(now); left <= d {
 		d, byLimit = max(left-1, 0), true
 	}
-	t.debugWait(ctx, s, g.wait, ReasonInFlight, u)
+	tn.debugWait(ctx, s, g.wait, ReasonInFlight, u)
 	start := time.Now()
 	defer func() { *waited += time.Since(start) }()
 	timer := time.NewTimer(max(d, 0))
 	defer timer.Stop()
 	select {
 	case <-g.freed:
-		t.stats.inFlightWaits.Add(1)
+		tn.stats.inFlightWaits.Add(1)
 		return nil
 	case <-timer.C:
 		if byLimit {
-			now := t.now()
-			at, _ := t.paceOf(s).earliest(now, 0)
+			now := tn.now()
+			at, _ := tn.paceOf(s).earliest(now, 0)
 			wait := max(at-now, g.wait-time.Since(start), time.Nanosecond)
-			return t.notYet(ctx, s, now, wait, l, ReasonInFlight)
+			return tn.notYet(ctx, s, now, wait, l, ReasonInFlight)
 		}
-		t.stats.inFlightWaits.Add(1)
+		tn.stats.inFlightWaits.Add(1)
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
@@ -330,9 +351,9 @@ func (t *Transport) waitFreed(ctx context.Context, s *site, g grant, l turnLimit
 
 // debugWait writes a debug record of a request for u (nil: robots.txt) held
 // for wait before its turn, for the reason why.
-func (t *Transport) debugWait(ctx context.Context, s *site, wait time.Duration, why string, u *url.URL) {
-	if t.debugging(ctx) {
-		t.debug(ctx, "robots: waiting for the turn", slog.String("origin", s.origin),
+func (tn *turns) debugWait(ctx context.Context, s *site, wait time.Duration, why string, u *url.URL) {
+	if tn.debugging(ctx) {
+		tn.debug(ctx, "robots: waiting for the turn", slog.String("origin", s.origin),
 			slog.String("url", urlOf(s, u)), slog.Duration("wait", wait), slog.String("reason", why))
 	}
 }
@@ -348,37 +369,37 @@ func urlOf(s *site, u *url.URL) string {
 // release notes that the request that took tk (the zero turn for none) of
 // s was answered now: the next turn is spaced from now, in memory and in
 // the Pacer.
-func (t *Transport) release(ctx context.Context, s *site, tk turn) {
+func (tn *turns) release(ctx context.Context, s *site, tk turn) {
 	if tk.p == nil {
 		return
 	}
-	tk.p.release(tk, t.now())
+	tk.p.release(tk, tn.now())
 	if tk.pacer && tk.held {
-		t.pacerRelease(ctx, s, tk.id)
+		tn.pacerRelease(ctx, s, tk.id)
 	}
 }
 
 // giveBack returns tk, a turn whose request was not sent: see turn.giveBack.
 // A turn held in the Pacer is released there.
-func (t *Transport) giveBack(ctx context.Context, s *site, tk turn) {
-	tk.giveBack(t.now())
+func (tn *turns) giveBack(ctx context.Context, s *site, tk turn) {
+	tk.giveBack(tn.now())
 	if tk.pacer && tk.held {
-		t.pacerRelease(ctx, s, tk.id)
+		tn.pacerRelease(ctx, s, tk.id)
 	}
 }
 
 // pacerRelease releases the held turn id of s in the Pacer, answered now.
-func (t *Transport) pacerRelease(ctx context.Context, s *site, id uint64) {
+func (tn *turns) pacerRelease(ctx context.Context, s *site, id uint64) {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
-	if err := t.cfg.pacer.Release(pctx, s.origin, id, time.Now()); err != nil {
-		t.pacerFailed(ctx, s.origin, err)
+	if err := tn.cfg.pacer.Release(pctx, s.origin, id, time.Now()); err != nil {
+		tn.pacerFailed(ctx, s.origin, err)
 	}
 }
 
 // sleep waits for d, or until ctx is done, and adds the time it waited to
 // *waited.
-func (t *Transport) sleep(ctx context.Context, s *site, d time.Duration, waited *time.Duration) error {
+func (tn *turns) sleep(ctx context.Context, s *site, d time.Duration, waited *time.Duration) error {
 	start := time.Now()
 	timer := time.NewTimer(d)
 	defer func() { *waited += time.Since(start) }()
@@ -393,7 +414,7 @@ func (t *Transport) sleep(ctx context.Context, s *site, d time.Duration, waited 
 
 // holdFor returns how long a turn with the interval every holds its origin
 // at most (see Transport.TurnTimeout).
-func (t *Transport) holdFor() time.Duration { return t.cfg.turnTimeout }
+func (tn *turns) holdFor() time.Duration { return tn.cfg.turnTimeout }
 
 // reserve takes s's next turn from everything the process knows: its own
 // turns and pauses (kept in memory whether or not there is a Pacer), the
@@ -412,29 +433,29 @@ func (t *Transport) holdFor() time.Duration { return t.cfg.turnTimeout }
 // flight and the caller may wait for its answer. If the turn is at or past
 // lim, reserve takes none and returns a [*TurnError]; an error that wraps
 // ctx's error if ctx is done.
-func (t *Transport) reserve(ctx context.Context, s *site, every time.Duration, lim turnLimit, f *flight, waited *time.Duration, u *url.URL) (grant, error) {
-	p := t.cfg.pacer
+func (tn *turns) reserve(ctx context.Context, s *site, every time.Duration, lim turnLimit, f *flight, waited *time.Duration, u *url.URL) (grant, error) {
+	p := tn.cfg.pacer
 	if p == nil {
-		now := t.now()
-		g := t.paceOf(s).reserve(now, every, lim.left(now), t.holdFor())
+		now := tn.now()
+		g := tn.paceOf(s).reserve(now, every, lim.left(now), tn.holdFor())
 		if !g.ok && (g.freed == nil || g.wait >= lim.left(now)) {
-			return grant{}, t.notYet(ctx, s, now, g.wait, lim, g.why)
+			return grant{}, tn.notYet(ctx, s, now, g.wait, lim, g.why)
 		}
 		return g, nil
 	}
-	t.knowWatchedPause(s)
+	tn.knowWatchedPause(s)
 	for {
-		now := t.now()
-		at, why := t.paceOf(s).earliest(now, every)
+		now := tn.now()
+		at, why := tn.paceOf(s).earliest(now, every)
 		if why == ReasonInFlight {
 			// In flight from this process: wait for its answer here.
-			g := t.paceOf(s).reserve(now, every, lim.left(now), t.holdFor())
+			g := tn.paceOf(s).reserve(now, every, lim.left(now), tn.holdFor())
 			if g.ok {
-				t.giveBack(ctx, s, g.tk) // answered meanwhile
+				tn.giveBack(ctx, s, g.tk) // answered meanwhile
 				continue
 			}
 			if g.freed == nil || g.wait >= lim.left(now) {
-				return grant{}, t.notYet(ctx, s, now, g.wait, lim, g.why)
+				return grant{}, tn.notYet(ctx, s, now, g.wait, lim, g.why)
 			}
 			return g, nil
 		}
@@ -443,32 +464,32 @@ func (t *Transport) reserve(ctx context.Context, s *site, every time.Duration, l
 			break
 		}
 		if known >= lim.left(now) {
-			return grant{}, t.notYet(ctx, s, now, known, lim, why)
+			return grant{}, tn.notYet(ctx, s, now, known, lim, why)
 		}
 		if f != nil {
 			f.sendAt.Store(time.Now().Add(known).UnixNano())
 			f.wait()
 		}
-		t.debugWait(ctx, s, known, why, u)
-		if err := t.sleep(ctx, s, known, waited); err != nil {
+		tn.debugWait(ctx, s, known, why, u)
+		if err := tn.sleep(ctx, s, known, waited); err != nil {
 			return grant{}, err
 		}
 	}
-	now := t.now()
+	now := tn.now()
 	left := lim.left(now)
 	iv, known := pacerEvery(every)
-	hold := t.holdFor()
-	if every == 0 && !t.paceOf(s).heeded(now) {
+	hold := tn.holdFor()
+	if every == 0 && !tn.paceOf(s).heeded(now) {
 		hold = 0 // a turn that keeps no interval holds nothing
 	}
-	pctx, cancel := t.pacerCtx(ctx, lim)
+	pctx, cancel := tn.pacerCtx(ctx, lim)
 	r, err := p.Reserve(pctx, s.origin, TurnRequest{Every: iv, Known: known, MaxWait: left, Hold: hold})
 	cancel()
 	if err == nil && r.OK && r.Wait >= left && lim.until != math.MaxInt64 {
 		// A Pacer that rounds may hand out a turn at the limit itself.
 		r.OK = false
 		if r.ID != 0 {
-			t.pacerRelease(ctx, s, r.ID)
+			tn.pacerRelease(ctx, s, r.ID)
 		}
 	}
 	switch {
@@ -476,28 +497,28 @@ func (t *Transport) reserve(ctx context.Context, s *site, every time.Duration, l
 		// Counted from the answer, not the question: the turn the
 		// process remembers is never earlier than the Pacer's.
 		wait := max(r.Wait, 0)
-		at := t.now() + wait
-		tk := t.paceOf(s).record(at, every, r.ID != 0, at+hold, r.ID)
+		at := tn.now() + wait
+		tk := tn.paceOf(s).record(at, every, r.ID != 0, at+hold, r.ID)
 		return grant{wait: wait, ok: true, why: ReasonCrawlDelay, tk: tk}, nil
 	case err == nil && r.InFlight:
 		// In flight from another user of the Pacer: poll it, from
 		// when it foresees a free turn.
 		wait := max(r.Wait, time.Millisecond)
 		if wait >= left {
-			return grant{}, t.notYet(ctx, s, now, wait, lim, ReasonInFlight)
+			return grant{}, tn.notYet(ctx, s, now, wait, lim, ReasonInFlight)
 		}
 		return grant{wait: wait, why: ReasonInFlight}, nil
 	case err == nil:
 		wait := max(r.Wait, time.Nanosecond) // a Pacer that refuses a turn it says is now
-		return grant{}, t.notYet(ctx, s, now, wait, lim, ReasonCrawlDelay)
+		return grant{}, tn.notYet(ctx, s, now, wait, lim, ReasonCrawlDelay)
 	case ctx.Err() != nil:
 		return grant{}, fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
 	}
-	t.pacerFailed(ctx, s.origin, err)
-	now = t.now()
-	g := t.paceOf(s).reserve(now, every, lim.left(now), t.holdFor())
+	tn.pacerFailed(ctx, s.origin, err)
+	now = tn.now()
+	g := tn.paceOf(s).reserve(now, every, lim.left(now), tn.holdFor())
 	if !g.ok && (g.freed == nil || g.wait >= lim.left(now)) {
-		return grant{}, t.notYet(ctx, s, now, g.wait, lim, g.why)
+		return grant{}, tn.notYet(ctx, s, now, g.wait, lim, g.why)
 	}
 	return g, nil
 }
@@ -506,10 +527,10 @@ func (t *Transport) reserve(ctx context.Context, s *site, every time.Duration, l
 // and by the request's limit, so that a Pacer that hangs holds a request no
 // longer than MaxWait. A Pacer cut short by MaxWait counts as failed: the
 // turn is taken in memory.
-func (t *Transport) pacerCtx(ctx context.Context, lim turnLimit) (context.Context, context.CancelFunc) {
+func (tn *turns) pacerCtx(ctx context.Context, lim turnLimit) (context.Context, context.CancelFunc) {
 	d := storeTimeout
 	if lim.maxWait {
-		d = min(d, max(lim.left(t.now())-1, time.Millisecond))
+		d = min(d, max(lim.left(tn.now())-1, time.Millisecond))
 	}
 	return context.WithTimeout(ctx, d)
 }
@@ -518,12 +539,12 @@ func (t *Transport) pacerCtx(ctx context.Context, lim turnLimit) (context.Contex
 // the fleet's pauses holds for s's origin, if it is a PauseWatcher and the
 // copy holds one: a pause known from any source holds, even when the copy
 // may be stale or the Pacer no longer holds it.
-func (t *Transport) knowWatchedPause(s *site) {
-	if t.cfg.watcher == nil {
+func (tn *turns) knowWatchedPause(s *site) {
+	if tn.cfg.watcher == nil {
 		return
 	}
-	if until, _ := t.cfg.watcher.WatchedPause(s.origin); !until.IsZero() && time.Now().Before(until) {
-		t.paceOf(s).pause(t.clock(until), ReasonRetryAfter)
+	if until, _ := tn.cfg.watcher.WatchedPause(s.origin); !until.IsZero() && time.Now().Before(until) {
+		tn.paceOf(s).pause(tn.clock(until), ReasonRetryAfter)
 	}
 }
 
@@ -531,92 +552,92 @@ func (t *Transport) knowWatchedPause(s *site) {
 // the Transport's clock), is a 429 or 503: for as long as its Retry-After
 // asks, capped at MaxRetryAfter, or, when it has no usable one (absent,
 // zero, in the past, malformed, or ignored), under the back-off.
-func (t *Transport) pushedBack(ctx context.Context, s *site, status int, h http.Header, sent time.Duration) {
+func (tn *turns) pushedBack(ctx context.Context, s *site, status int, h http.Header, sent time.Duration) {
 	if status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable {
 		return
 	}
-	if !t.cfg.ignoreRetryAfter {
+	if !tn.cfg.ignoreRetryAfter {
 		if d, ok := retryAfter(h.Get("Retry-After"), time.Now()); ok && d > 0 {
-			t.pause(ctx, s, d)
+			tn.pause(ctx, s, d)
 			return
 		}
 	}
-	t.backOff(ctx, s, status, sent)
+	tn.backOff(ctx, s, status, sent)
 }
 
 // backOff pauses s under the back-off, for a 429 or 503 with no usable
 // Retry-After on a request sent at sent; see Backoff.
-func (t *Transport) backOff(ctx context.Context, s *site, status int, sent time.Duration) {
-	b := t.cfg.backoff
+func (tn *turns) backOff(ctx context.Context, s *site, status int, sent time.Duration) {
+	b := tn.cfg.backoff
 	if b.First <= 0 {
 		return // IgnoreBackoff
 	}
-	now := t.now()
-	p := t.paceOf(s)
+	now := tn.now()
+	p := tn.paceOf(s)
 	until, isNew := p.pushBack(now, sent, b, rand.Float64())
-	if pc := t.cfg.pacer; pc != nil {
+	if pc := tn.cfg.pacer; pc != nil {
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-		pu, err := pc.PushBack(pctx, s.origin, t.epoch.Add(sent), b)
+		pu, err := pc.PushBack(pctx, s.origin, tn.epoch.Add(sent), b)
 		cancel()
 		if err != nil {
-			t.pacerFailed(ctx, s.origin, err)
-		} else if d := t.clock(pu); d > until {
+			tn.pacerFailed(ctx, s.origin, err)
+		} else if d := tn.clock(pu); d > until {
 			p.backedOff(now, d, b)
 			until = d
 		}
 	}
 	if isNew {
-		t.stats.backoffs.Add(1)
-		t.log(ctx, "robots: origin pushed back; backing off", "origin", s.origin,
+		tn.stats.backoffs.Add(1)
+		tn.log(ctx, "robots: origin pushed back; backing off", "origin", s.origin,
 			"status", status, "pause", (until - now).Round(time.Millisecond))
 	}
 }
 
 // pause pauses s for d, capped at MaxRetryAfter, in memory and in the Pacer.
-func (t *Transport) pause(ctx context.Context, s *site, d time.Duration) {
-	if d > t.cfg.maxRetryAfter {
-		t.log(ctx, "robots: Retry-After capped at MaxRetryAfter", "origin", s.origin,
-			"asked", d, "kept", t.cfg.maxRetryAfter)
-		d = t.cfg.maxRetryAfter
+func (tn *turns) pause(ctx context.Context, s *site, d time.Duration) {
+	if d > tn.cfg.maxRetryAfter {
+		tn.log(ctx, "robots: Retry-After capped at MaxRetryAfter", "origin", s.origin,
+			"asked", d, "kept", tn.cfg.maxRetryAfter)
+		d = tn.cfg.maxRetryAfter
 	}
-	t.stats.pauses.Add(1)
+	tn.stats.pauses.Add(1)
 	// The pause is kept in memory in any case, so that the requests of
 	// this Transport that wait for a turn see it at once.
-	t.paceOf(s).pause(t.now()+d, ReasonRetryAfter)
-	if p := t.cfg.pacer; p != nil {
+	tn.paceOf(s).pause(tn.now()+d, ReasonRetryAfter)
+	if p := tn.cfg.pacer; p != nil {
 		// The pause must reach the fleet even when the request that
 		// met the 429 or 503 is cancelled as the response comes back.
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 		defer cancel()
 		if err := p.Pause(pctx, s.origin, time.Now().Add(d)); err != nil {
-			t.pacerFailed(ctx, s.origin, err)
+			tn.pacerFailed(ctx, s.origin, err)
 		}
 	}
 }
 
 // watchedUnpaused reports whether the Pacer is a PauseWatcher whose copy is
 // up to date and holds no pause of origin that has not ended.
-func (t *Transport) watchedUnpaused(origin string) bool {
-	if t.cfg.watcher == nil {
+func (tn *turns) watchedUnpaused(origin string) bool {
+	if tn.cfg.watcher == nil {
 		return false
 	}
-	until, ok := t.cfg.watcher.WatchedPause(origin)
+	until, ok := tn.cfg.watcher.WatchedPause(origin)
 	return ok && (until.IsZero() || !time.Now().Before(until))
 }
 
 // paused reports whether s's origin is paused now, in memory or, when the
 // request waited for its turn and the Pacer can tell, in the Pacer.
-func (t *Transport) paused(ctx context.Context, s *site, waited bool) bool {
-	if t.paceOf(s).paused(t.now()) {
+func (tn *turns) paused(ctx context.Context, s *site, waited bool) bool {
+	if tn.paceOf(s).paused(tn.now()) {
 		return true
 	}
-	pc, ok := t.cfg.pacer.(PauseChecker)
+	pc, ok := tn.cfg.pacer.(PauseChecker)
 	if !ok || !waited {
 		return false
 	}
 	until, err := pc.PausedUntil(ctx, s.origin)
 	if err != nil {
-		t.pacerFailed(ctx, s.origin, err)
+		tn.pacerFailed(ctx, s.origin, err)
 		return false
 	}
 	if !time.Now().Before(until) {
@@ -624,22 +645,22 @@ func (t *Transport) paused(ctx context.Context, s *site, waited bool) bool {
 	}
 	// Kept in memory, so that the next turn waits it out before asking
 	// the Pacer again, even if the Pacer's own turn ignores it.
-	t.paceOf(s).pause(t.clock(until), ReasonRetryAfter)
+	tn.paceOf(s).pause(tn.clock(until), ReasonRetryAfter)
 	return true
 }
 
 // pacerFailed logs that the Pacer failed for origin, unless a failure was
 // logged in the last pacerLogInterval.
-func (t *Transport) pacerFailed(ctx context.Context, origin string, err error) {
-	if t.debugging(ctx) {
-		t.debug(ctx, "robots: pacing in memory", slog.String("origin", origin), slog.Any("err", err))
+func (tn *turns) pacerFailed(ctx context.Context, origin string, err error) {
+	if tn.debugging(ctx) {
+		tn.debug(ctx, "robots: pacing in memory", slog.String("origin", origin), slog.Any("err", err))
 	}
 	now := time.Now().UnixNano()
-	last := t.pacerLogged.Load()
-	if last != 0 && now-last < int64(pacerLogInterval) || !t.pacerLogged.CompareAndSwap(last, now) {
+	last := tn.pacerLogged.Load()
+	if last != 0 && now-last < int64(pacerLogInterval) || !tn.pacerLogged.CompareAndSwap(last, now) {
 		return
 	}
-	t.log(ctx, "robots: pacer failed; pacing in memory", "origin", origin, "err", err)
+	tn.log(ctx, "robots: pacer failed; pacing in memory", "origin", origin, "err", err)
 }
 
 // pacerLogInterval is the least time between two records of Pacer failures:

@@ -73,7 +73,7 @@ func (t *Transport) check(ctx context.Context, u *url.URL, host, agent string, u
 	if rt != nil {
 		t.cache.routed(k, rt, now) // so that a load fetches by the same route
 	}
-	s, st, err := t.lookup(ctx, k, now, userAgent)
+	s, st, err := t.loader.lookup(ctx, k, now, userAgent)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -86,7 +86,7 @@ func (t *Transport) check(ctx context.Context, u *url.URL, host, agent string, u
 		if st.entry.Access != AccessSuccess {
 			t.stats.noRules.add()
 		}
-		return s, st, t.interval(st, group), nil
+		return s, st, t.turns.interval(st, group), nil
 	}
 	switch {
 	case d.err != nil:
@@ -172,15 +172,15 @@ func (st *state) fresh(now time.Duration) bool { return now < st.expires }
 
 // compile returns the state of e. robots, if not nil, is e.Body already
 // parsed.
-func (t *Transport) compile(e *Entry, robots *matcher.Robots) *state {
-	st := &state{entry: e, expires: t.clock(e.Expires), bytes: stateOverhead}
+func (l *loader) compile(e *Entry, robots *matcher.Robots) *state {
+	st := &state{entry: e, expires: l.clock(e.Expires), bytes: stateOverhead}
 	switch e.Access {
 	case AccessSuccess:
-		if int64(len(e.Body)) > t.cfg.maxBody {
+		if int64(len(e.Body)) > l.cfg.maxBody {
 			// From a Store written by a Transport that reads more:
 			// this one obeys only what it would have read itself.
 			cut := *e
-			cut.Body = append([]byte(nil), matcher.Truncate(e.Body, int(t.cfg.maxBody))...)
+			cut.Body = append([]byte(nil), matcher.Truncate(e.Body, int(l.cfg.maxBody))...)
 			e, robots = &cut, nil
 			st.entry = e
 		}
@@ -188,24 +188,24 @@ func (t *Transport) compile(e *Entry, robots *matcher.Robots) *state {
 			robots = matcher.Parse(e.Body)
 		}
 		st.robots = robots
-		if t.cfg.store == nil && e.Body != nil {
+		if l.cfg.store == nil && e.Body != nil {
 			bodiless := *e
 			bodiless.Body = nil
 			st.entry = &bodiless
 		}
 		st.bytes += int64(robots.Size()) + int64(len(st.entry.Body))
-		if t.cfg.agent != "" {
-			st.group = st.robots.Group(t.cfg.agent)
-			st.every = t.delayOf(st.group.CrawlDelay())
+		if l.cfg.agent != "" {
+			st.group = st.robots.Group(l.cfg.agent)
+			st.every = l.delayOf(st.group.CrawlDelay())
 		} else {
-			st.every = t.delayOf(st.robots.Group("*").CrawlDelay())
+			st.every = l.delayOf(st.robots.Group("*").CrawlDelay())
 		}
 	case AccessUnavailable:
-		st.every = t.delayOf(0, false)
+		st.every = l.delayOf(0, false)
 	default:
 		// AccessUnreachable, and any value an Access cannot have: the
 		// origin is refused whole.
-		st.every = t.delayOf(0, false)
+		st.every = l.delayOf(0, false)
 		msg := e.Error
 		if msg == "" {
 			msg = "robots: robots.txt unreachable"
@@ -216,7 +216,7 @@ func (t *Transport) compile(e *Entry, robots *matcher.Robots) *state {
 			// An entry that does not say since when the origin is
 			// unreachable never counts 30 days: it refuses until it
 			// expires, and the fetch that follows sets the date.
-			st.allowAt = t.clock(e.UnreachableSince.Add(unreachableAllowAfter))
+			st.allowAt = l.clock(e.UnreachableSince.Add(unreachableAllowAfter))
 		}
 	}
 	return st
@@ -236,12 +236,12 @@ func (t *Transport) clock(tm time.Time) time.Duration { return tm.Sub(t.epoch) }
 // the in-memory state (it follows an entry from the Store): when r found the
 // origin unreachable and e keeps the last good copy, that copy is prev's,
 // already parsed.
-func (t *Transport) compileFetched(e *Entry, r *fetchResult, prev *state) *state {
+func (l *loader) compileFetched(e *Entry, r *fetchResult, prev *state) *state {
 	var robots *matcher.Robots
 	if r.access == AccessUnreachable && e.Access == AccessSuccess && prev != nil {
 		robots = prev.robots
 	}
-	st := t.compile(e, robots)
+	st := l.compile(e, robots)
 	if st.err != nil && r.err != nil {
 		st.err = r.err
 	}
