@@ -4,11 +4,12 @@
 // A request whose origin's turn (its Crawl-delay, a Retry-After pause, or
 // the fetch of its robots.txt) is more than MaxWait away is not sent: the
 // Transport returns at once an error that matches [robots.ErrNotYet], a
-// [*robots.TurnError] whose At says when to try again. The frontier below
-// is a min-heap of URLs by the time they may be sent: a refused URL goes
-// back in at At, and the worker takes the next URL that is ready. A site
-// with a long Crawl-delay then holds up nobody but itself, and every site
-// is crawled as fast as its robots.txt allows.
+// [*robots.TurnError] whose At says when to try again. The workers take
+// URLs from a [frontier.Frontier], which keeps a queue per site and hands
+// out a site's next URL only at its turn (it asks the Transport), one at a
+// time; a URL refused for now anyway goes back to its site's queue until
+// At. A site with a long Crawl-delay then holds up nobody but itself, and
+// every site is crawled as fast as its robots.txt allows.
 //
 // Usage:
 //
@@ -17,12 +18,13 @@
 // It serves a small web on 127.0.0.1 (quick.test with no Crawl-delay,
 // half.test with 0.5 s, and three sites with 1 s), crawls it, and prints a
 // line per URL and how long the crawl took: about 5 s, the time the
-// Crawl-delays require. With -maxwait 0 the workers wait for each turn
-// instead, and the same crawl takes about twice as long.
+// Crawl-delays require. With -maxwait 0 it takes as long: the frontier
+// hands out a URL only at its site's turn, so no worker waits for one;
+// MaxWait only guards against a turn taken by another Transport (a fleet
+// sharing a Pacer).
 package main
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"flag"
@@ -38,6 +40,7 @@ import (
 	"time"
 
 	"github.com/f9014239/robots"
+	"github.com/f9014239/robots/frontier"
 )
 
 func main() {
@@ -89,40 +92,19 @@ func demoBase(addr string) *http.Transport {
 	}
 }
 
-// noRedirects is the CheckRedirect of the crawl's http.Client: the frontier
+// noRedirects is the CheckRedirect of the crawl's http.Client: the crawl
 // queues a redirect's target like a link, and the Transport checks it then.
 // A hop the client followed could be refused with ErrNotYet after the first
 // was sent, and a retry of the first URL would spend its site's turn on it
 // again.
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// A job is a URL and the earliest time it may be sent.
-type job struct {
-	at  time.Time
-	url string
-}
-
-// frontier is a min-heap of jobs by at, for container/heap.
-type frontier []job
-
-func (f frontier) Len() int           { return len(f) }
-func (f frontier) Less(i, j int) bool { return f[i].at.Before(f[j].at) }
-func (f frontier) Swap(i, j int)      { f[i], f[j] = f[j], f[i] }
-func (f *frontier) Push(x any)        { *f = append(*f, x.(job)) }
-func (f *frontier) Pop() any {
-	old := *f
-	j := old[len(old)-1]
-	*f = old[:len(old)-1]
-	return j
-}
-
 // outcome is what a worker made of a URL.
 type outcome struct {
-	url   string
-	retry time.Time // if not zero, the origin's turn is later: send url again then
-	what  string    // "fetched", "refused" (by robots.txt) or "failed"
-	line  string    // what happened, for the log
-	links []string  // the URLs of the page's links
+	err   error    // the request's error, for the frontier's Done
+	what  string   // "fetched", "refused" (by robots.txt) or "failed"; "" if not yet sent
+	line  string   // what happened, for the log
+	links []string // the URLs of the page's links
 }
 
 // result counts what a crawl did.
@@ -133,80 +115,64 @@ type result struct {
 }
 
 // crawl fetches seeds and the pages they link to, each once, with n workers
-// that send through rt, a [robots.Transport] with a MaxWait, and writes a line per URL to out, with the time
-// since the start. It returns
-// when every URL found is done, or when ctx is done.
+// that send through rt, a [robots.Transport] with a MaxWait, and writes a
+// line per URL to out, with the time since the start. It returns when
+// every URL found is done, or when ctx is done.
 //
-// Only this function's loop touches the frontier; the workers get URLs
-// that are due on todo and hand back what happened on done.
+// The workers take URLs from a [frontier.Frontier], which hands out a
+// site's URL only once the site's turn has come (it asks rt, when rt is a
+// frontier.Turns) and none of its URLs is out. A URL refused for now
+// anyway (robots.ErrNotYet) goes back to the head of its site's queue
+// until the refusal's TurnError.At.
 func crawl(ctx context.Context, rt http.RoundTripper, seeds []string, n int, out io.Writer) result {
 	client := &http.Client{Transport: rt, CheckRedirect: noRedirects, Timeout: time.Minute}
-	var res result
-	todo := make(chan string)
-	done := make(chan outcome, n) // a worker never blocks on it: at most n jobs are out
+	f := &frontier.Frontier{}
+	if t, ok := rt.(frontier.Turns); ok {
+		f.Turns = t
+	}
+	var (
+		mu   sync.Mutex // guards res, seen and out
+		res  result
+		seen = make(map[string]bool) // every URL pushed: the frontier forgets a URL once Done
+	)
+	push := func(urls []string) {
+		for _, u := range urls {
+			if !seen[u] {
+				seen[u] = true
+				f.Push(u) // a bad URL is not queued
+			}
+		}
+	}
+	push(seeds)
+	start := time.Now()
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			for u := range todo {
-				done <- fetch(ctx, client, u)
+			for {
+				u, err := f.Next(ctx)
+				if err != nil {
+					return // frontier.ErrEmpty: the crawl is over; or ctx is done
+				}
+				o := fetch(ctx, client, u)
+				if o.what != "" {
+					mu.Lock()
+					switch o.what {
+					case "fetched":
+						res.Fetched++
+					case "refused":
+						res.Refused++
+					default:
+						res.Failed++
+					}
+					fmt.Fprintf(out, "%5.2fs  %s\n", time.Since(start).Seconds(), o.line)
+					push(o.links) // before Done, so that the crawl does not end before them
+					mu.Unlock()
+				}
+				f.Done(u, o.err) // robots.ErrNotYet: queued again for its turn
 			}
 		})
 	}
-	defer wg.Wait()
-	defer close(todo)
-
-	start := time.Now()
-	var q frontier
-	seen := make(map[string]bool)
-	for _, u := range seeds {
-		if !seen[u] {
-			seen[u] = true
-			heap.Push(&q, job{time.Now(), u})
-		}
-	}
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	busy := 0 // jobs out with the workers
-	for q.Len() > 0 || busy > 0 {
-		var send chan string // nil, so that its case is off, until a job is due
-		var next string
-		if q.Len() > 0 {
-			if wait := time.Until(q[0].at); wait > 0 {
-				timer.Reset(wait)
-			} else {
-				send, next = todo, q[0].url
-			}
-		}
-		select {
-		case send <- next:
-			heap.Pop(&q)
-			busy++
-		case o := <-done:
-			busy--
-			if !o.retry.IsZero() {
-				heap.Push(&q, job{o.retry, o.url}) // not yet: back in the queue for its turn
-				continue
-			}
-			switch o.what {
-			case "fetched":
-				res.Fetched++
-			case "refused":
-				res.Refused++
-			default:
-				res.Failed++
-			}
-			fmt.Fprintf(out, "%5.2fs  %s\n", time.Since(start).Seconds(), o.line)
-			for _, l := range o.links {
-				if !seen[l] {
-					seen[l] = true
-					heap.Push(&q, job{time.Now(), l})
-				}
-			}
-		case <-timer.C:
-		case <-ctx.Done():
-			return res
-		}
-	}
+	wg.Wait()
 	return res
 }
 
@@ -214,11 +180,11 @@ func crawl(ctx context.Context, rt http.RoundTripper, seeds []string, n int, out
 func fetch(ctx context.Context, client *http.Client, u string) outcome {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return outcome{url: u, what: "failed", line: "error   " + u + ": " + err.Error()}
+		return outcome{err: err, what: "failed", line: "error   " + u + ": " + err.Error()}
 	}
 	resp, err := client.Do(req)
-	if te, ok := errors.AsType[*robots.TurnError](err); ok {
-		return outcome{url: u, retry: te.At}
+	if errors.Is(err, robots.ErrNotYet) {
+		return outcome{err: err} // the frontier queues it again
 	}
 	if de, ok := errors.AsType[*robots.DisallowedError](err); ok {
 		// A rule refused it; or robots.txt is unreachable (errors.Is(err,
@@ -228,17 +194,17 @@ func fetch(ctx context.Context, client *http.Client, u string) outcome {
 		if why == "" {
 			why = "robots.txt unreachable"
 		}
-		return outcome{url: u, what: "refused", line: "refused " + u + "  " + why}
+		return outcome{err: err, what: "refused", line: "refused " + u + "  " + why}
 	}
 	if err != nil {
-		return outcome{url: u, what: "failed", line: "error   " + u + ": " + err.Error()}
+		return outcome{err: err, what: "failed", line: "error   " + u + ": " + err.Error()}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return outcome{url: u, what: "failed", line: "error   " + u + ": " + err.Error()}
+		return outcome{err: err, what: "failed", line: "error   " + u + ": " + err.Error()}
 	}
-	o := outcome{url: u, what: "fetched", line: fmt.Sprintf("%d     %s", resp.StatusCode, u)}
+	o := outcome{what: "fetched", line: fmt.Sprintf("%d     %s", resp.StatusCode, u)}
 	if loc, err := resp.Location(); err == nil {
 		o.line += "  redirect to " + loc.String()
 		o.links = []string{loc.String()}

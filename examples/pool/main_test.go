@@ -144,17 +144,23 @@ func TestCrawlPolite(t *testing.T) {
 // Crawl-delay holds up nobody but itself: every site is crawled in the
 // least time its Crawl-delay allows (its requests, robots.txt included,
 // one Crawl-delay apart), the fast ones at once, and the crawl ends when
-// the slowest site's last turn comes. With MaxWait 0, workers wait inside
-// the Transport for ten.test's turns while the pages of the other sites
-// queue behind them.
+// the slowest site's last turn comes. It holds with MaxWait 0 too: the
+// frontier hands out a site's URL only at its turn, so that no worker waits
+// inside the Transport for one, and none is refused for now.
 func TestCrawlNotHeldUp(t *testing.T) {
 	sites := []site{
 		{"quick.test", 0, 10},
 		{"one.test", time.Second, 3},
 		{"ten.test", 10 * time.Second, 5},
 	}
+	for _, maxWait := range []time.Duration{50 * time.Millisecond, 0} {
+		t.Run(maxWait.String(), func(t *testing.T) { crawlNotHeldUp(t, sites, maxWait) })
+	}
+}
+
+func crawlNotHeldUp(t *testing.T, sites []site, maxWait time.Duration) {
 	synctest.Test(t, func(t *testing.T) {
-		w, _, begin, end := crawlWeb(t, sites, 2, 50*time.Millisecond)
+		w, _, begin, end := crawlWeb(t, sites, 2, maxWait)
 		for _, s := range sites {
 			as := w.arrivals(s.host)
 			if len(as) == 0 {
