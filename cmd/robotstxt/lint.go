@@ -20,14 +20,16 @@ import (
 
 // lintJSON is lint's -json output.
 type lintJSON struct {
-	Source      string           `json:"source"`            // file name or robots.txt URL
-	Status      int              `json:"status,omitempty"`  // HTTP status, for a URL
-	Verdict     string           `json:"verdict,omitempty"` // for a URL: the status, or what crawlers make of it
-	Kind        string           `json:"kind,omitempty"`    // "html", "utf-16", "gzip" or "binary" when the file is not a text robots.txt
-	Size        int64            `json:"size"`              // bytes in the file; -1 when over 1 GiB
-	Read        int              `json:"read"`              // bytes crawlers read: the file up to the last line end within 500 KiB
-	ReadLines   int              `json:"read_lines"`        // the lines crawlers read; the next one is the first they ignore
-	Truncated   bool             `json:"truncated,omitempty"`
+	Source      string           `json:"source"`              // file name or robots.txt URL
+	Status      int              `json:"status,omitempty"`    // HTTP status, for a URL
+	Verdict     string           `json:"verdict,omitempty"`   // for a URL: the status, or what crawlers make of it
+	Kind        string           `json:"kind,omitempty"`      // "html", "utf-16", "gzip" or "binary" when the file is not a text robots.txt
+	Size        int64            `json:"size"`                // bytes in the file; -1 when over 1 GiB
+	Read        int              `json:"read"`                // bytes crawlers read: the file up to the last line end within 500 KiB
+	ReadLines   int              `json:"read_lines"`          // the lines crawlers read; the next one is the first they ignore
+	Linted      int              `json:"linted"`              // bytes lint read and counted: the file, or up to the last line end within its first 4 MiB
+	LintedLines int              `json:"linted_lines"`        // the lines lint read and counted
+	Truncated   bool             `json:"truncated,omitempty"` // the file is longer than lint reads: what lint counts past "read" is of the first "linted" bytes only
 	Diagnostics []diagnosticJSON `json:"diagnostics"`
 	Groups      []lintGroupJSON  `json:"groups"`
 	Sitemaps    []string         `json:"sitemaps"` // those crawlers read
@@ -43,7 +45,7 @@ type lintGroupJSON struct {
 	Line       int      `json:"line"`
 	Agents     []string `json:"agents"`
 	Rules      int      `json:"rules"`                 // rules crawlers read
-	Ignored    int      `json:"ignored,omitempty"`     // rules past the 500 KiB cut
+	Ignored    int      `json:"ignored,omitempty"`     // rules past the 500 KiB cut, among those lint read
 	CrawlDelay *float64 `json:"crawl_delay,omitempty"` // seconds, as crawlers read it
 	Usage      int      `json:"usage_lines,omitempty"` // Content-Usage and Content-Signal lines crawlers read
 }
@@ -151,10 +153,14 @@ func runLint(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 // (or all) of a file of out.Size bytes.
 func lintBody(out *lintJSON, body []byte) {
 	out.Truncated = out.Size != int64(len(body))
-	whole := body
+	whole := body // what lint reads and counts
 	if out.Truncated {
-		whole = matcher.Truncate(body, lintLimit) // no cut line
+		// body is the first lintLimit bytes of a longer file: its last
+		// line may be cut, as "Disallow: /p" of "Disallow: /private/", and
+		// is not counted. (matcher.Truncate would need the byte after.)
+		whole = body[:bytes.LastIndexAny(body, "\r\n")+1]
 	}
+	out.Linted, out.LintedLines = len(whole), lineCount(whole)
 	// What crawlers read: the file up to the last line end within 500 KiB.
 	read := matcher.Truncate(body, parseLimit)
 	out.Read, out.ReadLines = len(read), lineCount(read)
@@ -202,11 +208,18 @@ func lintBody(out *lintJSON, body []byte) {
 	if cut {
 		msg := fmt.Sprintf("the file is %s; crawlers read only the first 500 KiB (%d bytes), which end at line %d: this line and the rest are ignored",
 			sizeText(out.Size), parseLimit, out.ReadLines)
+		atLeast := "" // the counts are of what lint read
+		if out.Truncated {
+			atLeast = "at least "
+		}
 		if ignored > 0 {
-			msg += fmt.Sprintf(", %s among them", count(ignored, "rule"))
+			msg += fmt.Sprintf(", %s%s among them", atLeast, count(ignored, "rule"))
 		}
 		if n := len(rep.Sitemaps) - len(readRep.Sitemaps); n > 0 {
-			msg += fmt.Sprintf(", and %s", count(n, "sitemap"))
+			msg += fmt.Sprintf(", and %s%s", atLeast, count(n, "sitemap"))
+		}
+		if out.Truncated {
+			msg += fmt.Sprintf(" (lint read only the first 4 MiB, to line %d)", out.LintedLines)
 		}
 		d := diagnosticJSON{Line: out.ReadLines + 1, Message: msg}
 		i, _ := slices.BinarySearchFunc(out.Diagnostics, d.Line, func(e diagnosticJSON, line int) int { return e.Line - line })
@@ -317,16 +330,31 @@ func printLint(stdout io.Writer, out *lintJSON, read bool, shown int) {
 		rules += g.Rules
 		ignored += g.Ignored
 	}
+	cut := out.Read < int(out.Size) || out.Size < 0
+	rulesText := count(rules, "rule")
+	if cut {
+		rulesText += " read by crawlers"
+	}
 	fmt.Fprintf(w, "%s, %s, %s, %s, %s\n", sizeText(out.Size), count(len(out.Groups), "group"),
-		count(rules, "rule"), count(len(out.Sitemaps), "sitemap"), count(len(out.Diagnostics), "problem"))
+		rulesText, count(len(out.Sitemaps), "sitemap"), count(len(out.Diagnostics), "problem"))
 	if out.Kind != "" {
 		fmt.Fprintln(w, kindMessage(out.Kind, rules))
 	}
-	if out.Read < int(out.Size) || out.Size < 0 {
+	atLeast := "" // the counts past 500 KiB are of what lint read
+	if out.Truncated {
+		rest := "rest"
+		if out.Size >= 0 {
+			rest = sizeText(out.Size-int64(out.Linted)) + " after them"
+		}
+		fmt.Fprintf(w, "the file is longer than lint reads: it read the first 4 MiB, lines 1–%d (%s), and counted nothing in the %s\n",
+			out.LintedLines, count(out.Linted, "byte"), rest)
+		atLeast = "at least "
+	}
+	if cut {
 		fmt.Fprintf(w, "crawlers read the first 500 KiB, lines 1–%d (%s, %s), and ignore the rest",
 			out.ReadLines, count(out.Read, "byte"), count(rules, "rule"))
 		if ignored > 0 {
-			fmt.Fprintf(w, " (%s)", count(ignored, "rule"))
+			fmt.Fprintf(w, " (%s%s)", atLeast, count(ignored, "rule"))
 		}
 		fmt.Fprintln(w)
 	}
@@ -354,7 +382,7 @@ func printLint(stdout io.Writer, out *lintJSON, read bool, shown int) {
 			}
 			fmt.Fprintf(w, "  line %d: %s: %s", g.Line, agents, count(g.Rules, "rule"))
 			if g.Ignored > 0 {
-				fmt.Fprintf(w, " read by crawlers, %d more past line %d", g.Ignored, out.ReadLines)
+				fmt.Fprintf(w, " read by crawlers, %s%d more past line %d", atLeast, g.Ignored, out.ReadLines)
 			}
 			if g.CrawlDelay != nil {
 				d := time.Duration(*g.CrawlDelay * float64(time.Second))

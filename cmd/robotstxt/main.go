@@ -76,6 +76,12 @@
 // line there, whose number lint gives. An empty "Disallow:", which allows
 // everything, is not a problem.
 //
+// Lint itself reads the first 4 MiB of a file, up to the last whole line
+// there. Of a longer file it says so, in the text and in -json (truncated,
+// with the bytes and lines it read in linted and linted_lines), and what it
+// counts past the first 500 KiB (the rules and sitemaps crawlers ignore, the
+// groups, the problems) is of what it read: the file has at least that many.
+//
 // # crawl
 //
 // Crawl fetches each URL and the pages it links to on the same origin
