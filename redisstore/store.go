@@ -269,11 +269,21 @@ func (s *Store) do(ctx context.Context, op string, cmd func(ctx context.Context)
 		return fmt.Errorf("redisstore: %s: %w", op, err)
 	}
 	now := time.Now()
-	o := &outage{at: now, until: now.Add(s.cfg.cooldown), err: err}
-	if prev := s.outage.Swap(o); prev != nil {
-		o.at = prev.at
-	} else {
-		s.log(ctx, slog.LevelWarn, "redisstore: redis failed; going on without it", "op", op, "err", err, "retry_in", s.cfg.cooldown)
+	o := &outage{until: now.Add(s.cfg.cooldown), err: err}
+	// o is complete before it is published: other goroutines read it as
+	// soon as it is.
+	for {
+		prev := s.outage.Load()
+		o.at = now
+		if prev != nil {
+			o.at = prev.at
+		}
+		if s.outage.CompareAndSwap(prev, o) {
+			if prev == nil {
+				s.log(ctx, slog.LevelWarn, "redisstore: redis failed; going on without it", "op", op, "err", err, "retry_in", s.cfg.cooldown)
+			}
+			break
+		}
 	}
 	return fmt.Errorf("redisstore: %s: %w", op, err)
 }

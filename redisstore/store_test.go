@@ -270,6 +270,30 @@ func TestRedisDown(t *testing.T) {
 	testRedisFailure(t, closedAddr(t))
 }
 
+// TestConcurrentFailures fails commands from many goroutines at once, with
+// no Cooldown to keep them from Redis: under the race detector, the record of
+// the outage that each publishes is complete before another reads it, and
+// the failure is logged once.
+func TestConcurrentFailures(t *testing.T) {
+	log := &logRecorder{}
+	s := newStore(t, newClient(t, newBlackHole(t).addr()))
+	s.Timeout, s.Cooldown, s.Logger = 5*time.Millisecond, time.Nanosecond, slog.New(log)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 10 {
+				if _, err := s.Get(context.Background(), "https://example.com"); err == nil {
+					t.Error("Get on a Redis that never answers succeeded")
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := log.count(slog.LevelWarn, "redisstore: redis failed"); n != 1 {
+		t.Errorf("the outage was logged %d times, want once", n)
+	}
+}
+
 // TestRedisSlow points the Store at a server that accepts connections but
 // never answers: each command gives up after Timeout, and requests keep
 // flowing with the right verdicts.
