@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/f9014239/robots/internal/memsize"
+	"github.com/f9014239/robots/internal/usagetab"
 	"github.com/f9014239/robots/usage"
 )
 
@@ -24,7 +25,7 @@ import (
 // A file that does keeps its usage lines as rules of their own, in an
 // arena and a rule array apart from the allow and disallow rules, so that
 // each kind of line of each group is matched by the same scan or index as
-// the verdict is; what the lines say is package usage's Table.
+// the verdict is; what the lines say is a usagetab.Table.
 
 // The fields of usage lines, after those of scan.go.
 const (
@@ -79,18 +80,18 @@ func (uc *usageCollector) add(s *scanner, file bool) {
 type usageData struct {
 	// sub holds the usage rules: its arena has, for each line, the
 	// normalised pattern that rule.pat points at, then the line's
-	// usage.ID as a uvarint. A rule's allow bit is set for a Content-Signal
+	// usagetab.ID as a uvarint. A rule's allow bit is set for a Content-Signal
 	// line. sub's mutex guards the building of the indexes of big.
 	sub    Robots
-	t      *usage.Table // what the lines say
-	groups []usageGroup // of each group of the file, by index in Robots.groups
-	big    []*Group     // the sets of more than linearMax rules, by lo
-	file   usageGroup   // the lines before the first user-agent line
-	noneU  usageGroup   // of none: no lines of its own
-	none   Group        // the group of a crawler that no group names, in a file with no "*" group
+	t      *usagetab.Table // what the lines say
+	groups []usageGroup    // of each group of the file, by index in Robots.groups
+	big    []*Group        // the sets of more than linearMax rules, by lo
+	file   usageGroup      // the lines before the first user-agent line
+	noneU  usageGroup      // of none: no lines of its own
+	none   Group           // the group of a crawler that no group names, in a file with no "*" group
 	// fileZero is the file's lines without a path, of each kind, as one
 	// line or set; 0 if none.
-	fileZero [2]usage.ID
+	fileZero [2]usagetab.ID
 }
 
 // usageSet is a range of sub.rules: the usage rules of one kind of one
@@ -119,7 +120,7 @@ type usageGroup struct {
 	// zero is its rules without a path and the file's, of each kind, as
 	// one line or set: they all match every URL, and tie. It is 0 when
 	// there are none.
-	zero [2]usage.ID
+	zero [2]usagetab.ID
 	// flags holds, for each kind k, bit ugZeroMany+k and so on: one byte,
 	// not seven, in a file of many tiny groups.
 	flags uint8
@@ -167,11 +168,11 @@ func (d *usageData) sets(ug *usageGroup, k int) []*usageSet {
 	return []*usageSet{&ug.g[k], &d.file.g[k]}
 }
 
-// idOf returns the usage.ID of the line of usage rule r.
-func (d *usageData) idOf(r *rule) usage.ID {
-	var id usage.ID
+// idOf returns the usagetab.ID of the line of usage rule r.
+func (d *usageData) idOf(r *rule) usagetab.ID {
+	var id usagetab.ID
 	for i, s := 0, d.sub.arena[r.pat+r.n():]; ; i++ { // a uvarint
-		id |= usage.ID(s[i]&0x7f) << (7 * i)
+		id |= usagetab.ID(s[i]&0x7f) << (7 * i)
 		if s[i] < 0x80 {
 			return id
 		}
@@ -200,7 +201,7 @@ func (r *Robots) buildUsage(uc *usageCollector, blocks []block, specs []groupSpe
 type usageBuilder struct {
 	d        *usageData
 	uc       *usageCollector
-	ub       usage.Builder
+	ub       usagetab.Builder
 	lineRule []rule // the rule of each line
 }
 
@@ -210,7 +211,7 @@ func (b *usageBuilder) setArena() {
 	var arena []byte
 	b.lineRule = make([]rule, len(b.uc.lines))
 	for i, l := range b.uc.lines {
-		id, path := b.ub.Add(l.kind, l.line, l.value)
+		id, path := b.ub.Add(usagetab.Kind(l.kind), l.line, l.value)
 		pat := uint32(len(arena))
 		if path != nil {
 			arena = appendNormRule(arena, path)
@@ -342,8 +343,8 @@ func (b *usageBuilder) setZeros() {
 // zeroOf returns the rules of g without a path, as one line, or as their
 // set when they say different things or set is true; 0 if there are none.
 // many reports whether they say different things.
-func (b *usageBuilder) zeroOf(g *usageSet, set bool) (zero usage.ID, many bool) {
-	var ids []usage.ID
+func (b *usageBuilder) zeroOf(g *usageSet, set bool) (zero usagetab.ID, many bool) {
+	var ids []usagetab.ID
 	for i := range g.rules(b.d) {
 		if r := &g.rules(b.d)[i]; r.n() == 0 {
 			id := b.d.idOf(r)
@@ -361,7 +362,7 @@ func (b *usageBuilder) zeroOf(g *usageSet, set bool) (zero usage.ID, many bool) 
 }
 
 // maxCombined is the most lines of each kind that a group's combined
-// preferences are prepared for (see usage.Builder.Combine, which prepares
+// preferences are prepared for (see usagetab.Builder.Combine, which prepares
 // a few hundred in a file).
 const maxCombined = 256
 
@@ -369,7 +370,7 @@ const maxCombined = 256
 // lines say together, for the common files that have few of either.
 func (b *usageBuilder) combine() {
 	d := b.d
-	var filePaths [2][]usage.ID
+	var filePaths [2][]usagetab.ID
 	for k := range filePaths {
 		filePaths[k] = d.pathIDs(nil, &d.file.g[k])
 	}
@@ -381,7 +382,7 @@ func (b *usageBuilder) combine() {
 				continue // no lines of its own: as noneU
 			}
 		}
-		var sets [2][]usage.ID
+		var sets [2][]usagetab.ID
 		for k := range sets {
 			if ug.g[k].hi-ug.g[k].lo+uint32(len(filePaths[k])) > maxCombined {
 				return
@@ -399,7 +400,7 @@ func (b *usageBuilder) combine() {
 }
 
 // pathIDs appends to dst the lines of g's rules with a path.
-func (d *usageData) pathIDs(dst []usage.ID, g *usageSet) []usage.ID {
+func (d *usageData) pathIDs(dst []usagetab.ID, g *usageSet) []usagetab.ID {
 	for i := range g.rules(d) {
 		if r := &g.rules(d)[i]; r.n() > 0 {
 			dst = append(dst, d.idOf(r))
@@ -437,9 +438,9 @@ func (g *Group) usageGroup() (*usageData, *usageGroup) {
 
 // decide returns the usage rule of kind k, among ug's and the file's, that
 // decides the normalised path p, or -1; the lines or sets that decide with
-// it, as usage.Table.Of takes them; and whether another rule with a path
+// it, as usagetab.Of takes them; and whether another rule with a path
 // may tie with it.
-func (d *usageData) decide(ug *usageGroup, k int, p string) (best int32, ids [2]usage.ID, ties bool) {
+func (d *usageData) decide(ug *usageGroup, k int, p string) (best int32, ids [2]usagetab.ID, ties bool) {
 	best = -1
 	var bestN uint32
 	if g := &ug.g[k]; g.hi > g.lo {
@@ -463,19 +464,19 @@ func (d *usageData) decide(ug *usageGroup, k int, p string) (best int32, ids [2]
 	case best < 0:
 		return -1, ids, false
 	case bestN == 0 && ug.has(ugZeroBoth, k):
-		return best, [2]usage.ID{ug.zero[k], d.fileZero[k]}, false
+		return best, [2]usagetab.ID{ug.zero[k], d.fileZero[k]}, false
 	case bestN == 0 && ug.has(ugZeroMany, k):
-		return best, [2]usage.ID{ug.zero[k]}, false
+		return best, [2]usagetab.ID{ug.zero[k]}, false
 	case bestN == 0:
 		ties = false // the rules without a path say one thing
 	}
-	return best, [2]usage.ID{d.idOf(&d.sub.rules[best])}, ties
+	return best, [2]usagetab.ID{d.idOf(&d.sub.rules[best])}, ties
 }
 
 // tied appends to ties the lines of the rules of kind k other than best,
 // among ug's and the file's, that match p as specifically as best, if any
 // says something else than best.
-func (d *usageData) tied(ties []usage.ID, ug *usageGroup, k int, p string, best int32) []usage.ID {
+func (d *usageData) tied(ties []usagetab.ID, ug *usageGroup, k int, p string, best int32) []usagetab.ID {
 	br := &d.sub.rules[best]
 	bid := d.idOf(br)
 	start := len(ties)
@@ -542,8 +543,8 @@ func (g *Group) usageAt(d *usageData, ug *usageGroup, p string) usage.Preference
 			return usage.Preference{} // disallowed: no preference applies
 		}
 	}
-	var ids [4]usage.ID
-	var ties []usage.ID
+	var ids [4]usagetab.ID
+	var ties []usagetab.ID
 	for k := range 2 {
 		if ug.g[k].hi == ug.g[k].lo && (ug.has(ugWithFile, 0) || d.file.g[k].hi == d.file.g[k].lo) {
 			continue // no line of this kind applies
@@ -557,5 +558,5 @@ func (g *Group) usageAt(d *usageData, ug *usageGroup, p string) usage.Preference
 			ties = d.tied(ties, ug, k, p, best)
 		}
 	}
-	return d.t.Of(ids, ties)
+	return usagetab.Of[usage.Preference](d.t, ids, ties)
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/f9014239/robots/internal/usagetab"
 	"github.com/f9014239/robots/usage"
 )
 
@@ -69,9 +70,9 @@ func bruteUsage(g *Group, url string) string {
 		return ""
 	}
 	p := normalPath(url)
-	var deciding []usage.ID
+	var deciding []usagetab.ID
 	for k := range 2 {
-		var best []usage.ID
+		var best []usagetab.ID
 		bestN := -1
 		for _, grp := range []*usageSet{&ug.g[k], &d.file.g[k]} {
 			for i := range grp.rules(d) {
@@ -81,7 +82,7 @@ func bruteUsage(g *Group, url string) string {
 				}
 				switch n := int(r.n()); {
 				case n > bestN:
-					best, bestN = []usage.ID{d.idOf(r)}, n
+					best, bestN = []usagetab.ID{d.idOf(r)}, n
 				case n == bestN:
 					best = append(best, d.idOf(r))
 				}
@@ -92,7 +93,7 @@ func bruteUsage(g *Group, url string) string {
 	if len(deciding) == 0 {
 		return ""
 	}
-	return d.t.Of([4]usage.ID{}, deciding).String()
+	return usagetab.Of[usage.Preference](d.t, [4]usagetab.ID{}, deciding).String()
 }
 
 func TestBruteUsageSeeds(t *testing.T) {

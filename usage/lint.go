@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/dunglas/httpsfv"
+
+	"github.com/f9014239/robots/internal/usagetab"
 )
 
 // Lint returns what is wrong with the value of a usage line of kind k, one
@@ -19,7 +21,7 @@ func Lint(k Kind, value []byte) []string {
 		yes, no = "yes", "no"
 	}
 	var msgs []string
-	path, hasPath, stmt := split(value)
+	path, hasPath, stmt := usagetab.Split(value)
 	if hasPath && path[0] != '/' {
 		msgs = append(msgs, fmt.Sprintf("%s path %q does not start with \"/\"", name, path))
 	}

@@ -14,15 +14,23 @@
 // the label "use=<token>".
 //
 // Package matcher finds the lines that apply to a URL, as it parses the
-// file once; [Preference] is what they state. This package holds what
-// those lines say and how statements combine, and the [Table] that a
-// parser builds of a file's lines.
+// file once; [Preference] is what they state.
 package usage
 
 import (
 	"slices"
 	"strings"
+
+	"github.com/f9014239/robots/internal/usagetab"
 )
+
+func init() {
+	// How package matcher makes a Preference of the lines it found to
+	// apply to a URL.
+	usagetab.SetOf(func(t *usagetab.Table, ids [4]usagetab.ID, more []usagetab.ID) Preference {
+		return Preference{t: t, ids: ids, more: more}
+	})
+}
 
 // Kind is the kind of a usage line.
 type Kind uint8
@@ -79,14 +87,14 @@ func (v Value) String() string {
 }
 
 // labelUsage returns the label and value of x as Preference reports them.
-func labelUsage(x labelValue) (string, Value) {
-	if r := useRank(x.label); r > 0 {
+func labelUsage(x usagetab.LabelValue) (string, Value) {
+	if r := usagetab.UseRank(x.Label); r > 0 {
 		return "use", Immediate + Value(r-1)
 	}
-	if x.no {
-		return x.label, Disallowed
+	if x.No {
+		return x.Label, Disallowed
 	}
-	return x.label, Allowed
+	return x.Label, Allowed
 }
 
 // Rule is a line that decides a preference.
@@ -119,16 +127,16 @@ type Label struct {
 // not allocate for an ASCII URL that matching does not allocate for, save
 // where lines with paths of equal specificity say different things.
 type Preference struct {
-	t    *Table
-	ids  [4]ID // lines and sets that decide it; zero for none
-	more []ID  // further lines that decide it
+	t    *usagetab.Table
+	ids  [4]usagetab.ID // lines and sets that decide it; zero for none
+	more []usagetab.ID  // further lines that decide it
 	hdr  *header
 }
 
 // header is a Content-Usage header of a response.
 type header struct {
-	lv   []labelValue // sorted
-	text string       // its field lines as received, joined by ", "
+	lv   []usagetab.LabelValue // sorted
+	text string                // its field lines as received, joined by ", "
 }
 
 // String returns the canonical text of p: the labels stated, sorted, each
@@ -137,7 +145,7 @@ type header struct {
 // p states nothing.
 func (p Preference) String() string {
 	if p.hdr != nil || p.more != nil {
-		return canonicalText(p.merged())
+		return usagetab.CanonicalText(p.merged())
 	}
 	var ps [4]uint32
 	n := 0
@@ -145,7 +153,7 @@ func (p Preference) String() string {
 		if id == 0 {
 			continue
 		}
-		if q := p.t.prefOf(id); !slices.Contains(ps[:n], q) {
+		if q := p.t.PrefOf(id); !slices.Contains(ps[:n], q) {
 			ps[n] = q
 			n++
 		}
@@ -154,9 +162,9 @@ func (p Preference) String() string {
 	case 0:
 		return ""
 	case 1:
-		return p.t.textOf(ps[0])
+		return p.t.TextOf(ps[0])
 	}
-	return p.t.textOfPrefs(ps[:n])
+	return p.t.TextOfPrefs(ps[:n])
 }
 
 // IsZero reports whether p states nothing: String would return "".
@@ -173,9 +181,9 @@ func (p Preference) Get(label string) Value {
 		}
 	}
 	if p.t != nil {
-		if l, ok := p.t.labelID(label); ok {
+		if l, ok := p.t.LabelID(label); ok {
 			p.each(func(q uint32) {
-				for _, e := range p.t.entsOf(q) {
+				for _, e := range p.t.EntsOf(q) {
 					if e>>1 == uint32(l) {
 						see(e&1 != 0)
 					}
@@ -185,8 +193,8 @@ func (p Preference) Get(label string) Value {
 	}
 	if p.hdr != nil {
 		for _, x := range p.hdr.lv {
-			if x.label == label {
-				see(x.no)
+			if x.Label == label {
+				see(x.No)
 			}
 		}
 	}
@@ -197,22 +205,22 @@ func (p Preference) Get(label string) Value {
 func (p *Preference) each(f func(pref uint32)) {
 	for _, id := range p.ids {
 		if id != 0 {
-			f(p.t.prefOf(id))
+			f(p.t.PrefOf(id))
 		}
 	}
 	for _, id := range p.more {
-		f(p.t.prefOf(id))
+		f(p.t.PrefOf(id))
 	}
 }
 
 // merged returns what p says, label by label.
-func (p *Preference) merged() []labelValue {
-	var lv []labelValue
-	p.each(func(q uint32) { lv = append(lv, p.t.labelsOf(p.t.entsOf(q))...) })
+func (p *Preference) merged() []usagetab.LabelValue {
+	var lv []usagetab.LabelValue
+	p.each(func(q uint32) { lv = append(lv, p.t.LabelsOf(p.t.EntsOf(q))...) })
 	if p.hdr != nil {
 		lv = append(lv, p.hdr.lv...)
 	}
-	return mergeLabels(lv)
+	return usagetab.MergeLabels(lv)
 }
 
 // Use returns how much of the page Content-Signal's use key allows:
@@ -220,8 +228,8 @@ func (p *Preference) merged() []labelValue {
 // none does. (String reports it as the label "use=<token>".)
 func (p Preference) Use() string {
 	for _, x := range p.merged() {
-		if useRank(x.label) > 0 {
-			return x.label[len("use="):]
+		if usagetab.UseRank(x.Label) > 0 {
+			return x.Label[len("use="):]
 		}
 	}
 	return ""
@@ -263,20 +271,21 @@ func (p Preference) Rules() []Rule {
 // source is a deciding line and what it says.
 type source struct {
 	rule Rule
-	lv   []labelValue
+	lv   []usagetab.LabelValue
 }
 
 // sources returns p's deciding lines, in file order, then the header.
 func (p *Preference) sources() []source {
 	var out []source
-	add := func(id ID) {
-		out = append(out, source{p.t.rule(id), p.t.labelsOf(p.t.entsOf(p.t.prefOf(id)))})
+	add := func(id usagetab.ID) {
+		rule, line := p.t.Rule(id)
+		out = append(out, source{Rule{rule, line}, p.t.LabelsOf(p.t.EntsOf(p.t.PrefOf(id)))})
 	}
 	for _, id := range p.ids {
 		switch {
 		case id == 0:
-		case p.t.isSet(id):
-			for _, m := range p.t.members(id) {
+		case p.t.IsSet(id):
+			for _, m := range p.t.Members(id) {
 				add(m)
 			}
 		default:
@@ -303,12 +312,12 @@ func (p Preference) WithHeader(lines []string) Preference {
 		return p
 	}
 	text := strings.Join(lines, ", ")
-	lv, err := parseStatement(ContentUsage, text)
+	lv, err := usagetab.ParseStatement(usagetab.ContentUsage, text)
 	if err != nil || len(lv) == 0 {
 		return p
 	}
 	if p.hdr != nil {
-		lv = mergeLabels(append(slices.Clone(p.hdr.lv), lv...))
+		lv = usagetab.MergeLabels(append(slices.Clone(p.hdr.lv), lv...))
 		text = p.hdr.text + ", " + text
 	}
 	p.hdr = &header{lv: lv, text: text}

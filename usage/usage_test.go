@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/f9014239/robots/internal/usagetab"
 )
 
 func TestZeroPreference(t *testing.T) {
@@ -33,25 +35,25 @@ func TestWithHeader(t *testing.T) {
 // TestTable builds a table as a parser does and asks what lines decide
 // together.
 func TestTable(t *testing.T) {
-	var b Builder
-	a, path := b.Add(ContentUsage, 1, []byte("/a/ train-ai=n"))
+	var b usagetab.Builder
+	a, path := b.Add(usagetab.ContentUsage, 1, []byte("/a/ train-ai=n"))
 	if string(path) != "/a/" {
 		t.Errorf("path %q", path)
 	}
-	c, path := b.Add(ContentSignal, 2, []byte("ai-train=yes, search=yes, use=full"))
+	c, path := b.Add(usagetab.ContentSignal, 2, []byte("ai-train=yes, search=yes, use=full"))
 	if path != nil {
 		t.Errorf("path %q of a line without one", path)
 	}
-	d, _ := b.Add(ContentSignal, 3, []byte("use=reference, ai-input=no"))
-	e, _ := b.Add(ContentUsage, 4, []byte("train-ai=n"))
+	d, _ := b.Add(usagetab.ContentSignal, 3, []byte("use=reference, ai-input=no"))
+	e, _ := b.Add(usagetab.ContentUsage, 4, []byte("train-ai=n"))
 	if !b.Same(a, e) || b.Same(a, c) {
 		t.Errorf("Same: lines 1 and 4 state one thing, lines 1 and 2 two")
 	}
-	set := b.Union([]ID{c, d})
-	b.Combine([]ID{a}, []ID{set})
+	set := b.Union([]usagetab.ID{c, d})
+	b.Combine([]usagetab.ID{a}, []usagetab.ID{set})
 	tab := b.Table()
 
-	p := tab.Of([4]ID{a, set}, nil)
+	p := usagetab.Of[Preference](tab, [4]usagetab.ID{a, set}, nil)
 	if got, want := p.String(), "ai-input=n, search=y, train-ai=n, use=reference"; got != want {
 		t.Errorf("String = %q want %q", got, want)
 	}
@@ -67,24 +69,12 @@ func TestTable(t *testing.T) {
 	if p.Use() != "reference" || p.Get("use") != Unknown || p.Get("train-ai") != Disallowed {
 		t.Errorf("Use = %q, Get(use) = %v, Get(train-ai) = %v", p.Use(), p.Get("use"), p.Get("train-ai"))
 	}
-	if got := tab.Of([4]ID{c}, []ID{e}).String(); got != "search=y, train-ai=n, use=full" {
+	if got := usagetab.Of[Preference](tab, [4]usagetab.ID{c}, []usagetab.ID{e}).String(); got != "search=y, train-ai=n, use=full" {
 		t.Errorf("a line and a tie: %q", got)
 	}
 	if tab.Size() <= 0 {
 		t.Errorf("Size = %d", tab.Size())
 	}
-}
-
-func TestAddAfterTable(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Error("Add after Table did not panic")
-		}
-	}()
-	var b Builder
-	b.Add(ContentUsage, 1, []byte("train-ai=n"))
-	b.Table()
-	b.Add(ContentUsage, 2, []byte("train-ai=y"))
 }
 
 func TestLint(t *testing.T) {
@@ -109,6 +99,11 @@ func TestLint(t *testing.T) {
 func TestStrings(t *testing.T) {
 	if ContentUsage.String() != "Content-Usage" || ContentSignal.String() != "Content-Signal" {
 		t.Error("Kind.String")
+	}
+	// A Kind converts to the Table's, and back.
+	if usagetab.Kind(ContentUsage) != usagetab.ContentUsage || usagetab.Kind(ContentSignal) != usagetab.ContentSignal ||
+		usagetab.ContentSignal.String() != ContentSignal.String() {
+		t.Error("usagetab.Kind does not match Kind")
 	}
 	var got []string
 	for v := Unknown; v <= Full; v++ {

@@ -1,4 +1,14 @@
-package usage
+// Package usagetab holds the usage lines of a robots.txt file as package
+// matcher reads them: a [Builder] takes each line's value as the parser
+// finds it, and makes the file's [Table], which names each line, and each
+// set of lines that decide together, by an [ID]. Package usage reads the
+// Table to say what a usage.Preference states; this package holds what it
+// reads, and the statements' grammar and how they combine.
+//
+// It is internal so that package usage's API is what its users need: a
+// Table exists only for the matcher, which makes a usage.Preference of one
+// with [Of].
+package usagetab
 
 import (
 	"encoding/binary"
@@ -14,7 +24,7 @@ import (
 type ID uint32
 
 // Table holds the usage lines of one robots.txt file and the preferences
-// they state. A [Builder] makes it; [Table.Of] then gives the preference
+// they state. A [Builder] makes it; [Of] then gives the usage.Preference
 // that the lines a parser found to apply to a URL state together. A Table
 // is immutable once built and safe for concurrent use.
 //
@@ -77,7 +87,7 @@ func (b *Builder) Add(k Kind, line int, value []byte) (id ID, path []byte) {
 	if len(b.t.items) == 0 {
 		b.t.items = append(b.t.items, 0) // no item at ID 0
 	}
-	path, _, stmt := split(value)
+	path, _, stmt := Split(value)
 	id = ID(len(b.t.items))
 	it := binary.LittleEndian.AppendUint32(b.t.items, uint32(k)) // and the preference, once interned
 	it = binary.AppendUvarint(it, uint64(max(line, 0)))
@@ -97,7 +107,7 @@ func (b *Builder) Same(x, y ID) bool {
 
 // Union returns the ID of the set of lines ids, which all apply to the
 // same URLs, so that they decide together: what they state is their
-// statements combined, and [Preference.Rules] lists them all. The ID of
+// statements combined, and usage.Preference.Rules lists them all. The ID of
 // one line is its own.
 func (b *Builder) Union(ids []ID) ID {
 	b.intern()
@@ -105,16 +115,16 @@ func (b *Builder) Union(ids []ID) ID {
 		return ids[0]
 	}
 	t := &b.t
-	p, many := t.prefOf(ids[0]), false
+	p, many := t.PrefOf(ids[0]), false
 	for _, id := range ids[1:] {
-		many = many || t.prefOf(id) != p
+		many = many || t.PrefOf(id) != p
 	}
 	if many {
-		var lv []labelValue
+		var lv []LabelValue
 		for _, id := range ids {
-			lv = append(lv, t.labelsOf(t.entsOf(t.prefOf(id)))...)
+			lv = append(lv, t.LabelsOf(t.EntsOf(t.PrefOf(id)))...)
 		}
-		p = b.intern1(mergeLabels(lv))
+		p = b.intern1(MergeLabels(lv))
 	}
 	set := ID(len(t.items))
 	t.items = binary.LittleEndian.AppendUint32(t.items, p<<2|tagSet)
@@ -130,15 +140,15 @@ func (b *Builder) Union(ids []ID) ID {
 // Combine prepares the text of what each of the Content-Usage lines and
 // sets cu states together with each of the Content-Signal lines and sets
 // cs, for a group whose lines they are, so that the String of a
-// [Preference] they decide together does not allocate. A file gets at most
-// a few hundred such texts; Combine does nothing once they are spent.
+// usage.Preference they decide together does not allocate. A file gets at
+// most a few hundred such texts; Combine does nothing once they are spent.
 func (b *Builder) Combine(cu, cs []ID) {
 	b.intern()
 	t := &b.t
 	var sets [2][]uint32
 	for k, ids := range [2][]ID{cu, cs} {
 		for _, id := range ids {
-			sets[k] = append(sets[k], t.prefOf(id))
+			sets[k] = append(sets[k], t.PrefOf(id))
 		}
 		slices.Sort(sets[k])
 		sets[k] = slices.Compact(sets[k])
@@ -149,7 +159,7 @@ func (b *Builder) Combine(cu, cs []ID) {
 	var buf [32]uint32
 	for _, x := range sets[0] {
 		for _, y := range sets[1] {
-			m, sameX, sameY := mergeEnts(buf[:0], t.entsOf(x), t.entsOf(y))
+			m, sameX, sameY := mergeEnts(buf[:0], t.EntsOf(x), t.EntsOf(y))
 			if sameX || sameY {
 				continue
 			}
@@ -160,7 +170,7 @@ func (b *Builder) Combine(cu, cs []ID) {
 			if t.combos == nil {
 				t.combos = make(map[string]uint32)
 			}
-			t.combos[key] = b.addPref(t.labelsOf(m))
+			t.combos[key] = b.addPref(t.LabelsOf(m))
 			b.budget--
 		}
 	}
@@ -190,15 +200,15 @@ func (b *Builder) intern() {
 	t.prefs = []pref{{}}
 	b.byText = make(map[string]uint32)
 	byRaw := make(map[string]uint32)
-	var prefLabels [][]labelValue
+	var prefLabels [][]LabelValue
 	linePref := make([]uint32, len(b.lines))
 	for i, id := range b.lines {
 		k, stmt := t.items[id]&3, t.statement(id)
 		raw := string(rune('0'+k)) + stmt
 		p, ok := byRaw[raw]
 		if !ok {
-			lv, _ := parseStatement(Kind(k), stmt) // a statement that does not parse states nothing
-			text := canonicalText(lv)
+			lv, _ := ParseStatement(Kind(k), stmt) // a statement that does not parse states nothing
+			text := CanonicalText(lv)
 			if p, ok = b.byText[text]; !ok {
 				p = uint32(len(prefLabels))
 				b.byText[text] = p
@@ -213,7 +223,7 @@ func (b *Builder) intern() {
 	var labels []string
 	for _, lv := range prefLabels {
 		for _, x := range lv {
-			labels = append(labels, x.label)
+			labels = append(labels, x.Label)
 		}
 	}
 	slices.Sort(labels)
@@ -225,8 +235,8 @@ func (b *Builder) intern() {
 	t.text = b.text.String()
 	t.labelAt = make([]uint32, len(b.labels))
 	for p := range prefLabels {
-		s, off := t.textOf(uint32(p)), t.prefs[p].txt
-		for _, e := range t.entsOf(uint32(p)) {
+		s, off := t.TextOf(uint32(p)), t.prefs[p].txt
+		for _, e := range t.EntsOf(uint32(p)) {
 			t.labelAt[e>>1] = off
 			n := len(s)
 			if j := strings.Index(s, ", "); j >= 0 {
@@ -240,8 +250,8 @@ func (b *Builder) intern() {
 
 // intern1 returns the preference of sorted labels lv, adding it if it is
 // new.
-func (b *Builder) intern1(lv []labelValue) uint32 {
-	s := canonicalText(lv)
+func (b *Builder) intern1(lv []LabelValue) uint32 {
+	s := CanonicalText(lv)
 	p, ok := b.byText[s]
 	if !ok {
 		p = b.addPref(lv)
@@ -252,7 +262,7 @@ func (b *Builder) intern1(lv []labelValue) uint32 {
 
 // addPref appends a preference of sorted labels lv, whose labels are known,
 // and its canonical text.
-func (b *Builder) addPref(lv []labelValue) uint32 {
+func (b *Builder) addPref(lv []LabelValue) uint32 {
 	t := &b.t
 	if useLabels(lv) > 1 {
 		lv = leastUse(slices.Clone(lv)) // as the text has it
@@ -260,31 +270,41 @@ func (b *Builder) addPref(lv []labelValue) uint32 {
 	for _, x := range lv {
 		var id int
 		if b.labels != nil { // while intern sets labelAt
-			id, _ = slices.BinarySearch(b.labels, x.label)
+			id, _ = slices.BinarySearch(b.labels, x.Label)
 		} else {
-			id, _ = t.labelID(x.label)
+			id, _ = t.LabelID(x.Label)
 		}
 		e := uint32(id) << 1
-		if x.no {
+		if x.No {
 			e |= 1
 		}
 		t.ents = append(t.ents, e)
 	}
-	b.text.WriteString(canonicalText(lv))
+	b.text.WriteString(CanonicalText(lv))
 	// The last pref ends here: the start of the next.
 	t.prefs = append(t.prefs, pref{ent: uint32(len(t.ents)), txt: uint32(b.text.Len())})
 	return uint32(len(t.prefs) - 2)
 }
 
-// Of returns the preference that the lines and sets ids (zero IDs left
-// out) and the lines more state together: what they state combined label
-// by label, most restrictive first, as [Preference] says. Of keeps more.
-func (t *Table) Of(ids [4]ID, more []ID) Preference {
-	return Preference{t: t, ids: ids, more: more}
+// of is the function that package usage gives [SetOf]: a
+// func(*Table, [4]ID, []ID) usage.Preference.
+var of any
+
+// SetOf is for package usage, whose Preference, P, this package cannot
+// name, as usage imports it: usage gives, when it is initialised, the
+// function that [Of] calls.
+func SetOf[P any](f func(t *Table, ids [4]ID, more []ID) P) { of = f }
+
+// Of returns the usage.Preference, P, that the lines and sets ids of t
+// (zero IDs left out) and the lines more state together: what they state
+// combined label by label, most restrictive first. It keeps more. Package
+// matcher calls it as Of[usage.Preference]; it does not allocate.
+func Of[P any](t *Table, ids [4]ID, more []ID) P {
+	return of.(func(*Table, [4]ID, []ID) P)(t, ids, more)
 }
 
 // Same reports whether lines or sets x and y state the same preference.
-func (t *Table) Same(x, y ID) bool { return t.prefOf(x) == t.prefOf(y) }
+func (t *Table) Same(x, y ID) bool { return t.PrefOf(x) == t.PrefOf(y) }
 
 // Size returns about how many bytes of memory t holds, and no less.
 func (t *Table) Size() int {
@@ -301,14 +321,14 @@ func (t *Table) Size() int {
 	return n
 }
 
-// prefOf returns the preference of line or set id.
-func (t *Table) prefOf(id ID) uint32 { return binary.LittleEndian.Uint32(t.items[id:]) >> 2 }
+// PrefOf returns the preference of line or set id.
+func (t *Table) PrefOf(id ID) uint32 { return binary.LittleEndian.Uint32(t.items[id:]) >> 2 }
 
-// isSet reports whether id is a set.
-func (t *Table) isSet(id ID) bool { return t.items[id]&3 == tagSet }
+// IsSet reports whether id is a set.
+func (t *Table) IsSet(id ID) bool { return t.items[id]&3 == tagSet }
 
-// members returns the lines of set id.
-func (t *Table) members(id ID) []ID {
+// Members returns the lines of set id.
+func (t *Table) Members(id ID) []ID {
 	rest := t.items[id+4:]
 	n, k := binary.Uvarint(rest)
 	ids := make([]ID, n)
@@ -338,20 +358,20 @@ func (t *Table) statement(id ID) string {
 	return stmt
 }
 
-// rule returns line id as a Rule: its canonical key, its path and its
-// statement, and its number.
-func (t *Table) rule(id ID) Rule {
+// Rule returns line id as a usage.Rule has it: the line with its
+// canonical key, its path and its statement, and its number.
+func (t *Table) Rule(id ID) (rule string, line int) {
 	num, path, stmt := t.line(id)
 	s := Kind(t.items[id]&3).String() + ": " + path
 	if path != "" && stmt != "" {
 		s += " "
 	}
-	return Rule{s + stmt, num}
+	return s + stmt, num
 }
 
-// labelID returns the id of label and whether it is one that t's
+// LabelID returns the id of label and whether it is one that t's
 // preferences state.
-func (t *Table) labelID(label string) (int, bool) {
+func (t *Table) LabelID(label string) (int, bool) {
 	return slices.BinarySearchFunc(t.labelAt, label, func(off uint32, l string) int { return strings.Compare(t.labelOf(off), l) })
 }
 
@@ -371,40 +391,40 @@ func (t *Table) labelOf(off uint32) string {
 	return s[:i]
 }
 
-// entsOf returns the labels of preference p.
-func (t *Table) entsOf(p uint32) []uint32 { return t.ents[t.prefs[p].ent:t.prefs[p+1].ent] }
+// EntsOf returns the labels of preference p.
+func (t *Table) EntsOf(p uint32) []uint32 { return t.ents[t.prefs[p].ent:t.prefs[p+1].ent] }
 
-// textOf returns the canonical text of preference p.
-func (t *Table) textOf(p uint32) string { return t.text[t.prefs[p].txt:t.prefs[p+1].txt] }
+// TextOf returns the canonical text of preference p.
+func (t *Table) TextOf(p uint32) string { return t.text[t.prefs[p].txt:t.prefs[p+1].txt] }
 
-// labelsOf returns ents as labels.
-func (t *Table) labelsOf(ents []uint32) []labelValue {
-	lv := make([]labelValue, len(ents))
+// LabelsOf returns ents as labels.
+func (t *Table) LabelsOf(ents []uint32) []LabelValue {
+	lv := make([]LabelValue, len(ents))
 	for i, e := range ents {
-		lv[i] = labelValue{t.labelOf(t.labelAt[e>>1]), e&1 != 0}
+		lv[i] = LabelValue{t.labelOf(t.labelAt[e>>1]), e&1 != 0}
 	}
 	return lv
 }
 
-// textOfPrefs returns the canonical text of what preferences ps, at least
+// TextOfPrefs returns the canonical text of what preferences ps, at least
 // two, say together.
-func (t *Table) textOfPrefs(ps []uint32) string {
+func (t *Table) TextOfPrefs(ps []uint32) string {
 	var b1, b2 [32]uint32
-	m, spare := append(b1[:0], t.entsOf(ps[0])...), b2[:0] // distinct arrays: mergeEnts's output must not overlap its input
+	m, spare := append(b1[:0], t.EntsOf(ps[0])...), b2[:0] // distinct arrays: mergeEnts's output must not overlap its input
 	for _, p := range ps[1:] {
-		out, _, _ := mergeEnts(spare[:0], m, t.entsOf(p))
+		out, _, _ := mergeEnts(spare[:0], m, t.EntsOf(p))
 		m, spare = out, m
 	}
 	for _, p := range ps {
-		if slices.Equal(m, t.entsOf(p)) {
-			return t.textOf(p)
+		if slices.Equal(m, t.EntsOf(p)) {
+			return t.TextOf(p)
 		}
 	}
 	var kb [128]byte
 	if p, ok := t.combos[string(comboKey(kb[:0], m))]; ok {
-		return t.textOf(p)
+		return t.TextOf(p)
 	}
-	return canonicalText(t.labelsOf(m))
+	return CanonicalText(t.LabelsOf(m))
 }
 
 // mergeEnts appends to buf what ents ea and eb say together, most

@@ -1,4 +1,4 @@
-package usage
+package usagetab
 
 import (
 	"slices"
@@ -7,10 +7,27 @@ import (
 	"github.com/dunglas/httpsfv"
 )
 
-// split splits a usage line's value into its path pattern, if any, and its
+// Kind is the kind of a usage line, as usage.Kind, whose values it shares.
+type Kind uint8
+
+const (
+	ContentUsage  Kind = iota // a Content-Usage line
+	ContentSignal             // a Content-Signal line
+)
+
+// String returns the line's key as written canonically: "Content-Usage" or
+// "Content-Signal".
+func (k Kind) String() string {
+	if k == ContentSignal {
+		return "Content-Signal"
+	}
+	return "Content-Usage"
+}
+
+// Split splits a usage line's value into its path pattern, if any, and its
 // statement: a value that starts with '/' or '*' starts with a path, which
 // ends at the first white space.
-func split(v []byte) (path []byte, hasPath bool, stmt []byte) {
+func Split(v []byte) (path []byte, hasPath bool, stmt []byte) {
 	if len(v) == 0 || v[0] != '/' && v[0] != '*' {
 		return nil, false, v
 	}
@@ -25,25 +42,25 @@ func split(v []byte) (path []byte, hasPath bool, stmt []byte) {
 	return path, true, stmt
 }
 
-// labelValue is one label of a preference and whether it is disallowed
-// ("n"); a label that is allowed has no = false.
-type labelValue struct {
-	label string
-	no    bool
+// LabelValue is one label of a preference and whether it is disallowed
+// ("n"); a label that is allowed has No false.
+type LabelValue struct {
+	Label string
+	No    bool
 }
 
-// parseStatement reads a statement of kind k: an RFC 9651 Dictionary whose
+// ParseStatement reads a statement of kind k: an RFC 9651 Dictionary whose
 // members that are the tokens y or n (yes or no for Content-Signal) state
 // a label. It returns the labels stated, sorted, each once; a label stated
 // twice (Content-Signal's ai-train and train-ai) is disallowed if either
 // says so. It fails when the statement does not parse, which states
 // nothing.
-func parseStatement(k Kind, stmt string) ([]labelValue, error) {
+func ParseStatement(k Kind, stmt string) ([]LabelValue, error) {
 	d, err := httpsfv.UnmarshalDictionary([]string{stmt})
 	if err != nil {
 		return nil, err
 	}
-	var lv []labelValue
+	var lv []LabelValue
 	for _, name := range d.Names() {
 		m, _ := d.Get(name)
 		it, ok := m.(httpsfv.Item)
@@ -57,8 +74,8 @@ func parseStatement(k Kind, stmt string) ([]labelValue, error) {
 		if k == ContentSignal && name == "use" {
 			// How much of a page may be used, not whether: kept as
 			// the label "use=<token>", the least of which wins.
-			if useRank("use="+string(tok)) > 0 {
-				lv = append(lv, labelValue{label: "use=" + string(tok)})
+			if UseRank("use="+string(tok)) > 0 {
+				lv = append(lv, LabelValue{Label: "use=" + string(tok)})
 			}
 			continue
 		}
@@ -73,20 +90,20 @@ func parseStatement(k Kind, stmt string) ([]labelValue, error) {
 		if k == ContentSignal && name == "ai-train" {
 			name = "train-ai" // Content-Signal's name for the same use
 		}
-		lv = append(lv, labelValue{name, no})
+		lv = append(lv, LabelValue{name, no})
 	}
-	return mergeLabels(lv), nil
+	return MergeLabels(lv), nil
 }
 
-// mergeLabels sorts lv by label and combines each label's values, most
+// MergeLabels sorts lv by label and combines each label's values, most
 // restrictive first: "n" over "y", and the least use of Content-Signal's
 // use key.
-func mergeLabels(lv []labelValue) []labelValue {
-	slices.SortFunc(lv, func(a, b labelValue) int { return strings.Compare(a.label, b.label) })
+func MergeLabels(lv []LabelValue) []LabelValue {
+	slices.SortFunc(lv, func(a, b LabelValue) int { return strings.Compare(a.Label, b.Label) })
 	out := lv[:0]
 	for _, x := range lv {
-		if n := len(out); n > 0 && out[n-1].label == x.label {
-			out[n-1].no = out[n-1].no || x.no
+		if n := len(out); n > 0 && out[n-1].Label == x.Label {
+			out[n-1].No = out[n-1].No || x.No
 			continue
 		}
 		out = append(out, x)
@@ -94,10 +111,10 @@ func mergeLabels(lv []labelValue) []labelValue {
 	return leastUse(out)
 }
 
-// useRank returns the rank of a label that Content-Signal's use key states,
+// UseRank returns the rank of a label that Content-Signal's use key states,
 // "use=immediate" < "use=reference" < "use=full", from 1; 0 for any other
 // label.
-func useRank(label string) int {
+func UseRank(label string) int {
 	switch label {
 	case "use=immediate":
 		return 1
@@ -111,10 +128,10 @@ func useRank(label string) int {
 
 // leastUse returns lv, sorted labels, with only the least of the labels of
 // Content-Signal's use key, if it holds several. It reuses lv.
-func leastUse(lv []labelValue) []labelValue {
+func leastUse(lv []LabelValue) []LabelValue {
 	least, n := 0, 0
 	for _, x := range lv {
-		if r := useRank(x.label); r > 0 {
+		if r := UseRank(x.Label); r > 0 {
 			n++
 			if least == 0 || r < least {
 				least = r
@@ -126,7 +143,7 @@ func leastUse(lv []labelValue) []labelValue {
 	}
 	out := lv[:0]
 	for _, x := range lv {
-		if r := useRank(x.label); r == 0 || r == least {
+		if r := UseRank(x.Label); r == 0 || r == least {
 			out = append(out, x)
 			if r != 0 {
 				least = -1 // once
@@ -136,10 +153,10 @@ func leastUse(lv []labelValue) []labelValue {
 	return out
 }
 
-// canonicalText returns the canonical text of sorted labels: "label=y" or
+// CanonicalText returns the canonical text of sorted labels: "label=y" or
 // "label=n", joined by ", ", and the least of the labels of
 // Content-Signal's use key as it is, "use=reference".
-func canonicalText(lv []labelValue) string {
+func CanonicalText(lv []LabelValue) string {
 	if useLabels(lv) > 1 {
 		lv = leastUse(slices.Clone(lv))
 	}
@@ -148,10 +165,10 @@ func canonicalText(lv []labelValue) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(x.label)
+		b.WriteString(x.Label)
 		switch {
-		case useRank(x.label) > 0:
-		case x.no:
+		case UseRank(x.Label) > 0:
+		case x.No:
 			b.WriteString("=n")
 		default:
 			b.WriteString("=y")
@@ -161,10 +178,10 @@ func canonicalText(lv []labelValue) string {
 }
 
 // useLabels returns how many labels of lv Content-Signal's use key states.
-func useLabels(lv []labelValue) int {
+func useLabels(lv []LabelValue) int {
 	n := 0
 	for _, x := range lv {
-		if useRank(x.label) > 0 {
+		if UseRank(x.Label) > 0 {
 			n++
 		}
 	}
