@@ -420,7 +420,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		var every time.Duration
 		s, st, every, err = t.check(ctx, req.URL, req.Host, agent, t.fetchAgent(req.Header, ua), now)
 		if err == nil {
-			tk, err = t.turns.waitTurn(ctx, s, every, nil, false, now, req.URL)
+			if !t.turns.free(s, every) {
+				tk, err = t.turns.waitTurn(ctx, s, every, nil, false, now, req.URL)
+			}
 		}
 	}
 	if err != nil {
@@ -439,7 +441,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.cfg.base.RoundTrip(req)
 	// The next request is spaced from this one's answer: the site sees
 	// them an interval apart, however long this one took to reach it.
-	t.turns.release(ctx, s, tk)
+	if tk.p != nil {
+		t.turns.release(ctx, s, tk)
+	}
 	if err == nil && resp != nil {
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 			t.turns.pushedBack(ctx, s, resp.StatusCode, resp.Header, sent)

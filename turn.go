@@ -262,10 +262,8 @@ type probeKey struct{}
 // the origin is not paused nor backing off (the hot path), unless always is
 // set: then it takes one, so that a later request is spaced from it.
 func (tn *turns) waitTurn(ctx context.Context, s *site, every time.Duration, f *flight, always bool, start time.Duration, u *url.URL) (turn, error) {
-	if every <= 0 && f == nil && !always && !s.pace.dropped.Load() &&
-		(s.pace.heedUntil.Load() == 0 || !s.pace.heeded(tn.now())) &&
-		(tn.cfg.pacer == nil || tn.watchedUnpaused(s.origin)) {
-		return turn{}, nil // the hot path: nothing to wait for
+	if f == nil && !always && tn.free(s, every) {
+		return turn{}, nil
 	}
 	lim := tn.limitOf(ctx, start)
 	var waited time.Duration
@@ -311,6 +309,15 @@ func (tn *turns) waitTurn(ctx context.Context, s *site, every time.Duration, f *
 		}
 		tn.giveBack(ctx, s, tk)
 	}
+}
+
+// free reports whether a request to s with the interval every takes no
+// turn: the hot path. No interval applies, the origin is neither paused nor
+// backing off, and the Pacer's copy of the fleet's pauses, if any, says so.
+func (tn *turns) free(s *site, every time.Duration) bool {
+	return every <= 0 && !s.pace.dropped.Load() &&
+		(s.pace.heedUntil.Load() == 0 || !s.pace.heeded(tn.now())) &&
+		(tn.cfg.pacer == nil || tn.watchedUnpaused(s.origin))
 }
 
 // waitFreed waits for the request in flight that g reports to be answered,
