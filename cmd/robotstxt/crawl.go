@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +21,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/f9014239/robots"
+	"github.com/f9014239/robots/frontier"
 	"github.com/f9014239/robots/matcher"
 )
 
@@ -37,7 +37,8 @@ const (
 
 	// crawlMaxWait is the longest a request of crawl waits for its site's
 	// turn: one whose turn is further away goes back in the queue, for
-	// its turn (see robots.Transport.MaxWait).
+	// its turn (see robots.Transport.MaxWait). The frontier hands out a
+	// site's URL at its turn, so this is rare.
 	crawlMaxWait = 50 * time.Millisecond
 )
 
@@ -131,12 +132,13 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 var crawlBase = func(timeout time.Duration) http.RoundTripper { return baseTransport(timeout) }
 
 // crawler visits the pages of one or more sites through a
-// [robots.Transport], with workers. A URL whose site's turn is later than
-// crawlMaxWait goes back in the queue for that turn. Only crawl's loop
-// touches its fields.
+// [robots.Transport], with workers that take URLs from a
+// [frontier.Frontier]: a site's URL is handed out at the site's turn, one
+// at a time. The fields below mu are guarded by it.
 type crawler struct {
 	client  *http.Client
 	tr      *robots.Transport
+	front   *frontier.Frontier
 	agent   string // the product token
 	max     int
 	workers int
@@ -146,9 +148,14 @@ type crawler struct {
 
 	origins map[string]bool // of the start URLs: links to them are followed
 	single  string          // the origin, if one: its URLs print as paths
-	queue   frontier
-	seen    map[string]bool // every URL ever queued
-	capped  bool            // a link was not queued because of max
+	starts  map[string]bool // the start URLs
+
+	mu       sync.Mutex
+	seen     map[string]bool // every URL ever queued: the frontier forgets a URL once done
+	capped   bool            // a link was not queued because of max
+	said     map[string]bool // the origins whose robots.txt crawl has described
+	requeued map[string]int  // by URL: times refused for now (robots.ErrNotYet), until it is done
+	visited  int
 
 	// Totals for the summary.
 	statuses    map[int]int
@@ -177,9 +184,13 @@ func newCrawler(agent, token string, max, workers int, timeout time.Duration, st
 		out:      bufio.NewWriter(stdout),
 		prog:     newProgress(stderr),
 		origins:  make(map[string]bool),
+		starts:   make(map[string]bool),
 		seen:     make(map[string]bool),
+		said:     make(map[string]bool),
+		requeued: make(map[string]int),
 		statuses: make(map[int]int),
 	}
+	c.front = &frontier.Frontier{Turns: tr}
 	c.client = &http.Client{
 		Transport: tr,
 		// Redirects are not followed: a redirect's target on a crawled
@@ -190,34 +201,20 @@ func newCrawler(agent, token string, max, workers int, timeout time.Duration, st
 	return c
 }
 
-// A job is a URL of the crawl and the earliest time it may be sent.
+// A job is a URL of the crawl.
 type job struct {
-	at       time.Time
 	u        *url.URL
 	start    bool // a start URL
 	requeued int  // how many times it was refused for now and queued again
 }
 
-// frontier is a min-heap of jobs by at, for container/heap.
-type frontier []job
-
-func (f frontier) Len() int           { return len(f) }
-func (f frontier) Less(i, j int) bool { return f[i].at.Before(f[j].at) }
-func (f frontier) Swap(i, j int)      { f[i], f[j] = f[j], f[i] }
-func (f *frontier) Push(x any)        { *f = append(*f, x.(job)) }
-func (f *frontier) Pop() any {
-	old := *f
-	j := old[len(old)-1]
-	*f = old[:len(old)-1]
-	return j
-}
-
 // outcome is what a worker made of a job.
 type outcome struct {
 	job
-	retry  time.Time // if not zero, the site's turn is later: send again then
-	status int       // the response's status; 0 if none
-	what   string    // for the line: the status, "refused" or "error"
+	err    error  // the request's error, for the frontier's Done
+	notYet bool   // refused for now (robots.ErrNotYet): the frontier queues it again
+	status int    // the response's status; 0 if none
+	what   string // for the line: the status, "refused" or "error"
 	note   string
 	kind   int        // what to count: outFetched, outRefused, …
 	links  []*url.URL // of an HTML page, or a redirect's target
@@ -249,30 +246,14 @@ func (c *crawler) crawl(ctx context.Context, starts []*url.URL) int {
 	}
 	fmt.Fprintf(c.out, "crawling %s as %s, at most %d URLs\n", strings.Join(names, ", "), c.agent, c.max)
 	c.out.Flush()
-	c.prog.show("fetching robots.txt")
-	// Ask about each site at once: one whose robots.txt is slow to answer
-	// does not hold up the others.
-	said := make([]string, len(starts))
-	var wg sync.WaitGroup
-	for i, start := range starts {
-		wg.Go(func() { said[i] = obeying(ctx, c.tr, start, c.agent) })
-	}
-	wg.Wait()
-	c.prog.clear()
-	asked := make(map[string]bool)
-	for i, start := range starts {
-		if o := originOf(start); !asked[o] {
-			asked[o] = true
-			if c.single == "" {
-				said[i] = o + ": " + said[i]
-			}
-			fmt.Fprintln(c.out, said[i])
-		}
-	}
-	c.out.Flush()
-	before := c.tr.Stats() // the questions above are not the crawl's requests
+	// No robots.txt is fetched here: the frontier asks the Transport
+	// about each site, which fetches its robots.txt, and hands out the
+	// site's first URL once it is in, while the other sites go on. What
+	// a site's robots.txt makes of the crawler is said before its first
+	// URL's line (see record).
 	for _, start := range starts {
-		c.enqueue(start, true)
+		c.starts[start.String()] = true
+		c.enqueue(start)
 	}
 
 	code := exitOK
@@ -299,7 +280,7 @@ func (c *crawler) crawl(ctx context.Context, starts []*url.URL) int {
 		fmt.Fprintf(c.out, ", %d refused: robots.txt unreachable", c.unreachable)
 	}
 	fmt.Fprintf(c.out, ", %s", count(c.errors, "error"))
-	if len(c.queue) > 0 || c.capped {
+	if c.front.Len() > 0 || c.capped {
 		fmt.Fprintf(c.out, "; stopped at -max %d", c.max)
 	}
 	if err := ctx.Err(); err != nil {
@@ -322,73 +303,63 @@ func (c *crawler) crawl(ctx context.Context, starts []*url.URL) int {
 	if len(parts) > 0 {
 		fmt.Fprintf(c.out, " (%s)", strings.Join(parts, ", "))
 	}
-	// A request refused for now and sent again counts once: it was
-	// decided from the cache before it was refused, unless it found its
-	// robots.txt being fetched, which the questions above make rare.
-	hits, misses, notYet := st.CacheHits-before.CacheHits, st.LoadWaits-before.LoadWaits, st.NotYet-before.NotYet
-	hits -= min(hits, notYet)
-	fmt.Fprintf(c.out, "; %d of %s decided from the cache\n", hits, count(int(hits+misses), "request"))
+	fmt.Fprintf(c.out, "; %s refused for now and queued again\n", count(int(c.front.Counts().NotYet), "request"))
 	return code
 }
 
-// run sends the queued URLs with c.workers workers until the queue is
+// run sends the queued URLs with c.workers workers until the frontier is
 // empty or ctx is done, prints a line per URL, queues the links found, and
 // calls done with each outcome. It returns how many URLs it visited.
 //
-// Only run's loop touches the queue: workers take URLs that are due from
-// todo, and hand back what happened on results. A URL whose site's turn
-// is later goes back in the queue for that turn.
+// A URL refused for now (its site's turn is later than crawlMaxWait) goes
+// back to its site's queue, for that turn.
 func (c *crawler) run(ctx context.Context, done func(outcome)) int {
-	todo := make(chan job)
-	results := make(chan outcome, c.workers) // at most c.workers jobs are out
 	var wg sync.WaitGroup
 	for range c.workers {
 		wg.Go(func() {
-			for j := range todo {
-				results <- c.fetch(ctx, j)
+			for {
+				raw, err := c.front.Next(ctx)
+				if err != nil {
+					return // frontier.ErrEmpty: the crawl is over; or ctx is done
+				}
+				u, _ := url.Parse(raw) // it parsed when it was queued
+				c.mu.Lock()
+				j := job{u: u, start: c.starts[raw], requeued: c.requeued[raw]}
+				c.prog.show(fmt.Sprintf("[%d/%d, %d queued] %s", c.visited+1, c.max, c.front.Len()-1, u.RequestURI()))
+				c.mu.Unlock()
+				o := c.fetch(ctx, j)
+				c.mu.Lock()
+				if o.notYet {
+					c.requeued[raw]++
+				} else {
+					delete(c.requeued, raw)
+					c.visited++
+					c.record(ctx, o) // queues its links before Done, so that the crawl does not end before them
+					done(o)
+				}
+				c.mu.Unlock()
+				c.front.Done(raw, o.err)
 			}
 		})
 	}
-	defer wg.Wait()
-	defer close(todo)
-
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	visited, busy := 0, 0
-	for c.queue.Len() > 0 || busy > 0 {
-		var send chan job // nil, so that its case is off, until a job is due
-		var next job
-		if c.queue.Len() > 0 {
-			if wait := time.Until(c.queue[0].at); wait > 0 {
-				timer.Reset(wait)
-			} else {
-				send, next = todo, c.queue[0]
-			}
-		}
-		select {
-		case send <- next:
-			heap.Pop(&c.queue)
-			busy++
-			c.prog.show(fmt.Sprintf("[%d/%d, %d queued] %s", visited+busy, c.max, c.queue.Len(), next.u.RequestURI()))
-		case o := <-results:
-			busy--
-			if !o.retry.IsZero() {
-				heap.Push(&c.queue, job{at: o.retry, u: o.u, start: o.start, requeued: o.requeued + 1})
-				continue
-			}
-			visited++
-			c.record(o)
-			done(o)
-		case <-timer.C:
-		case <-ctx.Done():
-			return visited
-		}
-	}
-	return visited
+	wg.Wait()
+	return c.visited
 }
 
-// record counts o, prints its line and queues its links.
-func (c *crawler) record(o outcome) {
+// record counts o, prints its line and queues its links; before the first
+// line of a site, it says what the site's robots.txt makes of the crawler.
+// c.mu must be held.
+func (c *crawler) record(ctx context.Context, o outcome) {
+	if origin := originOf(o.u); !c.said[origin] {
+		c.said[origin] = true
+		said := obeying(ctx, c.tr, o.u, c.agent)
+		if c.single == "" {
+			said = origin + ": " + said
+		}
+		c.prog.clear()
+		fmt.Fprintln(c.out, said)
+		c.out.Flush()
+	}
 	switch o.kind {
 	case outFetched:
 		c.statuses[o.status]++
@@ -406,7 +377,7 @@ func (c *crawler) record(o outcome) {
 	}
 	for _, link := range o.links {
 		if c.origins[originOf(link)] {
-			c.enqueue(link, false)
+			c.enqueue(link)
 		}
 	}
 }
@@ -445,8 +416,9 @@ func (c *crawler) try(ctx context.Context, j job) outcome {
 	}
 	req.Header.Set("User-Agent", c.ua)
 	resp, err := c.client.Do(req)
-	if te, ok := errors.AsType[*robots.TurnError](err); ok {
-		o.retry = te.At
+	o.err = err
+	if errors.Is(err, robots.ErrNotYet) {
+		o.notYet = true
 		return o
 	}
 	if de, ok := errors.AsType[*robots.DisallowedError](err); ok {
@@ -507,8 +479,9 @@ func (c *crawler) try(ctx context.Context, j job) outcome {
 }
 
 // enqueue queues u unless it was queued before. It stops queueing once there
-// are more URLs than the crawl will visit.
-func (c *crawler) enqueue(u *url.URL, start bool) {
+// are more URLs than the crawl will visit. c.mu must be held, or no worker
+// run.
+func (c *crawler) enqueue(u *url.URL) {
 	u = cleanURL(u)
 	k := u.String()
 	if c.seen[k] {
@@ -519,7 +492,7 @@ func (c *crawler) enqueue(u *url.URL, start bool) {
 		return
 	}
 	c.seen[k] = true
-	heap.Push(&c.queue, job{at: time.Now(), u: u, start: start})
+	c.front.Push(k) // a URL that the frontier refuses (too long) is not crawled
 }
 
 // target returns how a line names u: as a path if the crawl is of u's

@@ -189,7 +189,7 @@ func TestCrawlSlowRobotsTxt(t *testing.T) {
 		if code != exitOK || len(got) < 3 || got[1] != "obeying the * group (line 1), no crawl-delay" || got[2] != "200 /" {
 			t.Errorf("crawl = %d; stderr: %s\n%s\nwant the group obeyed, then 200 /", code, stderr, stdout)
 		}
-		if want := "robots.txt fetched 1 time (1 ok); 1 of 1 request decided from the cache"; got[len(got)-1] != want {
+		if want := "robots.txt fetched 1 time (1 ok); 0 requests refused for now and queued again"; got[len(got)-1] != want {
 			t.Errorf("last line = %q, want %q", got[len(got)-1], want)
 		}
 		mu.Lock()

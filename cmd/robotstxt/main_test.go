@@ -471,7 +471,7 @@ func TestCrawlDemo(t *testing.T) {
 		!strings.HasSuffix(sum, ": 5 fetched (4 × 200, 1 × 404), 5 disallowed by rules, 0 errors") {
 		t.Errorf("summary = %q", sum)
 	}
-	if want := "robots.txt fetched 1 time (1 ok); 10 of 10 requests decided from the cache"; got[len(got)-1] != want {
+	if want := "robots.txt fetched 1 time (1 ok); 0 requests refused for now and queued again"; got[len(got)-1] != want {
 		t.Errorf("last line = %q, want %q", got[len(got)-1], want)
 	}
 }
