@@ -1,0 +1,86 @@
+package frontier_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/f9014239/robots"
+	"github.com/f9014239/robots/frontier"
+)
+
+// A pool of workers takes URLs from a Frontier whose Turns is the
+// Transport they are sent through, and gives each back with Done.
+func ExampleFrontier() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			fmt.Fprint(w, "User-agent: *\nDisallow: /private\n")
+		}
+	}))
+	defer srv.Close()
+
+	tr := &robots.Transport{Agent: "ExampleBot", MaxWait: 50 * time.Millisecond}
+	client := &http.Client{Transport: tr}
+	f := &frontier.Frontier{Turns: tr}
+	for _, p := range []string{"/", "/a", "/private/b", "/c"} {
+		f.Push(srv.URL + p)
+	}
+
+	var mu sync.Mutex
+	var lines []string
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			for {
+				u, err := f.Next(context.Background())
+				if err != nil {
+					return // frontier.ErrEmpty: the crawl is over
+				}
+				resp, err := client.Get(u)
+				line := u[len(srv.URL):] + " "
+				if err != nil {
+					line += "refused"
+				} else {
+					line += resp.Status
+					resp.Body.Close()
+				}
+				mu.Lock()
+				lines = append(lines, line)
+				mu.Unlock()
+				f.Done(u, err)
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(lines)
+	for _, l := range lines {
+		fmt.Println(l)
+	}
+	c := f.Counts()
+	fmt.Printf("%d finished, %d refused by a rule\n", c.Finished, c.Refused)
+	// Output:
+	// / 200 OK
+	// /a 200 OK
+	// /c 200 OK
+	// /private/b refused
+	// 4 finished, 1 refused by a rule
+}
+
+// Each process of a fleet pushes only the URLs of the sites it owns, by a
+// hash of their origin (here FNV-1a modulo the processes, see TestFleet),
+// to a Frontier of its own: one origin, one process.
+func ExampleOrigin() {
+	const processes = 3
+	for _, u := range []string{"https://a.example/1", "HTTPS://A.example:443/2", "http://b.example:8080/"} {
+		origin, _ := frontier.Origin(u)
+		fmt.Println(origin, "process", owner(origin, processes))
+	}
+	// Output:
+	// https://a.example process 0
+	// https://a.example process 0
+	// http://b.example:8080 process 1
+}
