@@ -159,9 +159,10 @@ func TestCrawlNotHeldUp(t *testing.T) {
 }
 
 // TestCrawlSlowRobotsTxt: a robots.txt that takes longer to answer than a
-// request of the crawl may wait for its turn is still waited for by the
-// question crawl asks first, which says what the file makes of the
-// crawler; the crawl then finds it cached.
+// request of the crawl may wait for its turn is waited for by the frontier,
+// not by a worker, and the site's first URL is sent once it is in, with no
+// refusal for now; crawl says what the file makes of the crawler before
+// that URL's line.
 func TestCrawlSlowRobotsTxt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
