@@ -23,8 +23,9 @@ type job struct {
 	urls    []string
 	base    http.RoundTripper
 	workers int
-	timeout time.Duration // bound on a robots.txt fetch
-	maxWait time.Duration // crawler (b)'s Transport.MaxWait
+	timeout time.Duration  // bound on a robots.txt fetch
+	maxWait time.Duration  // crawler (b)'s Transport.MaxWait
+	backoff robots.Backoff // crawlers (a) and (b)'s Transport.Backoff
 	// notYet, if not nil, is set by crawler (b) to the requests its
 	// Transport refused for now (robots.ErrNotYet).
 	notYet *atomic.Uint64
@@ -44,7 +45,8 @@ var crawlers = []crawler{
 	{"d", "temoto/robotstxt by hand, sleep per host, plain pool", crawlTemoto},
 }
 
-// sentLog is a RoundTripper that logs each request as it leaves for base.
+// sentLog is a RoundTripper that logs each request as it leaves for base,
+// and when its answer (response headers, or an error) comes back.
 type sentLog struct {
 	base http.RoundTripper
 	mu   sync.Mutex
@@ -54,9 +56,18 @@ type sentLog struct {
 func (s *sentLog) RoundTrip(req *http.Request) (*http.Response, error) {
 	a := arrival{host: req.URL.Host, path: req.URL.RequestURI(), at: time.Now()}
 	s.mu.Lock()
+	k := len(s.log)
 	s.log = append(s.log, a)
 	s.mu.Unlock()
-	return s.base.RoundTrip(req)
+	resp, err := s.base.RoundTrip(req)
+	now := time.Now()
+	s.mu.Lock()
+	s.log[k].answered = now
+	if err == nil {
+		s.log[k].status = resp.StatusCode
+	}
+	s.mu.Unlock()
+	return resp, err
 }
 
 func (s *sentLog) CloseIdleConnections() {
@@ -65,19 +76,29 @@ func (s *sentLog) CloseIdleConnections() {
 	}
 }
 
-// get sends a GET of u with client and reads the response to its end.
-func get(ctx context.Context, client *http.Client, u string) error {
+// get sends a GET of u with client, reads the response to its end, and
+// returns its status.
+func get(ctx context.Context, client *http.Client, u string) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	io.Copy(io.Discard, resp.Body)
-	return resp.Body.Close()
+	return resp.StatusCode, resp.Body.Close()
 }
+
+// pushedBack reports whether status asks the crawler to come back later.
+func pushedBack(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
+}
+
+// maxResends is how many times crawler (b) sends again a page answered 429
+// or 503 before it gives the page up.
+const maxResends = 5
 
 // pool runs n workers, each calling do with the URLs of urls in turn.
 func pool(urls []string, n int, do func(u string)) {
@@ -97,21 +118,25 @@ func pool(urls []string, n int, do func(u string)) {
 	wg.Wait()
 }
 
-// newTransport returns the robots.Transport of crawlers (a) and (b).
+// newTransport returns the robots.Transport of crawlers (a) and (b): its
+// back-off is scaled like the crawl-delays (none at -scale 0).
 func newTransport(j job) *robots.Transport {
 	t := robots.NewTransport(j.base, agent)
 	t.UserAgent = userAgent
 	t.FetchTimeout = j.timeout
+	t.Backoff = j.backoff
+	t.IgnoreBackoff = j.backoff.First <= 0
 	return t
 }
 
 // crawlBlocking is crawler (a): a robots.Transport that waits for each
 // origin's turn (MaxWait 0), under a plain pool of workers. A refused URL
-// is dropped.
+// is dropped, and so is a page answered 429: the Transport backs off the
+// origin, but the pool has no queue to put the page back in.
 func crawlBlocking(ctx context.Context, j job) error {
 	client := &http.Client{Transport: newTransport(j)}
 	pool(j.urls, j.workers, func(u string) {
-		get(ctx, client, u) // a refusal or a failure drops the URL
+		get(ctx, client, u) // a refusal, a failure or a 429 drops the URL
 	})
 	return nil
 }
@@ -120,8 +145,11 @@ func crawlBlocking(ctx context.Context, j job) error {
 // a [frontier.Frontier] whose Turns is that Transport. Each origin has at
 // most one request out, and is offered again at its next turn; a URL
 // refused with robots.ErrNotYet goes back to the head of its origin's
-// queue until the refusal's TurnError.At. Any other refusal or failure
-// drops the URL.
+// queue until the refusal's TurnError.At. A page answered 429 or 503 is
+// requeued (Frontier.Requeue) at the origin's next turn as the Transport
+// tells it (Transport.NextTurn): after the pause it has set, the back-off
+// or Retry-After; it is sent again up to maxResends times. Any other
+// refusal or failure drops the URL.
 func crawlFrontier(ctx context.Context, j job) error {
 	t := newTransport(j)
 	t.MaxWait = j.maxWait
@@ -131,6 +159,19 @@ func crawlFrontier(ctx context.Context, j job) error {
 		if err := f.Push(u); err != nil {
 			return err
 		}
+	}
+	var mu sync.Mutex
+	resends := make(map[string]int) // URL → times sent again
+	// resend reports whether u, answered 429 or 503, may be sent again,
+	// and counts it.
+	resend := func(u string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if resends[u] >= maxResends {
+			return false
+		}
+		resends[u]++
+		return true
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, j.workers)
@@ -144,7 +185,18 @@ func crawlFrontier(ctx context.Context, j job) error {
 					}
 					return
 				}
-				f.Done(u, get(ctx, client, u))
+				status, err := get(ctx, client, u)
+				if err == nil && pushedBack(status) && resend(u) {
+					at := time.Now()
+					if pu, perr := url.Parse(u); perr == nil {
+						if next, terr := t.NextTurn(ctx, pu); terr == nil {
+							at = next
+						}
+					}
+					f.Requeue(u, at)
+					continue
+				}
+				f.Done(u, err)
 			}
 		})
 	}

@@ -1,7 +1,8 @@
 // Crawl is an end-to-end crawl benchmark: four crawlers crawl the same
 // simulated web, one after another, and it prints for each what an operator
 // reads of a crawl: how long it took against the least time politeness
-// allows, and whether it was polite and obeyed robots.txt.
+// allows, and whether it was polite, as the site sees it, and obeyed
+// robots.txt. README.md says what it measures and gives figures.
 //
 // Usage:
 //
@@ -21,32 +22,52 @@
 // -faults of the origins answer their robots.txt with 404, 503, 429, after
 // 1 s, never (the fetch times out after -timeout, which every crawler is
 // given as its robots.txt timeout), or with a redirect to another host
-// (which serves a corpus file).
+// (which serves a corpus file). Of the others, a share -slowpages (of all
+// origins) answer each page after 1.5 times their crawl-delay and 5 ms
+// (10 ms if they state none), and a share -pushback answer their first
+// -pushbackn page requests 429 without Retry-After, and 200 after that.
+// The web logs each request: when it arrived, when its answer began, and
+// its status.
 //
 // The crawlers, each run with every worker count of -w:
 //
-//	a  robots.Transport waiting for each turn (MaxWait 0), under a plain pool
+//	a  robots.Transport waiting for each turn (MaxWait 0), under a plain pool;
+//	   a page answered 429 is dropped
 //	b  robots.Transport with MaxWait, under package frontier (with the
 //	   Transport as its Turns), which requeues a URL refused with
-//	   robots.ErrNotYet until its TurnError.At
+//	   robots.ErrNotYet until its TurnError.At; a page answered 429 is
+//	   requeued at the Transport's NextTurn, after the back-off
 //	c  colly v2, IgnoreRobotsTxt false, Async, LimitRule{DomainGlob: "*", Parallelism: W}
 //	d  temoto/robotstxt by hand: robots.txt fetched once per host into a map,
 //	   each URL tested, pages spaced by the crawl-delay with a sleep per host
 //
-// Each is given every page of the web, in one shuffled order.
+// Each is given every page of the web, in one shuffled order. The
+// Transports of a and b back off as robots.Transport does by default, with
+// each time scaled by -scale (First 60 s, Max a day and Forgive an hour:
+// 1.2 s, 28.8 min and 72 s at 1/50).
 //
 // The figures:
 //
 //	makespan     from the first request to the crawler's return
 //	eff          the polite bound over the makespan. The bound is the longest
-//	             chain of one origin's turns: its robots.txt fetch (1 s on a
-//	             slow origin, the timeout on a silent one), then each page
-//	             RFC 9309 allows one crawl-delay after the one before; an
-//	             unreachable origin has no page
-//	viol         requests to an origin closer than its crawl-delay less -slack
-//	             after the one before, robots.txt included: by when they left
-//	             the crawler / by when the web saw them; in parentheses, those
-//	             that came after a fetch of robots.txt
+//	             chain of one origin's requests, one at a time: its robots.txt
+//	             fetch (1 s on a slow origin, the timeout on a silent one),
+//	             then each page request, the pages answered 429 sent again
+//	             included, one crawl-delay after the answer to the one before
+//	             (after a 429, the back-off's pause if longer) and answered
+//	             after the origin's latency; an unreachable origin has no page
+//	pages sent   page requests the web saw, 429s included
+//	200          allowed pages the web answered 200, of the allowed pages
+//	429          page requests the web answered 429
+//	viol         requests to an origin with a crawl-delay that came less than
+//	             its crawl-delay less -slack after the answer to the requests
+//	             before them, or before it, robots.txt included: by when they
+//	             left the crawler and their answers came back / by when the
+//	             web saw them and began its answers
+//	in flight    of the violations the web saw, those that came before the
+//	             answer to a request before them: two at once
+//	after robots.txt  of the violations the web saw, those that came after a
+//	             fetch of robots.txt
 //	disallowed   page requests that RFC 9309 disallows by our matcher and by
 //	             github.com/jimsmart/grobotstxt alike
 //	unreach      page requests to an origin whose robots.txt is unreachable
@@ -99,6 +120,9 @@ func main() {
 	flag.Uint64Var(&o.web.seed, "seed", 1, "the `seed` of the web and the crawl order")
 	flag.IntVar(&o.web.rules, "rules", 6, "at most `n` pages made from each file's rules")
 	flag.DurationVar(&o.web.timeout, "timeout", 2*time.Second, "every crawler's robots.txt fetch timeout")
+	flag.Float64Var(&o.web.slowPages, "slowpages", 0.1, "share of origins whose pages answer after 1.5 times their crawl-delay and 5 ms (10 ms with none)")
+	flag.Float64Var(&o.web.pushback, "pushback", 0.1, "share of origins that answer their first -pushbackn page requests 429 without Retry-After")
+	flag.IntVar(&o.web.pushbackN, "pushbackn", 2, "how many page requests a pushing-back origin answers 429")
 	flag.StringVar(&ws, "w", "8,64", "comma-separated worker `counts`")
 	flag.StringVar(&o.crawlers, "crawlers", "a,b,c,d", "comma-separated crawlers to run")
 	flag.DurationVar(&o.slack, "slack", 5*time.Millisecond, "a request this much early is not a violation")
@@ -112,8 +136,10 @@ func main() {
 		}
 		o.workers = append(o.workers, n)
 	}
-	if o.web.origins < 1 || o.web.scale < 0 || o.web.faults < 0 || o.web.faults > 1 || o.web.timeout <= slowFetch {
-		fmt.Fprintln(os.Stderr, "crawl: want -origins ≥ 1, -scale ≥ 0, 0 ≤ -faults ≤ 1 and -timeout > 1s")
+	share := func(f float64) bool { return f >= 0 && f <= 1 }
+	if o.web.origins < 1 || o.web.scale < 0 || !share(o.web.faults) || !share(o.web.slowPages) || !share(o.web.pushback) ||
+		o.web.slowPages+o.web.pushback > 1 || o.web.pushbackN < 0 || o.web.timeout <= slowFetch {
+		fmt.Fprintln(os.Stderr, "crawl: want -origins ≥ 1, -scale ≥ 0, 0 ≤ -faults ≤ 1, -slowpages and -pushback ≥ 0 summing to at most 1, -pushbackn ≥ 0 and -timeout > 1s")
 		os.Exit(2)
 	}
 	w, err := newWeb(o.web)
@@ -220,6 +246,7 @@ func run(ctx context.Context, addr string, w *web, o options, log io.Writer) []f
 // describe writes what the web is made of.
 func describe(out io.Writer, w *web) {
 	pages, allowed, delayed := 0, 0, 0
+	slowN, slowDelayed, pushN, pushDelayed, pushPages := 0, 0, 0, 0, 0
 	var kinds [nKinds]int
 	var maxD time.Duration
 	crit := 0
@@ -235,6 +262,21 @@ func describe(out io.Writer, w *web) {
 		if o.delay > 0 {
 			delayed++
 		}
+		if o.latency > 0 {
+			slowN++
+			if o.delay > 0 {
+				slowDelayed++
+			}
+		}
+		if o.pushback > 0 {
+			pushN++
+			if o.delay > 0 {
+				pushDelayed++
+			}
+			if countTrue(o.allowed) > 0 {
+				pushPages += o.pushback
+			}
+		}
 		maxD = max(maxD, o.delay)
 		if w.bound(o) > w.bound(&w.origins[crit]) {
 			crit = i
@@ -245,7 +287,9 @@ func describe(out io.Writer, w *web) {
 	for k, n := range kinds {
 		fmt.Fprintf(out, " %s %d", kindNames[k], n)
 	}
-	fmt.Fprintf(out, "\npolite bound %v: origin %d (%s, %s), %d pages at %v\n", w.politeBound(), crit, kindNames[c.kind], c.file, countTrue(c.allowed), c.delay)
+	fmt.Fprintf(out, "\npages: %d origins answer slowly (%d with a crawl-delay), %d push back (%d with a crawl-delay; %d 429s to a polite crawler); back-off %v, up to %v, forgiven after %v\n",
+		slowN, slowDelayed, pushN, pushDelayed, pushPages, w.backoff.First, w.backoff.Max, w.backoff.Forgive)
+	fmt.Fprintf(out, "polite bound %v: origin %d (%s, %s), %d pages at %v, latency %v, %d 429s\n", w.politeBound(), crit, kindNames[c.kind], c.file, countTrue(c.allowed), c.delay, c.latency, c.pushback)
 	fmt.Fprintf(out, "%s/%s, %d CPUs\n\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 }
 
@@ -262,14 +306,15 @@ func countTrue(bs []bool) int {
 // printTable writes fs as a Markdown table.
 func printTable(out io.Writer, fs []figures) {
 	tw := tabwriter.NewWriter(out, 0, 0, 1, ' ', tabwriter.AlignRight|tabwriter.Debug)
-	fmt.Fprintln(tw, "crawler\tW\tmakespan\teff\tpages\tviol left/seen (after robots.txt)\tdisallowed\tunreach\trobots.txt mean/max/>1\tnot yet/page\tCPU/page\theap\t")
+	fmt.Fprintln(tw, "crawler\tW\tmakespan\teff\tpages sent\t200 of allowed\t429\tviol left/seen\tseen: in flight/after robots.txt\tdisallowed\tunreach\trobots.txt mean/max/>1\tnot yet/page\tCPU/page\theap\t")
 	for _, f := range fs {
 		notYet := "-"
 		if r := f.notYetPerPage(); r >= 0 {
 			notYet = fmt.Sprintf("%.3f", r)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.2fs\t%.2f\t%d\t%d / %d (%d / %d)\t%d\t%d\t%.2f / %d / %d\t%s\t%.0fµs\t%.1f MB\t",
-			f.crawler, f.workers, f.makespan.Seconds(), f.efficiency(), f.pages, f.violLeft, f.violSeen, f.violLeftRobots, f.violSeenRobots,
+		fmt.Fprintf(tw, "%s\t%d\t%.2fs\t%.2f\t%d\t%d / %d\t%d\t%d / %d\t%d / %d\t%d\t%d\t%.2f / %d / %d\t%s\t%.0fµs\t%.1f MB\t",
+			f.crawler, f.workers, f.makespan.Seconds(), f.efficiency(), f.pages, f.got, f.allowed, f.tooMany,
+			f.violLeft, f.violSeen, f.violSeenInFlight, f.violSeenRobots,
 			f.disallowed, f.unreachable, f.robotsMean, f.robotsMax, f.robotsExtra, notYet,
 			float64(f.cpuPerPage())/float64(time.Microsecond), float64(f.peakHeap)/1e6)
 		if f.err != nil {

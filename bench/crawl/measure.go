@@ -21,21 +21,28 @@ type figures struct {
 	makespan time.Duration
 	bound    time.Duration // the web's polite bound
 	pages    int           // page requests the web saw
-	// violations: two requests to an origin closer than its crawl-delay
-	// less the slack, judged on when they left the crawler and when the
-	// web saw them.
+	got      int           // allowed pages the web answered 200, each once
+	allowed  int           // allowed pages in the web
+	tooMany  int           // page requests the web answered 429
+	// violations: requests to an origin with a crawl-delay that came less
+	// than the crawl-delay, less the slack, after the answer to the
+	// requests before it (or before that answer: two in flight). Judged
+	// as the web saw them (arrival, and the answer as it began) and as
+	// they left the crawler (departure, and the answer as it came back).
 	violLeft, violSeen int
 	// of which the request before was the fetch of robots.txt
 	violLeftRobots, violSeenRobots int
-	disallowed                     int // page requests RFC 9309 disallows, by ours and grobotstxt alike
-	unreachable                    int // page requests to origins whose robots.txt is unreachable
-	robotsMean                     float64
-	robotsMax                      int
-	robotsExtra                    int           // origins fetched more than once
-	notYet                         int           // requests refused for now (robots.ErrNotYet), crawler b only; -1 for the others
-	cpu                            time.Duration // user and system CPU time of the process during the crawl
-	peakHeap                       uint64        // the most heap in use during the crawl, less that at its start
-	err                            error
+	// of which the request came before the answer to one before it
+	violLeftInFlight, violSeenInFlight int
+	disallowed                         int // page requests RFC 9309 disallows, by ours and grobotstxt alike
+	unreachable                        int // page requests to origins whose robots.txt is unreachable
+	robotsMean                         float64
+	robotsMax                          int
+	robotsExtra                        int           // origins fetched more than once
+	notYet                             int           // requests refused for now (robots.ErrNotYet), crawler b only; -1 for the others
+	cpu                                time.Duration // user and system CPU time of the process during the crawl
+	peakHeap                           uint64        // the most heap in use during the crawl, less that at its start
+	err                                error
 	// critical tells when the requests to the origin of the polite bound
 	// came, from the start of the crawl.
 	critical string
@@ -98,7 +105,7 @@ func measure(ctx context.Context, cfg runConfig, c crawler, n, run int) figures 
 	base := newBase(cfg.addr)
 	sent := &sentLog{base: base}
 	var notYet atomic.Uint64
-	j := job{urls: urls, base: sent, workers: n, timeout: w.timeout, maxWait: cfg.maxWait, notYet: &notYet}
+	j := job{urls: urls, base: sent, workers: n, timeout: w.timeout, maxWait: cfg.maxWait, backoff: w.backoff, notYet: &notYet}
 
 	runtime.GC()
 	heap0 := heapInUse()
@@ -153,38 +160,50 @@ func (w *web) judgeRun(f *figures, run int, seen, left []arrival, slack time.Dur
 	total := 0
 	for i := range w.origins {
 		o := &w.origins[i]
+		f.allowed += countTrue(o.allowed)
 		robotsTxt := 0
+		got := make(map[int]bool)
 		for _, a := range bySeen[i] {
 			if a.path == "/robots.txt" {
 				robotsTxt++
 				continue
 			}
 			f.pages++
+			if a.status == http.StatusTooManyRequests {
+				f.tooMany++
+			}
 			if o.kind.unreachable() {
 				f.unreachable++
 				f.example("unreachable (%s): %s%s", kindNames[o.kind], a.host, a.path)
 				continue
 			}
-			if k, ok := o.index[a.path]; ok && !o.allowed[k] && o.refereed[k] {
+			k, ok := o.index[a.path]
+			if ok && !o.allowed[k] && o.refereed[k] {
 				f.disallowed++
 				f.example("disallowed (%s, %s): %s%s", kindNames[o.kind], o.file, a.host, a.path)
 			}
+			if ok && o.allowed[k] && a.status == http.StatusOK {
+				got[k] = true
+			}
 		}
+		f.got += len(got)
 		total += robotsTxt
 		f.robotsMax = max(f.robotsMax, robotsTxt)
 		if robotsTxt > 1 {
 			f.robotsExtra++
 			f.example("%d robots.txt fetches (%s, %s): %s", robotsTxt, kindNames[o.kind], o.file, gaps(bySeen[i]))
 		}
-		if n, r := violations(bySeen[i], o.delay, slack); n > 0 {
-			f.violSeen += n
-			f.violSeenRobots += r
-			f.example("%d too close (%s, %s, delay %v) as seen: %s", n, kindNames[o.kind], o.file, o.delay, gaps(bySeen[i]))
+		if v := violations(bySeen[i], o.delay, slack); v.n > 0 {
+			f.violSeen += v.n
+			f.violSeenRobots += v.afterRobots
+			f.violSeenInFlight += v.inFlight
+			f.example("%d too early (%s, %s, delay %v, latency %v) as seen: %s", v.n, kindNames[o.kind], o.file, o.delay, o.latency, gaps(bySeen[i]))
 		}
-		if n, r := violations(byLeft[i], o.delay, slack); n > 0 {
-			f.violLeft += n
-			f.violLeftRobots += r
-			f.example("%d too close (%s, %s, delay %v) as left: %s", n, kindNames[o.kind], o.file, o.delay, gaps(byLeft[i]))
+		if v := violations(byLeft[i], o.delay, slack); v.n > 0 {
+			f.violLeft += v.n
+			f.violLeftRobots += v.afterRobots
+			f.violLeftInFlight += v.inFlight
+			f.example("%d too early (%s, %s, delay %v, latency %v) as left: %s", v.n, kindNames[o.kind], o.file, o.delay, o.latency, gaps(byLeft[i]))
 		}
 	}
 	f.robotsMean = float64(total) / float64(len(w.origins))
@@ -232,34 +251,57 @@ func (w *web) byOrigin(run int, log []arrival) [][]arrival {
 	return out
 }
 
-// gaps writes the paths of as with the time between them.
+// gaps writes the paths of as, each with the time from the answer to the
+// one before to its arrival (negative: it came before that answer), its
+// latency and its status if not 200.
 func gaps(as []arrival) string {
 	var b strings.Builder
 	for k, a := range as {
 		if k > 0 {
-			fmt.Fprintf(&b, " +%v ", a.at.Sub(as[k-1].at).Round(10*time.Microsecond))
+			fmt.Fprintf(&b, " +%v ", a.at.Sub(as[k-1].answered).Round(10*time.Microsecond))
 		}
 		b.WriteString(a.path)
+		if l := a.answered.Sub(a.at); l >= time.Millisecond {
+			fmt.Fprintf(&b, " (%v)", l.Round(time.Millisecond))
+		}
+		if a.status != http.StatusOK {
+			fmt.Fprintf(&b, " [%d]", a.status)
+		}
 	}
 	return b.String()
 }
 
-// violations counts the requests of as, in time order, that came less
-// than delay less slack after the one before, and how many of them came
-// after a fetch of robots.txt.
-func violations(as []arrival, delay, slack time.Duration) (n, afterRobots int) {
+// violation counts are the requests too early to an origin: n, of which
+// afterRobots came after a fetch of robots.txt, and inFlight before the
+// answer to a request before them.
+type violation struct{ n, afterRobots, inFlight int }
+
+// violations counts the requests of as, in order of arrival, that came
+// less than delay less slack after the latest answer to the requests
+// before them, or before it (two in flight). An origin with no delay has
+// none: any number of requests may be in flight to it.
+func violations(as []arrival, delay, slack time.Duration) violation {
+	var v violation
 	if delay <= 0 {
-		return 0, 0
+		return v
 	}
-	for k := 1; k < len(as); k++ {
-		if as[k].at.Sub(as[k-1].at) < delay-slack {
-			n++
-			if as[k-1].path == "/robots.txt" {
-				afterRobots++
+	var free time.Time // the latest answer so far
+	freePath := ""     // the path of the request it answered
+	for k, a := range as {
+		if k > 0 && a.at.Before(free.Add(delay-slack)) {
+			v.n++
+			if freePath == "/robots.txt" {
+				v.afterRobots++
+			}
+			if a.at.Before(free) {
+				v.inFlight++
 			}
 		}
+		if a.answered.After(free) {
+			free, freePath = a.answered, a.path
+		}
 	}
-	return n, afterRobots
+	return v
 }
 
 var heapSample = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}

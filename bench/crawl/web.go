@@ -20,6 +20,7 @@ import (
 
 	"github.com/jimsmart/grobotstxt"
 
+	"github.com/f9014239/robots"
 	"github.com/f9014239/robots/matcher"
 )
 
@@ -40,6 +41,21 @@ const maxBody = 500 << 10
 
 // slowFetch is how long a slow origin takes to answer its robots.txt.
 const slowFetch = time.Second
+
+// fastLatency is how long each page of an origin with slow pages and no
+// crawl-delay takes to answer.
+const fastLatency = 10 * time.Millisecond
+
+// slowLatency returns how long each page of an origin with slow pages and
+// crawl-delay d takes to answer: longer than d, so that a crawler that
+// spaces its requests from when they left, not from their answers, sends
+// the next before the site has answered the one before.
+func slowLatency(d time.Duration) time.Duration {
+	if d <= 0 {
+		return fastLatency
+	}
+	return d + d/2 + 5*time.Millisecond
+}
 
 // kind is how an origin answers its robots.txt.
 type kind int
@@ -73,6 +89,12 @@ type origin struct {
 	allowed  []bool
 	refereed []bool
 	index    map[string]int // path → index in paths
+	// latency is how long each page takes to answer (slow pages; 0 for at
+	// once). robots.txt is answered as its kind says.
+	latency time.Duration
+	// pushback is how many of the first page requests, in order of
+	// arrival, are answered 429 without Retry-After (0 for none).
+	pushback int
 }
 
 // web is the simulated web: the same for every crawler of a run, made
@@ -81,6 +103,10 @@ type web struct {
 	origins []origin
 	scale   float64       // crawl-delays are multiplied by it
 	timeout time.Duration // every crawler's bound on a robots.txt fetch
+	// backoff is robots.Transport's default back-off scaled like the
+	// crawl-delays: the back-off of crawlers (a) and (b), and of the
+	// polite bound. Its zero value is no back-off (-scale 0).
+	backoff robots.Backoff
 }
 
 // webConfig says how to make a web.
@@ -92,6 +118,11 @@ type webConfig struct {
 	seed    uint64
 	rules   int           // at most this many of a file's rules become pages
 	timeout time.Duration // fetch timeout of robots.txt for every crawler
+	// slowPages and pushback are the shares of the origins whose pages
+	// answer slowly, and that push back; pushbackN is how many page
+	// requests a pushing-back origin answers 429.
+	slowPages, pushback float64
+	pushbackN           int
 }
 
 // errNoCorpus is returned by newWeb when the corpus directory is absent.
@@ -109,7 +140,7 @@ func newWeb(cfg webConfig) (*web, error) {
 	}
 	rng := rand.New(rand.NewPCG(cfg.seed, 0x5eed))
 	rng.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
-	w := &web{scale: cfg.scale, timeout: cfg.timeout}
+	w := &web{scale: cfg.scale, timeout: cfg.timeout, backoff: scaledBackoff(cfg.scale)}
 	nFaults := int(float64(cfg.origins)*cfg.faults + 0.5)
 	for len(w.origins) < cfg.origins {
 		if len(names) == 0 {
@@ -140,7 +171,63 @@ func newWeb(cfg webConfig) (*web, error) {
 	}
 	// The fault origins are the first ones made; spread them.
 	rng.Shuffle(len(w.origins), func(i, j int) { w.origins[i], w.origins[j] = w.origins[j], w.origins[i] })
+	w.answers(cfg)
 	return w, nil
+}
+
+// answers picks, with a generator of its own (so that the files, pages and
+// kinds of the web do not change with the shares), the origins whose pages
+// answer slowly and those that push back: the shares cfg.slowPages and
+// cfg.pushback of all origins, taken apart from each other among those
+// whose robots.txt is reachable (a polite crawler sends no page to the
+// others).
+func (w *web) answers(cfg webConfig) {
+	rng := rand.New(rand.NewPCG(cfg.seed, 0x51e9))
+	var cands []int
+	for i := range w.origins {
+		if !w.origins[i].kind.unreachable() {
+			cands = append(cands, i)
+		}
+	}
+	rng.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
+	share := func(f float64) int { return min(int(float64(len(w.origins))*f+0.5), len(cands)) }
+	nSlow := share(cfg.slowPages)
+	for _, i := range cands[:nSlow] {
+		w.origins[i].latency = slowLatency(w.origins[i].delay)
+	}
+	cands = cands[nSlow:]
+	for _, i := range cands[:share(cfg.pushback)] {
+		w.origins[i].pushback = cfg.pushbackN
+	}
+}
+
+// scaledBackoff returns robots.Transport's default back-off with each of
+// its times multiplied by scale, or no back-off if scale is 0.
+func scaledBackoff(scale float64) robots.Backoff {
+	if scale <= 0 {
+		return robots.Backoff{}
+	}
+	f := func(d time.Duration) time.Duration { return max(time.Duration(float64(d)*scale), time.Nanosecond) }
+	return robots.Backoff{
+		First:   f(robots.DefaultBackoffFirst),
+		Max:     f(robots.DefaultBackoffMax),
+		Forgive: f(robots.DefaultBackoffForgive),
+	}
+}
+
+// pause returns the pause of the back-off's level-th incident (1 for the
+// first), without the random tenth the Transport may add: First, doubling
+// up to Max.
+func (w *web) pause(level int) time.Duration {
+	b := w.backoff
+	if b.First <= 0 {
+		return 0
+	}
+	d := b.First
+	for i := 1; i < level && d < b.Max; i++ {
+		d *= 2
+	}
+	return min(d, b.Max)
 }
 
 // judge sets o's delay and verdicts from its served robots.txt.
@@ -168,10 +255,23 @@ func (w *web) judge(o *origin) {
 }
 
 // bound returns the polite bound of origin o: the least time from its first
-// request to its last that a crawler obeying RFC 9309 and its crawl-delay
-// needs. Its chain is the robots.txt fetch, which takes slowFetch on a slow
-// origin and the fetch timeout on a silent one, then each allowed page one
-// crawl-delay after the one before. An unreachable origin gets no page.
+// request to the answer to its last that a crawler needs if it obeys
+// RFC 9309, sends one request at a time to an origin with a crawl-delay or
+// that pushed back, spaces each from the answer to the one before by the
+// crawl-delay, and, after a 429 without Retry-After, waits out the
+// back-off w.backoff. Its chain is:
+//
+//   - the robots.txt fetch, which takes slowFetch on a slow origin and the
+//     fetch timeout on a silent one (an unreachable origin gets no page);
+//   - then every request for a page, the allowed pages and the o.pushback
+//     refused ones sent again: each one crawl-delay after the answer
+//     before, and answered after o.latency;
+//   - and, after the k-th 429, the back-off's k-th pause instead of the
+//     crawl-delay, if it is longer: First, doubling up to Max, without the
+//     random tenth that the Transport may add.
+//
+// So bound = fetch + (n + K)·(delay + latency) + Σₖ max(0, pause(k) − delay),
+// for n allowed pages and K = o.pushback refusals (none if n is 0).
 func (w *web) bound(o *origin) time.Duration {
 	var d time.Duration
 	switch o.kind {
@@ -180,13 +280,13 @@ func (w *web) bound(o *origin) time.Duration {
 	case silent:
 		return w.timeout
 	}
-	if o.kind.unreachable() {
+	n := countTrue(o.allowed)
+	if o.kind.unreachable() || n == 0 {
 		return d
 	}
-	for _, ok := range o.allowed {
-		if ok {
-			d += o.delay
-		}
+	d += time.Duration(n+o.pushback) * (o.delay + o.latency)
+	for k := 1; k <= o.pushback; k++ {
+		d += max(0, w.pause(k)-o.delay)
 	}
 	return d
 }
@@ -316,25 +416,38 @@ func parseHost(h string) (i, r int, isMoved, ok bool) {
 	return i, r, name[0] == 'm', err1 == nil && err2 == nil
 }
 
-// arrival is a request as the site saw it, or as it left the crawler.
+// arrival is a request as the site saw it (at: when it arrived, answered:
+// when the site began its answer), or as it left the crawler (at: when it
+// left, answered: when its response headers or its error came back).
 type arrival struct {
-	host string
-	path string // path and query
-	at   time.Time
+	host     string
+	path     string // path and query
+	at       time.Time
+	answered time.Time // zero if not answered yet
+	status   int       // 0 if no answer
 }
 
-// server serves a web and logs each arrival.
+// runOrigin names an origin in a run, for the pushback count.
+type runOrigin struct{ run, i int }
+
+// server serves a web and logs each request: when it arrived, and when and
+// how it was answered.
 type server struct {
-	w   *web
-	mu  sync.Mutex
-	log map[int][]arrival // run → arrivals, in order
+	w     *web
+	mu    sync.Mutex
+	log   map[int][]*arrival // run → requests, in order of arrival
+	pages map[runOrigin]int  // page requests each origin has had
 }
 
-func newServer(w *web) *server { return &server{w: w, log: make(map[int][]arrival)} }
+func newServer(w *web) *server {
+	return &server{w: w, log: make(map[int][]*arrival), pages: make(map[runOrigin]int)}
+}
 
 // ServeHTTP answers as the origin the Host names; the host "control"
-// answers GET /log?run=R with that run's arrivals, one per line: host,
-// path and Unix nanoseconds, tab-separated.
+// answers GET /log?run=R with that run's requests, one per line: host,
+// path, when it arrived and when it was answered (Unix nanoseconds; when
+// the log was read if it is still unanswered), and the status (0 for
+// none), tab-separated.
 func (s *server) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	now := time.Now()
 	if req.Host == "control" {
@@ -346,16 +459,49 @@ func (s *server) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		http.Error(rw, "no such origin", http.StatusBadGateway)
 		return
 	}
+	a := &arrival{host: req.Host, path: req.URL.RequestURI(), at: now}
+	isPage := req.URL.Path != "/robots.txt"
 	s.mu.Lock()
-	s.log[run] = append(s.log[run], arrival{host: req.Host, path: req.URL.RequestURI(), at: now})
+	s.log[run] = append(s.log[run], a)
+	nth := 0 // which page request of its origin this is, from 1
+	if isPage && !isMoved {
+		s.pages[runOrigin{run, i}]++
+		nth = s.pages[runOrigin{run, i}]
+	}
 	s.mu.Unlock()
+	// answer notes that the answer begins now, with status; the time is
+	// taken before the response is written, so that no crawler sees the
+	// answer before the log says it was given.
+	answer := func(status int) {
+		t := time.Now()
+		s.mu.Lock()
+		a.answered, a.status = t, status
+		s.mu.Unlock()
+	}
+	defer func() {
+		s.mu.Lock()
+		if a.answered.IsZero() {
+			a.answered = time.Now() // no answer: the request ended unanswered
+		}
+		s.mu.Unlock()
+	}()
 	o := &s.w.origins[i]
-	if req.URL.Path != "/robots.txt" {
+	if isPage {
+		if o.latency > 0 && !sleep(req.Context(), o.latency) {
+			return
+		}
+		if nth <= o.pushback {
+			answer(http.StatusTooManyRequests) // no Retry-After
+			http.Error(rw, "too many requests", http.StatusTooManyRequests)
+			return
+		}
+		answer(http.StatusOK)
 		rw.Header().Set("Content-Type", "text/html; charset=utf-8")
 		io.WriteString(rw, "<!doctype html><title>page</title><p>A page.</p>\n")
 		return
 	}
 	serveBody := func() {
+		answer(http.StatusOK)
 		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		rw.Write(o.body)
 	}
@@ -367,24 +513,35 @@ func (s *server) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	case normal:
 		serveBody()
 	case unavail:
+		answer(http.StatusNotFound)
 		http.NotFound(rw, req)
 	case err503:
+		answer(http.StatusServiceUnavailable)
 		http.Error(rw, "unavailable", http.StatusServiceUnavailable)
 	case err429:
+		answer(http.StatusTooManyRequests)
 		http.Error(rw, "too many requests", http.StatusTooManyRequests)
 	case slow:
-		select {
-		case <-time.After(slowFetch):
+		if sleep(req.Context(), slowFetch) {
 			serveBody()
-		case <-req.Context().Done():
 		}
 	case silent:
-		select {
-		case <-time.After(time.Minute):
-		case <-req.Context().Done():
-		}
+		sleep(req.Context(), time.Minute)
 	case moved:
+		answer(http.StatusMovedPermanently)
 		http.Redirect(rw, req, "http://"+movedHost(i, run)+"/robots.txt", http.StatusMovedPermanently)
+	}
+}
+
+// sleep waits for d, or until ctx is done; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -394,13 +551,25 @@ func (s *server) serveLog(rw http.ResponseWriter, req *http.Request) {
 		http.Error(rw, "bad run", http.StatusBadRequest)
 		return
 	}
+	now := time.Now()
 	s.mu.Lock()
-	log := s.log[run]
+	log := make([]arrival, len(s.log[run]))
+	for k, a := range s.log[run] {
+		log[k] = *a
+		if log[k].answered.IsZero() {
+			log[k].answered = now // still in flight
+		}
+	}
 	delete(s.log, run)
+	for k := range s.pages {
+		if k.run == run {
+			delete(s.pages, k)
+		}
+	}
 	s.mu.Unlock()
 	bw := bufio.NewWriter(rw)
 	for _, a := range log {
-		fmt.Fprintf(bw, "%s\t%s\t%d\n", a.host, a.path, a.at.UnixNano())
+		fmt.Fprintf(bw, "%s\t%s\t%d\t%d\t%d\n", a.host, a.path, a.at.UnixNano(), a.answered.UnixNano(), a.status)
 	}
 	bw.Flush()
 }
@@ -426,7 +595,7 @@ func newBase(addr string) *http.Transport {
 	}
 }
 
-// fetchLog returns the arrivals the web at addr saw in run, and forgets them.
+// fetchLog returns the requests the web at addr saw in run, and forgets them.
 func fetchLog(addr string, run int) ([]arrival, error) {
 	c := &http.Client{Transport: &http.Transport{DialContext: dialer(addr)}, Timeout: time.Minute}
 	defer c.CloseIdleConnections()
@@ -441,14 +610,16 @@ func fetchLog(addr string, run int) ([]arrival, error) {
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		f := strings.Split(sc.Text(), "\t")
-		if len(f) != 3 {
+		if len(f) != 5 {
 			return nil, fmt.Errorf("bad log line %q", sc.Text())
 		}
-		ns, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil {
-			return nil, err
+		var n [3]int64
+		for k := range n {
+			if n[k], err = strconv.ParseInt(f[2+k], 10, 64); err != nil {
+				return nil, fmt.Errorf("bad log line %q: %w", sc.Text(), err)
+			}
 		}
-		log = append(log, arrival{host: f[0], path: f[1], at: time.Unix(0, ns)})
+		log = append(log, arrival{host: f[0], path: f[1], at: time.Unix(0, n[0]), answered: time.Unix(0, n[1]), status: int(n[2])})
 	}
 	return log, sc.Err()
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/f9014239/robots"
 )
 
 func TestScaleDelays(t *testing.T) {
@@ -55,15 +57,20 @@ func TestParseHost(t *testing.T) {
 	}
 }
 
-// testWeb is a web of three origins made by hand: a normal one with a
-// crawl-delay of 100 ms, one whose robots.txt answers 503, and one that
-// answers slowly.
+// testWeb is a web of five origins made by hand: a normal one with a
+// crawl-delay of 100 ms, one whose robots.txt answers 503, one that answers
+// slowly, one whose pages answer after 160 ms (delay 100 ms), and one that
+// answers its first two page requests 429 (delay 100 ms); its back-off
+// starts at 300 ms.
 func testWeb() *web {
-	w := &web{timeout: 2 * time.Second}
+	w := &web{timeout: 2 * time.Second, backoff: robots.Backoff{First: 300 * time.Millisecond, Max: 500 * time.Millisecond, Forgive: time.Second}}
+	delayed := []byte("User-agent: *\nCrawl-delay: 0.1\nDisallow: /private\n")
 	w.origins = []origin{
-		{kind: normal, body: []byte("User-agent: *\nCrawl-delay: 0.1\nDisallow: /private\n"), paths: []string{"/", "/private/a", "/b"}},
+		{kind: normal, body: delayed, paths: []string{"/", "/private/a", "/b"}},
 		{kind: err503, paths: []string{"/", "/c"}},
 		{kind: slow, body: []byte("User-agent: *\nDisallow:\n"), paths: []string{"/"}},
+		{kind: normal, body: delayed, paths: []string{"/", "/b"}, latency: 160 * time.Millisecond},
+		{kind: normal, body: delayed, paths: []string{"/", "/b"}, pushback: 2},
 	}
 	for i := range w.origins {
 		w.judge(&w.origins[i])
@@ -80,14 +87,32 @@ func TestJudgeWeb(t *testing.T) {
 	if o.allowed[1] || !o.refereed[1] || !o.allowed[0] || !o.allowed[2] {
 		t.Errorf("allowed %v, refereed %v; want only /private/a disallowed, and refereed", o.allowed, o.refereed)
 	}
-	if got := w.bound(o); got != 200*time.Millisecond {
-		t.Errorf("bound of the normal origin %v, want 200ms (robots.txt, then two pages a delay apart)", got)
-	}
-	if got := w.bound(&w.origins[1]); got != 0 {
-		t.Errorf("bound of the unreachable origin %v, want 0", got)
+	for _, c := range []struct {
+		i    int
+		want time.Duration
+		why  string
+	}{
+		{0, 200 * time.Millisecond, "robots.txt, then two pages a delay apart"},
+		{1, 0, "unreachable: no page"},
+		{2, slowFetch, "robots.txt after 1 s, no delay"},
+		{3, 520 * time.Millisecond, "two pages, each a delay after the answer before, answered after 160 ms"},
+		// four requests a delay apart (two 429s, then two pages), and the
+		// pauses of the back-off beyond the delay: 300 - 100 and 500 - 100
+		// (600 capped at Max)
+		{4, 1000 * time.Millisecond, "two 429s, paused 300 and 500 ms, then two pages"},
+	} {
+		if got := w.bound(&w.origins[c.i]); got != c.want {
+			t.Errorf("bound of origin %d: %v, want %v (%s)", c.i, got, c.want, c.why)
+		}
 	}
 	if got := w.politeBound(); got != slowFetch {
 		t.Errorf("polite bound %v, want %v (the slow origin)", got, slowFetch)
+	}
+	if got := scaledBackoff(0.01); got != (robots.Backoff{First: 600 * time.Millisecond, Max: 864 * time.Second, Forgive: 36 * time.Second}) {
+		t.Errorf("scaledBackoff(0.01) = %+v", got)
+	}
+	if got := scaledBackoff(0); got != (robots.Backoff{}) {
+		t.Errorf("scaledBackoff(0) = %+v, want none", got)
 	}
 }
 
@@ -95,32 +120,55 @@ func TestJudgeRun(t *testing.T) {
 	w := testWeb()
 	t0 := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	// req is a request that arrived at ms and was answered lat ms later.
+	req := func(h, path string, ms, lat, status int) arrival {
+		return arrival{h, path, at(ms), at(ms + lat), status}
+	}
 	seen := []arrival{
-		{host(0, 1), "/robots.txt", at(0)},
-		{host(0, 1), "/", at(100)},
-		{host(0, 1), "/private/a", at(150)}, // disallowed, and 50 ms early
-		{host(0, 1), "/robots.txt", at(400)},
-		{host(1, 1), "/robots.txt", at(0)},
-		{host(1, 1), "/c", at(10)},              // robots.txt unreachable
-		{movedHost(2, 1), "/robots.txt", at(0)}, // not a crawled origin
-		{host(0, 2), "/", at(1)},                // another run
-		{host(2, 1), "/robots.txt", at(0)},      // slow
-		{host(2, 1), "/", at(1000)},             // no delay: never too close
-		{host(0, 1), "/b", at(496)},             // 4 ms early: within the slack
+		req(host(0, 1), "/robots.txt", 0, 0, 200),
+		req(host(0, 1), "/", 100, 0, 200),
+		req(host(0, 1), "/private/a", 150, 0, 200), // disallowed, and 50 ms early
+		req(host(0, 1), "/robots.txt", 400, 0, 200),
+		req(host(1, 1), "/robots.txt", 0, 0, 503),
+		req(host(1, 1), "/c", 10, 0, 200),              // robots.txt unreachable
+		req(host(2, 1), "/robots.txt", 0, 1000, 200),   // slow
+		req(movedHost(2, 1), "/robots.txt", 0, 0, 200), // not a crawled origin
+		req(host(0, 2), "/", 1, 0, 200),                // another run
+		req(host(2, 1), "/", 1000, 0, 200),             // no delay: never too early
+		req(host(0, 1), "/b", 496, 0, 200),             // 4 ms early: within the slack
+		req(host(3, 1), "/robots.txt", 0, 0, 200),
+		req(host(3, 1), "/", 100, 160, 200),  // on time
+		req(host(3, 1), "/b", 200, 160, 200), // before the answer to /
+		req(host(4, 1), "/robots.txt", 0, 0, 200),
+		req(host(4, 1), "/", 100, 0, 429),
+		req(host(4, 1), "/", 400, 0, 200),
+		req(host(4, 1), "/b", 500, 0, 429), // a page never answered 200
 	}
 	var f figures
 	w.judgeRun(&f, 1, seen, seen[:2], 5*time.Millisecond)
-	if f.pages != 5 || f.disallowed != 1 || f.unreachable != 1 || f.violSeen != 1 || f.violLeft != 0 || f.violSeenRobots != 0 {
-		t.Errorf("pages %d, disallowed %d, unreachable %d, violations seen %d (%d after robots.txt), left %d; want 5, 1, 1, 1 (0), 0",
-			f.pages, f.disallowed, f.unreachable, f.violSeen, f.violSeenRobots, f.violLeft)
+	if f.pages != 10 || f.got != 6 || f.allowed != 7 || f.tooMany != 2 {
+		t.Errorf("pages %d, got %d of %d allowed, 429s %d; want 10, 6 of 7, 2", f.pages, f.got, f.allowed, f.tooMany)
 	}
-	if n, r := violations(seen[:3], 100*time.Millisecond, 0); n != 1 || r != 0 {
-		t.Errorf("violations of %v: %d, %d after robots.txt; want 1, 0", seen[:3], n, r)
+	if f.disallowed != 1 || f.unreachable != 1 {
+		t.Errorf("disallowed %d, unreachable %d; want 1, 1", f.disallowed, f.unreachable)
 	}
-	if n, r := violations(seen[:2], 150*time.Millisecond, 0); n != 1 || r != 1 {
-		t.Errorf("violations of %v at 150ms: %d, %d after robots.txt; want 1, 1", seen[:2], n, r)
+	if f.violSeen != 2 || f.violSeenInFlight != 1 || f.violSeenRobots != 0 || f.violLeft != 0 {
+		t.Errorf("violations seen %d (%d in flight, %d after robots.txt), left %d; want 2 (1, 0), 0",
+			f.violSeen, f.violSeenInFlight, f.violSeenRobots, f.violLeft)
 	}
-	if f.robotsMax != 2 || f.robotsExtra != 1 || f.robotsMean != 4.0/3 {
-		t.Errorf("robots.txt mean %v, max %d, >1 %d; want 4/3, 2, 1", f.robotsMean, f.robotsMax, f.robotsExtra)
+	if v := violations(seen[:3], 100*time.Millisecond, 0); v != (violation{n: 1}) {
+		t.Errorf("violations of %v: %+v; want 1", seen[:3], v)
+	}
+	if v := violations(seen[:2], 150*time.Millisecond, 0); v != (violation{n: 1, afterRobots: 1}) {
+		t.Errorf("violations of %v at 150ms: %+v; want 1, after robots.txt", seen[:2], v)
+	}
+	// An answer that comes after a later request's holds the origin: the
+	// request after both is judged from the later answer.
+	long := []arrival{req("o", "/a", 0, 500, 200), req("o", "/b", 10, 10, 200), req("o", "/c", 300, 0, 200)}
+	if v := violations(long, 100*time.Millisecond, 0); v != (violation{n: 2, inFlight: 2}) {
+		t.Errorf("violations of %v: %+v; want 2, both in flight", long, v)
+	}
+	if f.robotsMax != 2 || f.robotsExtra != 1 || f.robotsMean != 6.0/5 {
+		t.Errorf("robots.txt mean %v, max %d, >1 %d; want 6/5, 2, 1", f.robotsMean, f.robotsMax, f.robotsExtra)
 	}
 }
