@@ -290,6 +290,27 @@ func describe(out io.Writer, w *web) {
 	fmt.Fprintf(out, "\npages: %d origins answer slowly (%d with a crawl-delay), %d push back (%d with a crawl-delay; %d 429s to a polite crawler); back-off %v, up to %v, forgiven after %v\n",
 		slowN, slowDelayed, pushN, pushDelayed, pushPages, w.backoff.First, w.backoff.Max, w.backoff.Forgive)
 	fmt.Fprintf(out, "polite bound %v: origin %d (%s, %s), %d pages at %v, latency %v, %d 429s\n", w.politeBound(), crit, kindNames[c.kind], c.file, countTrue(c.allowed), c.delay, c.latency, c.pushback)
+	fmt.Fprint(out, "longest chains:")
+	for _, class := range []struct {
+		name string
+		is   func(*origin) bool
+	}{
+		{"slow pages", func(o *origin) bool { return o.latency > 0 }},
+		{"pushback", func(o *origin) bool { return o.pushback > 0 }},
+		{"others", func(o *origin) bool { return o.latency == 0 && o.pushback == 0 }},
+	} {
+		best := -1
+		for i := range w.origins {
+			if o := &w.origins[i]; class.is(o) && (best < 0 || w.bound(o) > w.bound(&w.origins[best])) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			o := &w.origins[best]
+			fmt.Fprintf(out, " %s %v (%d pages at %v, latency %v);", class.name, w.bound(o), countTrue(o.allowed), o.delay, o.latency)
+		}
+	}
+	fmt.Fprintln(out)
 	fmt.Fprintf(out, "%s/%s, %d CPUs\n\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 }
 
