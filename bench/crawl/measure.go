@@ -258,7 +258,11 @@ func gaps(as []arrival) string {
 	var b strings.Builder
 	for k, a := range as {
 		if k > 0 {
-			fmt.Fprintf(&b, " +%v ", a.at.Sub(as[k-1].answered).Round(10*time.Microsecond))
+			sign := "+"
+			if a.at.Before(as[k-1].answered) {
+				sign = "" // the Duration has its minus
+			}
+			fmt.Fprintf(&b, " %s%v ", sign, a.at.Sub(as[k-1].answered).Round(10*time.Microsecond))
 		}
 		b.WriteString(a.path)
 		if l := a.answered.Sub(a.at); l >= time.Millisecond {
