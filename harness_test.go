@@ -330,6 +330,10 @@ type memTurn struct {
 	holdUntil time.Duration
 }
 
+// memForgive is the Forgive of the latest PushBack to any memPacer: the
+// tests give one Backoff to all.
+var memForgive time.Duration
+
 // memBackoff is a memPacer's back-off of one origin.
 type memBackoff struct {
 	level      int
@@ -369,7 +373,9 @@ func (p *memPacer) Reserve(ctx context.Context, origin string, r TurnRequest) (T
 		p.last = make(map[string]memTurn)
 	}
 	t := memTurn{at: at, every: keep}
-	if r.Hold > 0 && keep > 0 {
+	bo, backingOff := p.bo[origin]
+	backingOff = backingOff && now <= bo.end+memForgive
+	if r.Hold > 0 && (keep > 0 || !r.Known || backingOff) {
 		p.ids++
 		t.id, t.holdUntil = p.ids, at+r.Hold
 	}
@@ -427,6 +433,7 @@ func (p *memPacer) PushBack(ctx context.Context, origin string, sent time.Time, 
 		d *= 2
 	}
 	bo.start, bo.end = now, now+min(d, b.Max)
+	memForgive = b.Forgive
 	p.bo[origin] = bo
 	if p.pause == nil {
 		p.pause = make(map[string]time.Duration)

@@ -56,6 +56,7 @@ var emptyRobots = matcher.Parse(nil)
 // Agent: the group's crawl-delay within MaxCrawlDelay and MinDelay, or zero.
 // It fetches robots.txt if needed, and waits for that fetch as Origin does.
 func (t *Transport) CrawlDelay(ctx context.Context, u *url.URL) (time.Duration, error) {
+	t.once.Do(t.init)
 	agent, _, err := t.identity(ctx, nil)
 	if err != nil {
 		return 0, err

@@ -2,6 +2,7 @@ package robots
 
 import (
 	"context"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,10 +34,13 @@ type Pacer interface {
 	// origin's rules: it is about to fetch robots.txt) max(r.Every, prev),
 	// so that a fetch does not shorten the interval the rules set.
 	//
-	// If the previous turn is still held, Reserve takes none and returns
-	// InFlight, with Wait its estimate of when a turn may be free. If
-	// the turn is further away than r.MaxWait, it takes none and returns
-	// the wait it foresees.
+	// The turn holds the origin, if r.Hold is positive, when it keeps an
+	// interval, when r.Known is false (a fetch of robots.txt, which may
+	// find a crawl-delay), or when the origin is backing off (from a
+	// PushBack until the back-off is forgiven). If the previous turn is still held, Reserve
+	// takes none and returns InFlight, with Wait its estimate of when a
+	// turn may be free. If the turn is further away than r.MaxWait, it
+	// takes none and returns the wait it foresees.
 	Reserve(ctx context.Context, origin string, r TurnRequest) (Turn, error)
 
 	// Release ends the hold of the turn id of origin, answered at
@@ -73,6 +77,10 @@ type TurnRequest struct {
 	// Hold, if positive, makes the turn hold the origin until it is
 	// released, or for Hold after the turn at the most.
 	Hold time.Duration
+	// ID, if not zero, names the turn if it holds the origin: the caller
+	// draws it at random, so that it can release a turn whose answer it
+	// never got. A Pacer may name the turn itself when ID is zero.
+	ID uint64
 }
 
 // Turn is the answer of [Pacer.Reserve].
@@ -80,7 +88,7 @@ type Turn struct {
 	OK       bool          // the turn is taken
 	Wait     time.Duration // until the turn if OK, or until a turn may be free
 	InFlight bool          // not taken: a turn of the origin is held
-	ID       uint64        // names a held turn for Release
+	ID       uint64        // names a held turn for Release (TurnRequest.ID if given); 0 if it holds nothing
 }
 
 // Backoff is how an origin that pushes back without saying for how long
@@ -100,10 +108,10 @@ type Backoff struct {
 func (b Backoff) pause(level int, jitter float64) time.Duration {
 	d := b.First
 	for i := 1; i < level && d < b.Max; i++ {
-		d *= 2
+		d = add(d, d)
 	}
 	d = min(d, b.Max)
-	return d + time.Duration(float64(d)/10*jitter)
+	return add(d, time.Duration(float64(d)/10*jitter))
 }
 
 // Why a request to an origin is held back: the Reason of a [TurnError],
@@ -114,6 +122,7 @@ const (
 	ReasonRetryAfter = "retry-after" // a pause the origin asked for with Retry-After
 	ReasonBackoff    = "backoff"     // a pause after the origin pushed back (see Backoff)
 	ReasonRobotsTxt  = "robots.txt"  // the fetch of the origin's robots.txt
+	ReasonPacer      = "pacer"       // the Pacer did not answer within MaxWait
 )
 
 // pace is the in-memory pace of one origin: its latest turn, the turn in
@@ -220,7 +229,7 @@ func (p *pace) reserve(now, every, maxWait, hold time.Duration) grant {
 	tk := turn{p: p, at: at, seq: p.next, prevLast: p.last, prevEvery: p.lastEvery, prevSeq: p.seq}
 	p.take(at, every)
 	if hold > 0 && (p.lastEvery > 0 || int64(now) < p.heedUntil.Load()) {
-		p.hold(&tk, at+hold)
+		p.hold(&tk, add(at, hold))
 	}
 	return grant{wait: wait, ok: true, why: why, tk: tk}
 }
@@ -245,8 +254,8 @@ func (p *pace) inFlight(now, every time.Duration) (grant, bool) {
 // hold plus the interval, nor earlier than a pause's end. The caller holds
 // p.mu.
 func (p *pace) estimate(now, every time.Duration) time.Duration {
-	answer := min(max(p.heldAt+p.answer, now), p.heldUntil)
-	at := answer + max(abs(every), p.lastEvery)
+	answer := min(max(add(p.heldAt, p.answer), now), p.heldUntil)
+	at := add(answer, max(abs(every), p.lastEvery))
 	return max(at, time.Duration(p.pausedUntil.Load()))
 }
 
@@ -300,7 +309,7 @@ func (p *pace) turnAt(now, every time.Duration) (time.Duration, string) {
 		at, why = pu, p.pauseWhy
 	}
 	if p.seq != 0 {
-		if next := p.last + max(abs(every), p.lastEvery); next > at {
+		if next := add(p.last, max(abs(every), p.lastEvery)); next > at {
 			at, why = next, ReasonCrawlDelay
 		}
 	}
@@ -313,7 +322,7 @@ func (p *pace) earliest(now, every time.Duration) (time.Duration, string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if g, busy := p.inFlight(now, every); busy {
-		return now + g.wait, g.why
+		return add(now, g.wait), g.why
 	}
 	return p.turnAt(now, every)
 }
@@ -362,6 +371,15 @@ func pacerEvery(every time.Duration) (iv time.Duration, known bool) {
 		return 0, false
 	}
 	return -every, false
+}
+
+// add returns a+b, or the longest Duration where that overflows: a wait
+// that a setting without a cap makes endless stays endless.
+func add(a, b time.Duration) time.Duration {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 func abs(d time.Duration) time.Duration {
@@ -464,11 +482,11 @@ func (p *pace) pushBack(now, sent time.Duration, b Backoff, jitter float64) (unt
 	if p.boLevel > 0 && sent <= p.boStart {
 		return p.boEnd, false
 	}
-	if p.boLevel > 0 && now > p.boEnd+b.Forgive {
+	if p.boLevel > 0 && now > add(p.boEnd, b.Forgive) {
 		p.boLevel = 0
 	}
 	p.boLevel++
-	p.boStart, p.boEnd = now, now+b.pause(p.boLevel, jitter)
+	p.boStart, p.boEnd = now, add(now, b.pause(p.boLevel, jitter))
 	p.pauseLocked(p.boEnd, ReasonBackoff)
 	p.heedBackoff(b)
 	return p.boEnd, true
@@ -490,7 +508,7 @@ func (p *pace) backedOff(now, until time.Duration, b Backoff) {
 // heedBackoff makes every request to p take a turn, one at a time, until
 // its back-off is forgiven. The caller holds p.mu.
 func (p *pace) heedBackoff(b Backoff) {
-	if u := int64(p.boEnd + b.Forgive); u > p.heedUntil.Load() {
+	if u := int64(add(p.boEnd, b.Forgive)); u > p.heedUntil.Load() {
 		p.heedUntil.Store(u)
 	}
 }
@@ -529,7 +547,7 @@ func (p *pace) fetchEvery(floor time.Duration) time.Duration {
 // p.mu.
 func (p *pace) matters(now time.Duration) bool {
 	return p.heldSeq != 0 || p.heedUntil.Load() > int64(now) ||
-		p.seq != 0 && p.last+max(p.every, p.lastEvery) > now
+		p.seq != 0 && add(p.last, max(p.every, p.lastEvery)) > now
 }
 
 // drop marks p dropped and reports true, unless it still matters at now.

@@ -382,7 +382,9 @@ func (hangPacer) Pause(ctx context.Context, _ string, _ time.Time) error {
 }
 
 // TestMaxWaitBoundsHangingPacer: a Pacer that hangs holds a request no
-// longer than MaxWait; the turn is then taken in memory.
+// longer than MaxWait: it is refused for now (ReasonPacer), as the memory
+// knows nothing of the fleet's requests in flight, until the Pacer has
+// answered nothing for 2 s; then turns are taken in memory, as when it errs.
 func TestMaxWaitBoundsHangingPacer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		site := &siteLog{robots: "User-agent: *\nCrawl-delay: 1\n"}
@@ -391,14 +393,33 @@ func TestMaxWaitBoundsHangingPacer(t *testing.T) {
 		client := &http.Client{Transport: tr}
 		get(client, "https://example.com/first") // robots.txt: waits for the Pacer's 2s
 		time.Sleep(5 * time.Second)
+		var refused, sent int
 		start := time.Now()
-		err := get(client, "https://example.com/page")
-		if d := time.Since(start); d > 50*time.Millisecond {
-			t.Errorf("request held %v by a hanging Pacer, want at most MaxWait (50ms)", d)
+		for time.Since(start) < 4*time.Second {
+			t0 := time.Now()
+			err := get(client, "https://example.com/page")
+			if d := time.Since(t0); d > 50*time.Millisecond {
+				t.Errorf("request held %v by a hanging Pacer, want at most MaxWait (50ms)", d)
+			}
+			var te *TurnError
+			switch {
+			case err == nil:
+				sent++
+			case errors.As(err, &te) && te.Reason == ReasonPacer:
+				refused++
+				if sent > 0 {
+					t.Errorf("refused for the Pacer after a turn was taken in memory")
+				}
+			case errors.As(err, &te):
+			default:
+				t.Fatalf("GET: %v", err)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		if err != nil {
-			t.Errorf("GET: %v, want sent with a turn taken in memory", err)
+		if refused == 0 || sent == 0 {
+			t.Errorf("%d refused for the Pacer, %d sent; want refusals for 2s, then turns in memory", refused, sent)
 		}
+		site.checkSpaced(t, "https://example.com", time.Second)
 	})
 }
 

@@ -76,6 +76,23 @@ type turns struct {
 	stats *stats
 	// when a Pacer failure was last logged, in Unix ns; 0 if never
 	pacerLogged atomic.Int64
+	// since when every Reserve cut short by MaxWait has gone unanswered,
+	// in Unix ns; 0 if the last one was answered
+	pacerSlowSince atomic.Int64
+}
+
+// pacerDown notes that a Reserve was cut short by MaxWait, and reports
+// whether the Pacer has answered none for storeTimeout, the bound of one
+// call: then it counts as failed, and turns are taken in memory, as for a
+// Pacer that errs, rather than refused for as long as it hangs.
+func (tn *turns) pacerDown() bool {
+	now := time.Now().UnixNano()
+	since := tn.pacerSlowSince.Load()
+	if since == 0 {
+		tn.pacerSlowSince.CompareAndSwap(0, now)
+		return false
+	}
+	return now-since >= int64(storeTimeout)
 }
 
 // now returns the time since epoch, on the monotonic clock.
@@ -199,7 +216,7 @@ var noLimit = turnLimit{until: math.MaxInt64}
 func (tn *turns) limitOf(ctx context.Context, start time.Duration) turnLimit {
 	l := noLimit
 	if mw := tn.maxWaitOf(ctx); mw > 0 {
-		l.until, l.maxWait = start+mw+1, true // a turn MaxWait away is taken
+		l.until, l.maxWait = add(start, add(mw, 1)), true // a turn MaxWait away is taken
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		if d := tn.clock(dl); d < l.until {
@@ -227,7 +244,7 @@ func (tn *turns) notYet(ctx context.Context, s *site, now, wait time.Duration, l
 			tn.stats.inFlightWaits.Add(1)
 		}
 	}
-	e := &TurnError{Origin: s.origin, At: tn.epoch.Add(now + wait), Reason: why}
+	e := &TurnError{Origin: s.origin, At: tn.epoch.Add(add(now, wait)), Reason: why}
 	if l.deadline {
 		e.Err = context.DeadlineExceeded
 	}
@@ -273,6 +290,7 @@ func (tn *turns) waitTurn(ctx context.Context, s *site, every time.Duration, f *
 			tn.stats.paceWait.Add(int64(waited))
 		}
 	}()
+	poll := minPoll // the Pacer's turn in flight is asked about at most so often
 	for {
 		g, err := tn.reserve(ctx, s, every, lim, f, &waited, u)
 		if err != nil {
@@ -280,6 +298,11 @@ func (tn *turns) waitTurn(ctx context.Context, s *site, every time.Duration, f *
 		}
 		if !g.ok {
 			// A request in flight, whose answer this one may wait for.
+			if g.freed == nil {
+				// In the Pacer: ask again, less and less often.
+				g.wait = max(g.wait, poll)
+				poll = min(2*poll, maxPoll)
+			}
 			if err := tn.waitFreed(ctx, s, g, lim, &waited, u); err != nil {
 				return turn{}, err
 			}
@@ -310,6 +333,14 @@ func (tn *turns) waitTurn(ctx context.Context, s *site, every time.Duration, f *
 		tn.giveBack(ctx, s, tk)
 	}
 }
+
+// A request that finds its origin's turn held by another user of the Pacer
+// asks the Pacer again after the wait it foresees, and no sooner than a poll
+// interval that doubles from minPoll to maxPoll.
+const (
+	minPoll = 10 * time.Millisecond
+	maxPoll = 250 * time.Millisecond
+)
 
 // free reports whether a request to s with the interval every takes no
 // turn: the hot path. No interval applies, the origin is neither paused nor
@@ -397,11 +428,31 @@ func (tn *turns) giveBack(ctx context.Context, s *site, tk turn) {
 
 // pacerRelease releases the held turn id of s in the Pacer, answered now.
 func (tn *turns) pacerRelease(ctx context.Context, s *site, id uint64) {
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-	defer cancel()
-	if err := tn.cfg.pacer.Release(pctx, s.origin, id, time.Now()); err != nil {
-		tn.pacerFailed(ctx, s.origin, err)
+	answered := time.Now()
+	tn.afterAnswer(ctx, func(pctx context.Context) {
+		if err := tn.cfg.pacer.Release(pctx, s.origin, id, answered); err != nil {
+			tn.pacerFailed(ctx, s.origin, err)
+		}
+	})
+}
+
+// afterAnswer makes call, a call to the Pacer after a request's answer (a
+// release, a pause, a back-off), under a context of its own bounded by
+// storeTimeout, so that it is made even when the request is cancelled as its
+// answer comes. For a request under MaxWait it is made on a goroutine of its
+// own, which ends with the call: a worker that gave MaxWait is not held by
+// a Pacer that hangs. The memory's state is the caller's to change first.
+func (tn *turns) afterAnswer(ctx context.Context, call func(context.Context)) {
+	run := func() {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+		defer cancel()
+		call(pctx)
 	}
+	if tn.maxWaitOf(ctx) > 0 {
+		go run()
+		return
+	}
+	run()
 }
 
 // sleep waits for d, or until ctx is done, and adds the time it waited to
@@ -485,13 +536,20 @@ func (tn *turns) reserve(ctx context.Context, s *site, every time.Duration, lim 
 	now := tn.now()
 	left := lim.left(now)
 	iv, known := pacerEvery(every)
+	// The Pacer holds the turn if it keeps an interval, or the origin
+	// is backing off in the fleet (see Pacer.Reserve).
 	hold := tn.holdFor()
-	if every == 0 && !tn.paceOf(s).heeded(now) {
-		hold = 0 // a turn that keeps no interval holds nothing
-	}
+	// The turn's ID is drawn here, so that a turn whose answer is lost
+	// (the call cut short by MaxWait) can be released all the same.
+	id := rand.Uint64() | 1
 	pctx, cancel := tn.pacerCtx(ctx, lim)
-	r, err := p.Reserve(pctx, s.origin, TurnRequest{Every: iv, Known: known, MaxWait: left, Hold: hold})
+	asked := time.Now()
+	r, err := p.Reserve(pctx, s.origin, TurnRequest{Every: iv, Known: known, MaxWait: left, Hold: hold, ID: id})
+	cutShort := err != nil && ctx.Err() == nil && pctx.Err() != nil && lim.maxWait && !tn.pacerDown()
 	cancel()
+	if err == nil {
+		tn.pacerSlowSince.Store(0)
+	}
 	if err == nil && r.OK && r.Wait >= left && lim.until != math.MaxInt64 {
 		// A Pacer that rounds may hand out a turn at the limit itself.
 		r.OK = false
@@ -504,12 +562,12 @@ func (tn *turns) reserve(ctx context.Context, s *site, every time.Duration, lim 
 		// Counted from the answer, not the question: the turn the
 		// process remembers is never earlier than the Pacer's.
 		wait := max(r.Wait, 0)
-		at := tn.now() + wait
-		tk := tn.paceOf(s).record(at, every, r.ID != 0, at+hold, r.ID)
+		at := add(tn.now(), wait)
+		tk := tn.paceOf(s).record(at, every, r.ID != 0, add(at, hold), r.ID)
 		return grant{wait: wait, ok: true, why: ReasonCrawlDelay, tk: tk}, nil
 	case err == nil && r.InFlight:
 		// In flight from another user of the Pacer: poll it, from
-		// when it foresees a free turn.
+		// when it foresees a free turn (see waitFreed).
 		wait := max(r.Wait, time.Millisecond)
 		if wait >= left {
 			return grant{}, tn.notYet(ctx, s, now, wait, lim, ReasonInFlight)
@@ -519,7 +577,15 @@ func (tn *turns) reserve(ctx context.Context, s *site, every time.Duration, lim 
 		wait := max(r.Wait, time.Nanosecond) // a Pacer that refuses a turn it says is now
 		return grant{}, tn.notYet(ctx, s, now, wait, lim, ReasonCrawlDelay)
 	case ctx.Err() != nil:
+		tn.releaseLost(ctx, s, id, hold)
 		return grant{}, fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
+	case cutShort:
+		// The Pacer did not answer within MaxWait: the turn is
+		// refused, not taken in memory, which knows nothing of the
+		// fleet's requests in flight. One the Pacer took is released.
+		tn.releaseLost(ctx, s, id, hold)
+		now = tn.now()
+		return grant{}, tn.notYet(ctx, s, now, max(time.Since(asked), time.Millisecond), lim, ReasonPacer)
 	}
 	tn.pacerFailed(ctx, s.origin, err)
 	now = tn.now()
@@ -530,10 +596,21 @@ func (tn *turns) reserve(ctx context.Context, s *site, every time.Duration, lim 
 	return g, nil
 }
 
+// releaseLost releases, in the Pacer, the turn id that a Reserve cut short
+// may have taken with a hold, on a goroutine bounded by storeTimeout: the
+// caller does not wait for it.
+func (tn *turns) releaseLost(ctx context.Context, s *site, id uint64, hold time.Duration) {
+	if hold <= 0 {
+		return
+	}
+	go tn.pacerRelease(context.WithoutCancel(ctx), s, id)
+}
+
 // pacerCtx returns ctx bounded for one call to the Pacer: by storeTimeout,
 // and by the request's limit, so that a Pacer that hangs holds a request no
-// longer than MaxWait. A Pacer cut short by MaxWait counts as failed: the
-// turn is taken in memory.
+// longer than MaxWait. A Reserve cut short by MaxWait refuses the request
+// for now (ReasonPacer), until the Pacer has answered none for storeTimeout
+// (see pacerDown); other failures take the turn in memory.
 func (tn *turns) pacerCtx(ctx context.Context, lim turnLimit) (context.Context, context.CancelFunc) {
 	d := storeTimeout
 	if lim.maxWait {
@@ -583,15 +660,16 @@ func (tn *turns) backOff(ctx context.Context, s *site, status int, sent time.Dur
 	p := tn.paceOf(s)
 	until, isNew := p.pushBack(now, sent, b, rand.Float64())
 	if pc := tn.cfg.pacer; pc != nil {
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-		pu, err := pc.PushBack(pctx, s.origin, tn.epoch.Add(sent), b)
-		cancel()
-		if err != nil {
-			tn.pacerFailed(ctx, s.origin, err)
-		} else if d := tn.clock(pu); d > until {
-			p.backedOff(now, d, b)
-			until = d
-		}
+		// The fleet's back-off may be at a higher level: its pause, if
+		// longer, is kept in memory too.
+		tn.afterAnswer(ctx, func(pctx context.Context) {
+			pu, err := pc.PushBack(pctx, s.origin, tn.epoch.Add(sent), b)
+			if err != nil {
+				tn.pacerFailed(ctx, s.origin, err)
+			} else if d := tn.clock(pu); d > until {
+				p.backedOff(tn.now(), d, b)
+			}
+		})
 	}
 	if isNew {
 		tn.stats.backoffs.Add(1)
@@ -610,15 +688,16 @@ func (tn *turns) pause(ctx context.Context, s *site, d time.Duration) {
 	tn.stats.pauses.Add(1)
 	// The pause is kept in memory in any case, so that the requests of
 	// this Transport that wait for a turn see it at once.
-	tn.paceOf(s).pause(tn.now()+d, ReasonRetryAfter)
+	tn.paceOf(s).pause(add(tn.now(), d), ReasonRetryAfter)
 	if p := tn.cfg.pacer; p != nil {
 		// The pause must reach the fleet even when the request that
 		// met the 429 or 503 is cancelled as the response comes back.
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-		defer cancel()
-		if err := p.Pause(pctx, s.origin, time.Now().Add(d)); err != nil {
-			tn.pacerFailed(ctx, s.origin, err)
-		}
+		until := time.Now().Add(d)
+		tn.afterAnswer(ctx, func(pctx context.Context) {
+			if err := p.Pause(pctx, s.origin, until); err != nil {
+				tn.pacerFailed(ctx, s.origin, err)
+			}
+		})
 	}
 }
 
@@ -642,7 +721,9 @@ func (tn *turns) paused(ctx context.Context, s *site, waited bool) bool {
 	if !ok || !waited {
 		return false
 	}
-	until, err := pc.PausedUntil(ctx, s.origin)
+	pctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	until, err := pc.PausedUntil(pctx, s.origin)
+	cancel()
 	if err != nil {
 		tn.pacerFailed(ctx, s.origin, err)
 		return false

@@ -200,6 +200,13 @@ func (l *loader) compile(e *Entry, robots *matcher.Robots) *state {
 		} else {
 			st.every = l.delayOf(st.robots.Group("*").CrawlDelay())
 		}
+		if !e.FetchedAt.IsZero() && st.every > 0 {
+			// A copy lasts at least two crawl-delays, so that a
+			// crawl-delay as long as its lifetime (a day, or a short
+			// max-age) still lets a page follow each fetch: otherwise
+			// each refetch would take the turn of the page after it.
+			st.expires = max(st.expires, add(l.clock(e.FetchedAt), add(st.every, st.every)))
+		}
 	case AccessUnavailable:
 		st.every = l.delayOf(0, false)
 	default:
