@@ -132,9 +132,14 @@ func (r *reader) uvarint() uint64 {
 // varint, in the order of the struct (see encodePace).
 const paceVersion = 1
 
+// paceMaxLen bounds the length of an encoded pace.
+const paceMaxLen = 1 + 11*binary.MaxVarintLen64
+
 // encodePace returns the bytes that keep p.
-func encodePace(p *pace) []byte {
-	b := make([]byte, 0, 1+11*binary.MaxVarintLen64)
+func encodePace(p *pace) []byte { return appendPace(make([]byte, 0, paceMaxLen), p) }
+
+// appendPace appends the bytes that keep p to b.
+func appendPace(b []byte, p *pace) []byte {
 	b = append(b, paceVersion)
 	for _, v := range [...]int64{p.last, p.lastEvery, p.lastUntil, int64(p.heldID), p.heldAt, p.heldUntil,
 		p.pauseUntil, p.boLevel, p.boStart, p.boEnd, p.boUntil} {

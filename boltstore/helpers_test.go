@@ -30,6 +30,10 @@ func withFlushInterval(d time.Duration) Option {
 	return func(o *options) { o.flushInterval = d }
 }
 
+func withLease(d time.Duration) Option {
+	return func(o *options) { o.lease = d }
+}
+
 func withCompactInterval(d time.Duration) Option {
 	return func(o *options) { o.compactInterval = d }
 }

@@ -1,17 +1,12 @@
 package boltstore
 
 import (
-	"cmp"
 	"context"
 	"hash/maphash"
-	"log/slog"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/f9014239/robots"
 )
@@ -355,168 +350,5 @@ func (s *Store) prunePauses() {
 	}
 	if len(m) < len(old) {
 		s.pauses.Store(&m)
-	}
-}
-
-// rec is the pace of an origin as a flush writes it: nil to delete it.
-type rec struct {
-	origin string
-	v      []byte
-}
-
-// snapshot returns the paces changed since the last snapshot, sorted by
-// origin (bbolt puts keys in order fastest), and marks them written.
-func (s *Store) snapshot() []rec {
-	var recs []rec
-	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		for o := range sh.dirty {
-			r := rec{origin: o}
-			if p := sh.m[o]; p != nil {
-				r.v = encodePace(p)
-			}
-			recs = append(recs, r)
-		}
-		clear(sh.dirty)
-		sh.mu.Unlock()
-	}
-	slices.SortFunc(recs, func(a, b rec) int { return cmp.Compare(a.origin, b.origin) })
-	return recs
-}
-
-// redirty marks the paces of recs, whose write failed, to be written again.
-func (s *Store) redirty(recs []rec) {
-	for _, r := range recs {
-		sh := s.shard(r.origin)
-		sh.mu.Lock()
-		sh.dirty[r.origin] = struct{}{}
-		sh.mu.Unlock()
-	}
-}
-
-// flush writes the paces that changed since the last write, and the
-// heartbeat, in one transaction; if final, it also notes that the file
-// holds everything (see Close). It writes nothing if nothing changed,
-// unless final.
-func (s *Store) flush(final bool) error {
-	s.flushMu.Lock()
-	defer s.flushMu.Unlock()
-	return s.flushLocked(final)
-}
-
-// flushFor writes the paces unless the change numbered g has been written.
-func (s *Store) flushFor(g uint64) error {
-	s.flushMu.Lock()
-	defer s.flushMu.Unlock()
-	if s.flushed >= g {
-		return nil
-	}
-	return s.flushLocked(false)
-}
-
-// flushLocked is flush; the caller holds s.flushMu.
-//
-// The heartbeat is the Store's time before the paces are read: every turn
-// taken before it is in the file once the write is done. It renews the
-// lease until which Reserve takes turns without writing first.
-func (s *Store) flushLocked(final bool) error {
-	g := s.gen.Load()
-	if g == s.flushed && !final {
-		return nil
-	}
-	hb := s.now()
-	recs := s.snapshot()
-	err := s.write(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketPaces)
-		for _, r := range recs {
-			var err error
-			if r.v == nil {
-				err = b.Delete([]byte(r.origin))
-			} else {
-				err = b.Put([]byte(r.origin), r.v)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		m := tx.Bucket(bucketMeta)
-		if err := m.Put(keyHeartbeat, b64(hb)); err != nil {
-			return err
-		}
-		if final {
-			return m.Put(keyClean, []byte{1})
-		}
-		return nil
-	})
-	if err != nil {
-		s.redirty(recs)
-		s.failed(err)
-		return err
-	}
-	s.flushed = g
-	s.lease.Store(hb + int64(s.cfg.lease))
-	s.retryAt.Store(0)
-	return nil
-}
-
-// failed notes a write that failed: the writes in the background and those
-// of Reserve wait a second before they try again, and it is logged, once a
-// minute at most.
-func (s *Store) failed(err error) {
-	now := s.now()
-	s.retryAt.Store(now + int64(time.Second))
-	if last := s.logged.Load(); last != 0 && now-last < int64(time.Minute) || !s.logged.CompareAndSwap(last, now) {
-		return
-	}
-	s.log(slog.LevelWarn, "boltstore: write failed; the paces hold in memory and are written when the file takes writes again",
-		"path", s.path, "err", err)
-}
-
-// run writes the paces every flush interval while they change, and compacts
-// the file every compact interval, until Close.
-func (s *Store) run() {
-	defer close(s.done)
-	tick := time.NewTicker(s.cfg.flushInterval)
-	defer tick.Stop()
-	next := time.Now().Add(s.cfg.compactInterval)
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-tick.C:
-		}
-		if s.now() >= s.retryAt.Load() {
-			s.flush(false)
-		}
-		if time.Now().After(next) {
-			s.compact()
-			next = time.Now().Add(s.cfg.compactInterval)
-		}
-	}
-}
-
-// compact forgets the paces that can no longer hold a turn back (deleted
-// from the file by the flush it runs), and deletes the entries expired for
-// longer than their retention.
-func (s *Store) compact() {
-	now := s.now()
-	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		for o, p := range sh.m {
-			if p.idle(now) {
-				delete(sh.m, o)
-				s.changed(sh, o)
-			}
-		}
-		sh.mu.Unlock()
-	}
-	s.prunePauses()
-	if s.flush(false) != nil {
-		return
-	}
-	if err := s.dropExpired(); err != nil {
-		s.failed(err)
 	}
 }

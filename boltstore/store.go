@@ -93,9 +93,14 @@ type Store struct {
 	// gen counts the changes to the paces; each is made under its
 	// shard's lock, and counted before that lock is released.
 	gen atomic.Uint64
-	// flushMu serialises the writes of paces, and guards flushed.
+	// flushMu serialises the writes of paces, and guards flushed and
+	// the sizes of the paces' buckets.
 	flushMu sync.Mutex
 	flushed uint64 // guarded by flushMu: gen when the last good write began
+	// guarded by flushMu: the bytes of the paces at the last checkpoint,
+	// and of the journal since (see flush.go)
+	snapshotBytes, journalBytes int64
+	buf                         []byte // guarded by flushMu: the bytes a flush writes
 	// lease: until when turns may be taken on the heartbeat written last
 	// (Unix ns); retryAt: after a failed write, when a Reserve may write
 	// again; logged: when a failed write was last logged (Unix ns)
@@ -236,7 +241,8 @@ var (
 	bucketMeta    = []byte("meta")
 	bucketEntries = []byte("entries") // origin → entry (see encodeEntry)
 	bucketExpiry  = []byte("expiry")  // Expires (8 bytes) + origin → nothing
-	bucketPaces   = []byte("paces")   // origin → pace (see encodePace)
+	bucketPaces   = []byte("paces")   // origin → pace (see encodePace), at the last checkpoint
+	bucketJournal = []byte("journal") // sequence → the paces that a flush wrote (see flush.go)
 
 	keyFormat    = []byte("format")    // formatName
 	keyHeartbeat = []byte("heartbeat") // Unix ns: see flush
@@ -289,7 +295,7 @@ func (s *Store) load() error {
 					return err
 				}
 			}
-			return s.readPaces(tx.Bucket(bucketPaces), hb)
+			return s.readPaces(tx, hb)
 		})
 	})
 	if err != nil {
@@ -320,7 +326,7 @@ func (s *Store) buckets(tx *bolt.Tx) (*bolt.Bucket, error) {
 		if m, err = tx.CreateBucket(bucketMeta); err != nil {
 			return nil, err
 		}
-		for _, b := range [][]byte{bucketEntries, bucketExpiry, bucketPaces} {
+		for _, b := range [][]byte{bucketEntries, bucketExpiry, bucketPaces, bucketJournal} {
 			if _, err := tx.CreateBucket(b); err != nil {
 				return nil, err
 			}
@@ -332,50 +338,12 @@ func (s *Store) buckets(tx *bolt.Tx) (*bolt.Bucket, error) {
 	if f := m.Get(keyFormat); string(f) != formatName {
 		return nil, corrupt(fmt.Sprintf("format %q, want %q", f, formatName))
 	}
-	for _, b := range [][]byte{bucketEntries, bucketExpiry, bucketPaces} {
+	for _, b := range [][]byte{bucketEntries, bucketExpiry, bucketPaces, bucketJournal} {
 		if tx.Bucket(b) == nil {
 			return nil, corrupt(fmt.Sprintf("no bucket %q", b))
 		}
 	}
 	return m, nil
-}
-
-// readPaces puts the paces of b in memory, and the pauses among them in the
-// copy that WatchedPause reads, at now; it deletes those it cannot read
-// and those that can no longer hold a turn back.
-func (s *Store) readPaces(b *bolt.Bucket, now int64) error {
-	pauses := make(map[string]int64)
-	var drop [][]byte
-	err := b.ForEach(func(k, v []byte) error {
-		p, err := decodePace(v)
-		if err != nil {
-			s.log(slog.LevelWarn, "boltstore: dropping an unreadable pace", "path", s.path, "origin", string(k), "err", err)
-		}
-		if err != nil || p.idle(now) {
-			drop = append(drop, bytes.Clone(k))
-			return nil
-		}
-		// The process that held a turn is gone: its hold ends as it
-		// would have unreleased, at its end, which the latest turn
-		// already holds.
-		p.heldID, p.heldAt, p.heldUntil = 0, 0, 0
-		origin := string(k)
-		s.shard(origin).m[origin] = p
-		if p.pauseUntil > now {
-			pauses[origin] = p.pauseUntil
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, k := range drop {
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-	}
-	s.pauses.Store(&pauses)
-	return nil
 }
 
 // now returns the time on the Store's clock, in Unix ns: the wall clock

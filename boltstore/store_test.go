@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -347,16 +349,7 @@ func TestCompaction(t *testing.T) {
 	}
 	c.advance(2 * time.Minute)
 	s.compact()
-	paces := func() []string {
-		var o []string
-		s.view(func(tx *bolt.Tx) error {
-			return tx.Bucket(bucketPaces).ForEach(func(k, _ []byte) error {
-				o = append(o, string(k))
-				return nil
-			})
-		})
-		return o
-	}
+	paces := func() []string { return slices.Sorted(maps.Keys(filePaces(t, s))) }
 	want := "https://backoff.example https://long.example https://paused.example"
 	if got := strings.Join(paces(), " "); got != want {
 		t.Errorf("paces in the file after 2 minutes: %s; want %s", got, want)
@@ -453,6 +446,32 @@ func TestWriteFailure(t *testing.T) {
 	if until, _ := s.WatchedPause("https://paused.example"); until.IsZero() {
 		t.Error("the pause held in memory was not written once the file took writes")
 	}
+}
+
+// filePaces returns the paces that s's file holds: its snapshot, and its
+// journal replayed.
+func filePaces(t *testing.T, s *Store) map[string][]byte {
+	t.Helper()
+	m := map[string][]byte{}
+	err := s.view(func(tx *bolt.Tx) error {
+		tx.Bucket(bucketPaces).ForEach(func(k, v []byte) error {
+			m[string(k)] = bytes.Clone(v)
+			return nil
+		})
+		return tx.Bucket(bucketJournal).ForEach(func(_, v []byte) error {
+			return decodeJournal(v, func(o string, p []byte) {
+				if len(p) == 0 {
+					delete(m, o)
+				} else {
+					m[o] = bytes.Clone(p)
+				}
+			})
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // dirtyCount returns the paces not yet written.
