@@ -569,7 +569,7 @@ func (tn *turns) reserve(ctx context.Context, s *site, every time.Duration, lim 
 		// In flight from another user of the Pacer: poll it, from
 		// when it foresees a free turn (see waitFreed).
 		wait := max(r.Wait, time.Millisecond)
-		if wait >= left {
+		if lim.until != math.MaxInt64 && wait >= left {
 			return grant{}, tn.notYet(ctx, s, now, wait, lim, ReasonInFlight)
 		}
 		return grant{wait: wait, why: ReasonInFlight}, nil

@@ -88,11 +88,11 @@ end
 
 // reserveScript takes the next turn of an origin, unless a turn of it is in
 // flight or the next is further away than a caller can wait, and returns
-// {wait, taken, unreadable, inFlight, id}: the wait for the turn in
+// {wait, taken, unreadable, inFlight, held}: the wait for the turn in
 // microseconds (or, in flight, until a turn may be free), 1 if the turn is
 // taken and 0 if not, a bit set (1 for KEYS[1], 2 for KEYS[2]) of the keys
-// that held values it could not read, 1 if a turn is in flight, and the ID
-// of the turn taken if it holds the origin, or 0.
+// that held values it could not read, 1 if a turn is in flight, and 1 if
+// the turn taken holds the origin.
 //
 // KEYS[1] holds the origin's latest turn and its interval, KEYS[2] the end
 // of its pause, and KEYS[3] the ID of the turn in flight, if any, until its
@@ -106,8 +106,12 @@ end
 // of -ARGV[1] and the previous turn's interval; it is kept until lastKeep
 // after it, or its interval if that is longer.
 //
-// A turn that keeps an interval, when ARGV[3] is positive, holds the origin:
-// KEYS[3] holds its ID (its time) until the hold runs out, and KEYS[1] holds
+// A turn that keeps an interval, or whose caller does not know the origin's
+// rules (a fetch of robots.txt), or one of an origin backing off (KEYS[4],
+// the back-off, exists until it is forgiven), holds the origin when ARGV[3]
+// is positive: KEYS[3] holds its ID, ARGV[4], and its time, as "id:time",
+// until the hold runs out, and
+// KEYS[1] holds
 // the end of its hold as the latest turn's time, until releaseScript puts
 // the time of its answer there. So a holder that never releases its turn
 // (a process killed) spaces the next from the end of its hold.
@@ -124,11 +128,12 @@ if pause and pause > turn then turn = pause end
 unreadable = unreadable + 2 * bad
 local last, lastEvery, bad1 = readTurn(KEYS[1])
 unreadable = unreadable + bad1
+local backingOff = redis.call("EXISTS", KEYS[4]) == 1
 local held = redis.call("GET", KEYS[3])
 if held then
 	-- In flight: a turn may be free once it is answered, which cannot
 	-- be before the interval after it left.
-	local at = tonumber(held) or now
+	local at = tonumber(string.match(held, ":(%d+)$") or "") or now
 	local free = math.max(at + math.max(ask, lastEvery), turn) - now
 	return {math.max(free, 0), 0, unreadable, 1, 0}
 end
@@ -141,26 +146,27 @@ local wait = turn - now
 if wait > 0 and wait > maxWait then
 	return {wait, 0, unreadable, 0, 0}
 end
-local id = 0
+local holds = 0
 local recorded = turn
-if hold > 0 and keep > 0 then
-	id = turn
+if hold > 0 and (keep > 0 or every < 0 or backingOff) then
+	holds = 1
 	recorded = turn + hold
-	redis.call("SET", KEYS[3], string.format("%.0f", turn), "PX", math.floor((recorded - now) / 1000) + 1)
+	redis.call("SET", KEYS[3], ARGV[4] .. ":" .. string.format("%.0f", turn), "PX", math.floor((recorded - now) / 1000) + 1)
 end
 local v = string.format("%.0f", recorded)
 if keep > 0 then v = v .. ":" .. string.format("%.0f", keep) end
 redis.call("SET", KEYS[1], v, "PX", math.floor((recorded + math.max(lastKeep, keep) - now) / 1000))
-return {wait, 1, unreadable, 0, id}
+return {wait, 1, unreadable, 0, holds}
 `)
 
 // releaseScript ends the hold of the turn ARGV[1] (its ID) of an origin, if
-// KEYS[2] still holds it: the latest turn in KEYS[1] becomes now, on the
+// KEYS[2] still holds it ("id:time"): the latest turn in KEYS[1] becomes now, on the
 // clock of the Redis server, with the interval it kept. It returns 1 if it
 // released the turn, and 0 if not.
 var releaseScript = redis.NewScript(scriptHead + `
 local lastKeep = 60000000 -- µs
-if redis.call("GET", KEYS[2]) ~= ARGV[1] then
+local v = redis.call("GET", KEYS[2])
+if type(v) ~= "string" or string.match(v, "^(%d+):") ~= ARGV[1] then
 	return 0
 end
 redis.call("DEL", KEYS[2])
@@ -253,7 +259,11 @@ return {1, bad}
 // release one more.
 func (s *Store) Reserve(ctx context.Context, origin string, r robots.TurnRequest) (robots.Turn, error) {
 	s.once.Do(s.init)
-	keys := []string{s.paceKey(origin), s.pauseKey(origin), s.holdKey(origin)}
+	keys := []string{s.paceKey(origin), s.pauseKey(origin), s.holdKey(origin), s.backoffKey(origin)}
+	id := r.ID
+	if id == 0 {
+		id = rand.Uint64() | 1
+	}
 	var res []int64
 	err := s.do(ctx, "pace", func(ctx context.Context) error {
 		var err error
@@ -265,7 +275,8 @@ func (s *Store) Reserve(ctx context.Context, origin string, r robots.TurnRequest
 		if !r.Known {
 			e = -max(e, 1)
 		}
-		res, err = reserveScript.Run(ctx, s.client, keys, e, max(r.MaxWait, 0).Microseconds(), ceilMicros(r.Hold)).Int64Slice()
+		res, err = reserveScript.Run(ctx, s.client, keys, e, max(r.MaxWait, 0).Microseconds(), ceilMicros(r.Hold),
+			strconv.FormatUint(id, 10)).Int64Slice()
 		return err
 	})
 	if err != nil {
@@ -275,7 +286,11 @@ func (s *Store) Reserve(ctx context.Context, origin string, r robots.TurnRequest
 		return robots.Turn{}, fmt.Errorf("redisstore: pace: script returned %v", res)
 	}
 	s.unreadable(ctx, res[2], keys[:2]...)
-	return robots.Turn{Wait: micros(res[0]), OK: res[1] == 1, InFlight: res[3] == 1, ID: uint64(max(res[4], 0))}, nil
+	t := robots.Turn{Wait: micros(res[0]), OK: res[1] == 1, InFlight: res[3] == 1}
+	if t.OK && res[4] == 1 {
+		t.ID = id
+	}
+	return t, nil
 }
 
 // Release implements [robots.Pacer]: it ends the hold of the turn id of
@@ -319,6 +334,12 @@ func (s *Store) PushBack(ctx context.Context, origin string, sent time.Time, b r
 	until := time.Now().Add(micros(res[0]))
 	if res[1] == 1 {
 		if err := s.Pause(ctx, origin, until); err != nil {
+			return time.Time{}, err
+		}
+		// The copies of the pauses learn that origin is backing off
+		// until it is forgiven, so that they send its requests to
+		// Reserve, which holds them one at a time.
+		if err := s.noteHeed(ctx, origin, micros(res[0])+b.Forgive); err != nil {
 			return time.Time{}, err
 		}
 	}

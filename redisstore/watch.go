@@ -55,6 +55,25 @@ const (
 // every request asks Redis until the subscription is back and the set is
 // read again.
 
+// heedPrefix, before an origin in the sorted set and the messages of the
+// pauses, marks an origin backing off until it is forgiven (see PushBack):
+// no origin has a space, and a Store of an earlier version keeps it as the
+// pause of an origin that does not exist.
+const heedPrefix = "heed "
+
+// noteHeed records, for the copies of the pauses, that origin is backing off
+// for d from now (two commands).
+func (s *Store) noteHeed(ctx context.Context, origin string, d time.Duration) error {
+	member := heedPrefix + origin
+	us := ceilMicros(d)
+	return s.do(ctx, "pause", func(ctx context.Context) error {
+		if err := notePauseScript.Run(ctx, s.client, []string{s.pausesKey()}, member, us).Err(); err != nil {
+			return err
+		}
+		return s.client.Publish(ctx, s.pausesChannel(), member+" "+strconv.FormatInt(us, 10)).Err()
+	})
+}
+
 func (s *Store) pausesKey() string     { return s.cfg.prefix + "pauses" }
 func (s *Store) pausesChannel() string { return s.cfg.prefix + "pauses" }
 
@@ -110,6 +129,9 @@ type watch struct {
 	live atomic.Bool  // the copy is up to date
 	n    atomic.Int64 // entries in m
 	m    sync.Map     // origin → time.Time, the end of its pause (local clock)
+	// entries in m of origins backing off (heedPrefix + origin → the end
+	// of the back-off's forgiveness)
+	heeds atomic.Int64
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -164,6 +186,8 @@ func (s *Store) Close() error {
 // time, and ok false when the copy may be stale. It does no I/O; the first
 // call starts the watch (one subscription and one goroutine per Store, until
 // Close). See WatchInterval for how soon a pause set elsewhere is seen.
+// While origin is backing off (see PushBack), until it is forgiven, ok is
+// false: its requests ask Redis, which holds them one at a time.
 // The copy keeps a pause of any length; a message on the Store's channel
 // whose length is not a positive, finite number of microseconds is logged and
 // ignored, and one past the longest time.Duration is kept for that long.
@@ -176,9 +200,16 @@ func (s *Store) WatchedPause(origin string) (until time.Time, ok bool) {
 		return time.Time{}, true
 	}
 	if v, found := w.m.Load(origin); found {
-		return v.(time.Time), true
+		until = v.(time.Time)
 	}
-	return time.Time{}, true
+	if w.heeds.Load() > 0 {
+		// An origin backing off gets one request at a time until it is
+		// forgiven: its requests must ask Redis, which holds them.
+		if v, found := w.m.Load(heedPrefix + origin); found && time.Now().Before(v.(time.Time)) {
+			return until, false
+		}
+	}
+	return until, true
 }
 
 // watchLoop keeps w up to date until ctx is done: it subscribes, and after
@@ -352,6 +383,9 @@ func (s *Store) apply(ctx context.Context, w *watch, msg string, now time.Time) 
 	}
 	w.m.Store(origin, until)
 	w.n.Add(1)
+	if strings.HasPrefix(origin, heedPrefix) {
+		w.heeds.Add(1)
+	}
 	return nil
 }
 
@@ -367,6 +401,9 @@ func (w *watch) purge(now bool) {
 		if !t.Before(v.(time.Time)) {
 			w.m.Delete(k)
 			w.n.Add(-1)
+			if strings.HasPrefix(k.(string), heedPrefix) {
+				w.heeds.Add(-1)
+			}
 		}
 		return true
 	})
