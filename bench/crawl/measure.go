@@ -222,8 +222,8 @@ func (w *web) critical(run int, start time.Time, seen, left []arrival) string {
 	if len(as) == 0 {
 		return ""
 	}
-	last := as[len(as)-1].at.Sub(start)
-	return fmt.Sprintf("the origin of the bound got its first request at +%v, its last at +%v: %s; as they left: %s",
+	last := as[len(as)-1].answered.Sub(start)
+	return fmt.Sprintf("the origin of the bound got its first request at +%v, the answer to its last at +%v: %s; as they left: %s",
 		as[0].at.Sub(start).Round(time.Millisecond), last.Round(time.Millisecond), gaps(as), gaps(w.byOrigin(run, left)[crit]))
 }
 
