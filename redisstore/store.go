@@ -21,11 +21,13 @@
 // fetch and the Put; the lock of a holder that dies expires, and another
 // process takes it. Entries are compressed with zstd.
 //
-// As a Pacer, a Store hands out each origin's turns with GCRA, one request
-// per crawl-delay across the fleet, and holds them back for the pauses that
-// Retry-After headers ask for. A request to an origin with a crawl-delay
-// costs one Redis command, a Lua script that takes the turn and returns the
-// wait for it; the Transport does the waiting. A request to an origin with
+// As a Pacer, a Store hands out each origin's turns across the fleet: one
+// request in flight at a time, each a crawl-delay after the answer to the
+// one before, held back for the pauses that Retry-After headers ask for and
+// for the back-off of pushback without one. A request to an origin with a
+// crawl-delay costs two Redis commands: a Lua script that takes the turn and
+// returns the wait for it (the Transport does the waiting), and one that
+// releases it at the answer. A request to an origin with
 // no crawl-delay costs none: the Store is a [robots.PauseWatcher], which
 // keeps a copy of the fleet's pauses in the process through Redis pub/sub
 // (see WatchInterval for how soon a pause reaches it), and the Transport
