@@ -175,9 +175,9 @@ func ExampleTransport_maxWait() {
 	if !ok {
 		panic(err)
 	}
-	fmt.Println("turn at least 0.1s away:", time.Until(te.At) > 100*time.Millisecond)
+	fmt.Println("turn at least 0.1s away:", time.Until(te.RetryAt) > 100*time.Millisecond)
 
-	time.Sleep(time.Until(te.At)) // a crawler would fetch from other sites meanwhile
+	time.Sleep(time.Until(te.RetryAt)) // a crawler would fetch from other sites meanwhile
 	resp, err := client.Get(site.URL + "/page")
 	if err != nil {
 		panic(err)

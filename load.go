@@ -162,7 +162,7 @@ type flight struct {
 func (f *flight) wait() { f.waitOnce.Do(func() { close(f.waiting) }) }
 
 // fetchPoll is how long after a refusal a request that found a fetch of
-// robots.txt in flight, with no known end, may try again (TurnError.At).
+// robots.txt in flight, with no known end, may try again (TurnError.RetryAt).
 const fetchPoll = 100 * time.Millisecond
 
 // load obtains a new state for s, publishes it and ends f. ctx is the

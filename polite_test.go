@@ -157,7 +157,7 @@ func TestSlowSiteOneInFlight(t *testing.T) {
 								refusedMu.Lock()
 								refused++
 								refusedMu.Unlock()
-								time.Sleep(time.Until(te.At))
+								time.Sleep(time.Until(te.RetryAt))
 							}
 						}
 					})
@@ -207,10 +207,10 @@ func TestAtIsWhenRetrySucceeds(t *testing.T) {
 		if te.Reason != ReasonInFlight {
 			t.Errorf("Reason = %q, want %q", te.Reason, ReasonInFlight)
 		}
-		if want := start.Add(900 * time.Millisecond); !te.At.Equal(want) {
-			t.Errorf("At = %v after the first left, want 900ms (its 400ms answer and the 500ms crawl-delay)", te.At.Sub(start))
+		if want := start.Add(900 * time.Millisecond); !te.RetryAt.Equal(want) {
+			t.Errorf("At = %v after the first left, want 900ms (its 400ms answer and the 500ms crawl-delay)", te.RetryAt.Sub(start))
 		}
-		time.Sleep(time.Until(te.At))
+		time.Sleep(time.Until(te.RetryAt))
 		if err := get(client, "https://example.com/second"); err != nil {
 			t.Errorf("retry at At: %v, want sent", err)
 		}
@@ -282,7 +282,7 @@ func TestPushbackBacksOff(t *testing.T) {
 			if !errors.As(err, &te) || te.Reason != ReasonBackoff {
 				t.Fatalf("request during the back-off: %v, want a TurnError for the back-off", err)
 			}
-			if d := time.Until(te.At); d < want-time.Millisecond || d > want+want/10 {
+			if d := time.Until(te.RetryAt); d < want-time.Millisecond || d > want+want/10 {
 				t.Errorf("incident %d paused for %v, want %v and at most a tenth more", i+2, d, want)
 			}
 		}
@@ -299,7 +299,7 @@ func TestPushbackBacksOff(t *testing.T) {
 		if !errors.As(err, &te) {
 			t.Fatalf("request during the back-off: %v, want a TurnError", err)
 		}
-		if d := time.Until(te.At); d < time.Minute-time.Millisecond || d > time.Minute+6*time.Second {
+		if d := time.Until(te.RetryAt); d < time.Minute-time.Millisecond || d > time.Minute+6*time.Second {
 			t.Errorf("after the quiet period, paused for %v, want First (1m) again", d)
 		}
 	})
@@ -363,7 +363,7 @@ func TestBackoffInFleet(t *testing.T) {
 		if !errors.As(err, &te) {
 			t.Fatalf("request during the fleet's back-off: %v, want a TurnError", err)
 		}
-		if d := time.Until(te.At); d < 2*time.Minute-time.Millisecond {
+		if d := time.Until(te.RetryAt); d < 2*time.Minute-time.Millisecond {
 			t.Errorf("the second incident, met by another Transport, paused for %v, want 2m (the fleet's second)", d)
 		}
 	})

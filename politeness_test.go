@@ -184,7 +184,7 @@ func svGet(ctx context.Context, rt http.RoundTripper, u, ua string) (*http.Respo
 	return resp, err
 }
 
-// svRetry sends u through tr, retrying at TurnError.At, until it is sent
+// svRetry sends u through tr, retrying at TurnError.RetryAt, until it is sent
 // (or a non-TurnError error); it returns the number of refusals.
 func svRetry(t *testing.T, ctx context.Context, tr http.RoundTripper, u, ua string) (refusals int, err error) {
 	for range 10000 {
@@ -194,11 +194,11 @@ func svRetry(t *testing.T, ctx context.Context, tr http.RoundTripper, u, ua stri
 			return refusals, err
 		}
 		refusals++
-		if te.At.IsZero() {
-			t.Errorf("TurnError.At is zero")
+		if te.RetryAt.IsZero() {
+			t.Errorf("TurnError.RetryAt is zero")
 			return refusals, err
 		}
-		time.Sleep(time.Until(te.At))
+		time.Sleep(time.Until(te.RetryAt))
 	}
 	t.Errorf("%s: still refused after 10000 tries", u)
 	return refusals, err
@@ -415,7 +415,7 @@ func TestPoliteBlockingCallers(t *testing.T) {
 }
 
 // TestPoliteMaxWaitCallersRetryAtAt: callers under MaxWait that retry
-// at TurnError.At keep the same spacing, and each of them is eventually sent.
+// at TurnError.RetryAt keep the same spacing, and each of them is eventually sent.
 func TestPoliteMaxWaitCallersRetryAtAt(t *testing.T) {
 	for _, lat := range []time.Duration{200 * time.Millisecond, 2500 * time.Millisecond} {
 		t.Run(lat.String(), func(t *testing.T) {
@@ -732,7 +732,7 @@ func svSeq(seq []svStep) func(string, string, int) (int, http.Header, io.ReadClo
 // TestPoliteBackoffUnusableRetryAfter: a 429/503 with a Retry-After
 // that is absent, zero, negative, malformed or in the past pauses the origin
 // for 60 s (up to 66 s): the next request arrives no sooner, and one caller
-// retrying at TurnError.At is sent then with Reason "backoff".
+// retrying at TurnError.RetryAt is sent then with Reason "backoff".
 func TestPoliteBackoffUnusableRetryAfter(t *testing.T) {
 	for _, ra := range []string{"", "0", "-5", "abc", "Sun, 06 Nov 1994 08:49:37 GMT", "1.5", "10 s", "0x10", " "} {
 		for _, status := range []int{429, 503} {
@@ -754,10 +754,10 @@ func TestPoliteBackoffUnusableRetryAfter(t *testing.T) {
 					if te.Reason != robots.ReasonBackoff {
 						t.Errorf("Reason %q, want %q", te.Reason, robots.ReasonBackoff)
 					}
-					if d := te.At.Sub(answered); d < time.Minute || d > 66*time.Second {
+					if d := te.RetryAt.Sub(answered); d < time.Minute || d > 66*time.Second {
 						t.Errorf("At is %v after the answer, want 60 s to 66 s", d)
 					}
-					time.Sleep(time.Until(te.At))
+					time.Sleep(time.Until(te.RetryAt))
 					if _, err := svGet(t.Context(), tr, svOrigin+"/p3", ""); err != nil {
 						t.Errorf("a retry at At: %v", err)
 					}
@@ -809,13 +809,13 @@ func TestPoliteRetryAfterHonoured(t *testing.T) {
 				if te.Reason != robots.ReasonRetryAfter {
 					t.Errorf("Reason %q, want %q", te.Reason, robots.ReasonRetryAfter)
 				}
-				if d := te.At.Sub(answered); d < c.want || d > c.want+time.Second {
+				if d := te.RetryAt.Sub(answered); d < c.want || d > c.want+time.Second {
 					t.Errorf("At is %v after the answer, want %v", d, c.want)
 				}
 				if w := logs.find(slog.LevelWarn, "Retry-After"); (len(w) > 0) != c.warn {
 					t.Errorf("Warn records %q, want a warning: %v", w, c.warn)
 				}
-				time.Sleep(time.Until(te.At))
+				time.Sleep(time.Until(te.RetryAt))
 				if _, err := svGet(t.Context(), tr, svOrigin+"/p3", ""); err != nil {
 					t.Errorf("a retry at At: %v", err)
 				}
@@ -901,10 +901,10 @@ func TestPoliteBackoffForgiven(t *testing.T) {
 			if !errors.As(err, &te) {
 				t.Fatalf("%s: %v, want a TurnError", name, err)
 			}
-			if d := te.At.Sub(answered); d < want || d > want+want/10 {
+			if d := te.RetryAt.Sub(answered); d < want || d > want+want/10 {
 				t.Errorf("%s: paused %v, want %v (+10%%)", name, d, want)
 			}
-			time.Sleep(time.Until(te.At)) // the pause ends
+			time.Sleep(time.Until(te.RetryAt)) // the pause ends
 			set(200)
 		}
 		check("first", time.Minute)
@@ -1088,7 +1088,7 @@ func must[T any](v T, err error) T {
 }
 
 // ---------------------------------------------------------------------------
-// Promise 4: TurnError.At with one caller.
+// Promise 4: TurnError.RetryAt with one caller.
 
 // TestPoliteOneCallerRetryAtAtIsSent: one caller under MaxWait, with
 // varying answer times; every retry at At is sent, and Reason says why.
@@ -1117,7 +1117,7 @@ func TestPoliteOneCallerRetryAtAtIsSent(t *testing.T) {
 						}
 					} else if errors.As(err, &te) {
 						reasons[te.Reason]++
-						time.Sleep(time.Until(te.At))
+						time.Sleep(time.Until(te.RetryAt))
 						_, err = svGet(t.Context(), tr, u, "")
 						if errors.As(err, &te) {
 							t.Errorf("%s: a retry at At (%s) refused again: %v", u, te.Reason, err)
@@ -1362,7 +1362,7 @@ func TestPoliteSlowPacerUnderMaxWait(t *testing.T) {
 					_, err := svGet(t.Context(), t2, fmt.Sprintf("%s/t2-%d", svOrigin, i), "")
 					var te *robots.TurnError
 					if errors.As(err, &te) {
-						time.Sleep(max(time.Until(te.At), 15*time.Millisecond))
+						time.Sleep(max(time.Until(te.RetryAt), 15*time.Millisecond))
 					}
 				}
 				wg.Wait()
@@ -1541,7 +1541,7 @@ func TestPoliteCrawlDelayExtreme(t *testing.T) {
 					if err != nil {
 						t.Errorf("Crawl-delay %q: %v, want sent", c.v, err)
 					}
-				} else if !errors.As(err, &te) || te.At.Sub(answered) < c.want {
+				} else if !errors.As(err, &te) || te.RetryAt.Sub(answered) < c.want {
 					t.Errorf("Crawl-delay %q: %v, want a TurnError at least %v on", c.v, err, c.want)
 				}
 				if w := logs.find(slog.LevelWarn, "Crawl-delay"); (len(w) > 0) != c.warn {
@@ -1590,7 +1590,7 @@ func TestPoliteOverflowCaps(t *testing.T) {
 					if !errors.As(err, &te) {
 						t.Fatalf("the first page: %v, want a TurnError (a wait of years)", err)
 					}
-					if d := time.Until(te.At); d < 100*365*24*time.Hour {
+					if d := time.Until(te.RetryAt); d < 100*365*24*time.Hour {
 						t.Errorf("At in %v, want years", d)
 					}
 					return
@@ -1603,7 +1603,7 @@ func TestPoliteOverflowCaps(t *testing.T) {
 				if !errors.As(err, &te) {
 					t.Fatalf("the request after a %d: %v, want a TurnError (a wait of years)", c.step.status, err)
 				}
-				if d := time.Until(te.At); d < 100*365*24*time.Hour {
+				if d := time.Until(te.RetryAt); d < 100*365*24*time.Hour {
 					t.Errorf("At in %v, want years", d)
 				}
 			})
@@ -1615,7 +1615,7 @@ func TestPoliteOverflowCaps(t *testing.T) {
 // as the life of robots.txt (a site's Cache-Control max-age of 60 s with a
 // Crawl-delay of 120; or Crawl-delay 1e308, capped at a day = DefaultTTL).
 // A copy lasts at least two crawl-delays, so a page follows each fetch of
-// robots.txt: one caller under MaxWait that retries at TurnError.At gets a
+// robots.txt: one caller under MaxWait that retries at TurnError.RetryAt gets a
 // page sent after each fetch, and a retry refused again at most once per
 // fetch (the one whose turn the fetch took).
 func TestPoliteCrawlDelayAtLeastTTLNoStarving(t *testing.T) {
@@ -1640,7 +1640,7 @@ func TestPoliteCrawlDelayAtLeastTTLNoStarving(t *testing.T) {
 						sent++
 						continue
 					}
-					time.Sleep(time.Until(te.At))
+					time.Sleep(time.Until(te.RetryAt))
 					_, err = svGet(t.Context(), tr, svOrigin+"/page", "")
 					if errors.As(err, &te) {
 						refusedAgain++
@@ -1657,7 +1657,7 @@ func TestPoliteCrawlDelayAtLeastTTLNoStarving(t *testing.T) {
 					}
 				}
 				if sent == 0 || pages < fetches || refusedAgain >= fetches {
-					t.Errorf("%d retries at TurnError.At refused again, %d pages sent; the site saw %d fetches of robots.txt and %d pages; want a page after each fetch, and fewer refusals at At than fetches",
+					t.Errorf("%d retries at TurnError.RetryAt refused again, %d pages sent; the site saw %d fetches of robots.txt and %d pages; want a page after each fetch, and fewer refusals at At than fetches",
 						refusedAgain, sent, fetches, pages)
 				}
 			})

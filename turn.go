@@ -24,17 +24,17 @@ var ErrNotYet = errors.New("robots: not yet: the origin's turn is later")
 type TurnError struct {
 	Origin string // as a Store names it: "https://example.com"
 
-	// At is the earliest time a retry can be sent: the origin's next turn,
+	// RetryAt is the earliest time a retry can be sent: the origin's next turn,
 	// or when the fetch of robots.txt it needs is sent (100 ms on when that
 	// is unknown). It is never the zero time. While a request to the
 	// origin is in flight (Reason is ReasonInFlight), its answer is not
-	// known yet: At is then an estimate, the time the request left plus
+	// known yet: RetryAt is then an estimate, the time the request left plus
 	// the origin's recent answer time (a moving average; 0 before the
 	// first answer), or now if that has passed, plus the interval. With
-	// one caller per origin, a retry at At is sent; with many, At is the
+	// one caller per origin, a retry at RetryAt is sent; with many, it is the
 	// earliest any of them can be, and each retry may find another's
 	// turn taken.
-	At time.Time
+	RetryAt time.Time
 
 	// Reason says what holds the origin: ReasonCrawlDelay,
 	// ReasonInFlight, ReasonRetryAfter, ReasonBackoff or ReasonRobotsTxt.
@@ -51,7 +51,7 @@ func (e *TurnError) Error() string {
 	if e.Err != nil {
 		why = "the deadline"
 	}
-	msg := "robots: the turn of " + e.Origin + " is at " + e.At.Format("15:04:05.000")
+	msg := "robots: the turn of " + e.Origin + " is at " + e.RetryAt.Format("15:04:05.000")
 	if e.Reason != "" {
 		msg += " (" + e.Reason + ")"
 	}
@@ -151,7 +151,7 @@ func (t *Transport) NextTurn(ctx context.Context, u *url.URL) (time.Time, error)
 	} else {
 		s, _, every, err = t.check(ctx, u, "", agent, t.fetchAgent(nil, ua), now)
 		if te, ok := err.(*TurnError); ok && te.Err == nil {
-			return te.At, nil
+			return te.RetryAt, nil
 		}
 		if err != nil {
 			return time.Time{}, err
@@ -244,13 +244,13 @@ func (tn *turns) notYet(ctx context.Context, s *site, now, wait time.Duration, l
 			tn.stats.inFlightWaits.Add(1)
 		}
 	}
-	e := &TurnError{Origin: s.origin, At: tn.epoch.Add(add(now, wait)), Reason: why}
+	e := &TurnError{Origin: s.origin, RetryAt: tn.epoch.Add(add(now, wait)), Reason: why}
 	if l.deadline {
 		e.Err = context.DeadlineExceeded
 	}
 	if tn.debugging(ctx) {
 		tn.debug(ctx, "robots: not sent yet", slog.String("origin", s.origin),
-			slog.Duration("in", wait), slog.Time("at", e.At), slog.String("reason", why), slog.Bool("deadline", l.deadline))
+			slog.Duration("in", wait), slog.Time("at", e.RetryAt), slog.String("reason", why), slog.Bool("deadline", l.deadline))
 	}
 	return e
 }

@@ -509,8 +509,8 @@ func wantNotYet(t *testing.T, err error, at time.Time) *TurnError {
 	if !ok || !errors.Is(err, ErrNotYet) {
 		t.Fatalf("err = %v, want a *TurnError for ErrNotYet", err)
 	}
-	if !te.At.Equal(at) {
-		t.Errorf("At = %v, want %v (%v from now)", te.At, at, time.Until(at))
+	if !te.RetryAt.Equal(at) {
+		t.Errorf("At = %v, want %v (%v from now)", te.RetryAt, at, time.Until(at))
 	}
 	return te
 }
@@ -538,15 +538,15 @@ func TestMaxWaitRefusesNow(t *testing.T) {
 		}
 		// A retry 2 s before At is refused again; one within MaxWait
 		// of At waits, and leaves at At.
-		time.Sleep(time.Until(te.At) - 2*time.Second)
-		wantNotYet(t, get(client, "https://example.com/page0"), te.At)
+		time.Sleep(time.Until(te.RetryAt) - 2*time.Second)
+		wantNotYet(t, get(client, "https://example.com/page0"), te.RetryAt)
 		time.Sleep(1500 * time.Millisecond)
 		wantAllowed(t, client, "https://example.com/page0")
-		wantNotYet(t, get(client, "https://example.com/page1"), te.At.Add(10*time.Second))
+		wantNotYet(t, get(client, "https://example.com/page1"), te.RetryAt.Add(10*time.Second))
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		if len(a.times) != 2 || !a.times[0].Equal(start) || !a.times[1].Equal(te.At) {
-			t.Errorf("arrivals at %v, want robots.txt at %v and the page at %v", a.times, start, te.At)
+		if len(a.times) != 2 || !a.times[0].Equal(start) || !a.times[1].Equal(te.RetryAt) {
+			t.Errorf("arrivals at %v, want robots.txt at %v and the page at %v", a.times, start, te.RetryAt)
 		}
 		if st := tr.Stats(); st.NotYet != 4 || st.TurnWaits != 1 || st.TurnWaitTime != time.Second/2 {
 			t.Errorf("NotYet = %d, TurnWaits = %d, TurnWaitTime = %v; want 4, 1 and 0.5s", st.NotYet, st.TurnWaits, st.TurnWaitTime)
@@ -623,7 +623,7 @@ func TestMaxWaitFetchInFlight(t *testing.T) {
 			t.Errorf("refused after %v, want MaxWait", d)
 		}
 		// Those that come back wait for the same fetch.
-		time.Sleep(time.Until(te.At))
+		time.Sleep(time.Until(te.RetryAt))
 		now := time.Now()
 		wantNotYet(t, get(client, "https://example.com/page"), now.Add(time.Second+fetchPoll))
 		wantAllowed(t, client, "https://example.com/page") // at 3 s the fetch ends
@@ -660,10 +660,10 @@ func TestMaxWaitFetchWaitsForPause(t *testing.T) {
 		if !errors.Is(te, context.DeadlineExceeded) {
 			t.Errorf("%v: want a deadline's TurnError, since the deadline comes before the MaxWait of WithMaxWait", te)
 		}
-		time.Sleep(time.Until(te.At))
+		time.Sleep(time.Until(te.RetryAt))
 		wantAllowed(t, client, "https://example.com/page")
-		if len(robotsAt) != 2 || !robotsAt[1].Equal(te.At) {
-			t.Errorf("robots.txt fetched at %v, want again at the pause's end %v", robotsAt, te.At)
+		if len(robotsAt) != 2 || !robotsAt[1].Equal(te.RetryAt) {
+			t.Errorf("robots.txt fetched at %v, want again at the pause's end %v", robotsAt, te.RetryAt)
 		}
 	})
 }

@@ -402,7 +402,7 @@ func (f *Frontier) leave(w *waiter) {
 //
 // A URL refused with [robots.ErrNotYet] (a [*robots.TurnError]) goes back
 // to the head of its site's queue, and the site is offered again at the
-// TurnError's At. Any other URL is forgotten, whatever err is: a URL
+// TurnError's RetryAt. Any other URL is forgotten, whatever err is: a URL
 // refused by robots.txt, whether by a rule or because robots.txt is
 // unreachable, is counted (see [Counts]) and not retried; to retry it,
 // call Requeue instead (for an unreachable robots.txt, at
@@ -423,7 +423,7 @@ func (f *Frontier) Done(rawURL string, err error) error {
 	s.out = ""
 	if te, ok := errors.AsType[*robots.TurnError](err); ok {
 		f.counts.NotYet++
-		f.requeue(s, rawURL, te.At, now)
+		f.requeue(s, rawURL, te.RetryAt, now)
 		f.mu.Unlock()
 		return nil
 	}

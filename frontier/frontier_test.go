@@ -261,7 +261,7 @@ func TestTurns(t *testing.T) {
 }
 
 // TestNotYet: a URL refused with ErrNotYet goes back to the head of its
-// site's queue and is offered again at the TurnError's At, not before; the
+// site's queue and is offered again at the TurnError's RetryAt, not before; the
 // other sites go on meanwhile.
 func TestNotYet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -275,7 +275,7 @@ func TestNotYet(t *testing.T) {
 			t.Fatalf("Next = %q, want a.test/1: the site with the most URLs first", u)
 		}
 		at := start.Add(2 * time.Second)
-		if err := f.Done(u, &robots.TurnError{Origin: "http://a.test", At: at}); err != nil {
+		if err := f.Done(u, &robots.TurnError{Origin: "http://a.test", RetryAt: at}); err != nil {
 			t.Fatal(err)
 		}
 		if u, _ := f.Next(t.Context()); u != "http://b.test/1" || time.Since(start) != 0 {

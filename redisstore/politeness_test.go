@@ -192,7 +192,7 @@ func svGet(ctx context.Context, tr http.RoundTripper, u string) (*http.Response,
 	return resp, err
 }
 
-// svRetry sends u, retrying at TurnError.At.
+// svRetry sends u, retrying at TurnError.RetryAt.
 func svRetry(ctx context.Context, tr http.RoundTripper, u string) error {
 	for range 2000 {
 		_, err := svGet(ctx, tr, u)
@@ -200,7 +200,7 @@ func svRetry(ctx context.Context, tr http.RoundTripper, u string) error {
 		if !errors.As(err, &te) {
 			return err
 		}
-		time.Sleep(time.Until(te.At))
+		time.Sleep(time.Until(te.RetryAt))
 	}
 	return fmt.Errorf("%s: still refused after 2000 tries", u)
 }
@@ -214,7 +214,7 @@ func TestFleetPoliteOneInFlightBlocking(t *testing.T) {
 }
 
 // TestFleetPoliteOneInFlightMaxWait: the same with workers under MaxWait
-// that retry at TurnError.At (package frontier's way). A Reserve call whose
+// that retry at TurnError.RetryAt (package frontier's way). A Reserve call whose
 // round trip outlasts what is left of MaxWait is cut short and the request
 // refused for now, not sent on a turn taken in memory, which knows nothing
 // of the other process's request in flight (the root package's

@@ -223,7 +223,7 @@ func TestFleetMaxWait(t *testing.T) {
 	if d := time.Since(start); d > time.Second/2 {
 		t.Errorf("refused after %v, want at once", d)
 	}
-	if d := te.At.Sub(start); d < time.Second-waitTolerance || d > time.Second+waitTolerance {
+	if d := te.RetryAt.Sub(start); d < time.Second-waitTolerance || d > time.Second+waitTolerance {
 		t.Errorf("At is %v after the request, want the crawl-delay, 1s", d)
 	}
 	// The other process is refused too, with the same turn: the refused
@@ -233,10 +233,10 @@ func TestFleetMaxWait(t *testing.T) {
 	if !ok {
 		t.Fatalf("GET page1: %v, want a TurnError", err)
 	}
-	if d := te1.At.Sub(te.At); d < -waitTolerance || d > waitTolerance {
+	if d := te1.RetryAt.Sub(te.RetryAt); d < -waitTolerance || d > waitTolerance {
 		t.Errorf("the other process's At is %v from the first's, want the same turn", d)
 	}
-	time.Sleep(time.Until(te.At))
+	time.Sleep(time.Until(te.RetryAt))
 	if err := get(context.Background(), fleet[1].client, s.URL+"/page1"); err != nil {
 		t.Errorf("GET page1 at At: %v, want sent", err)
 	}

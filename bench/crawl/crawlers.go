@@ -145,7 +145,7 @@ func crawlBlocking(ctx context.Context, j job) error {
 // a [frontier.Frontier] whose Turns is that Transport. Each origin has at
 // most one request out, and is offered again at its next turn; a URL
 // refused with robots.ErrNotYet goes back to the head of its origin's
-// queue until the refusal's TurnError.At. A page answered 429 or 503 is
+// queue until the refusal's TurnError.RetryAt. A page answered 429 or 503 is
 // requeued (Frontier.Requeue) at the origin's next turn as the Transport
 // tells it (Transport.NextTurn): after the pause it has set, the back-off
 // or Retry-After; it is sent again up to maxResends times. Any other

@@ -35,7 +35,7 @@
 //	   a page answered 429 is dropped
 //	b  robots.Transport with MaxWait, under package frontier (with the
 //	   Transport as its Turns), which requeues a URL refused with
-//	   robots.ErrNotYet until its TurnError.At; a page answered 429 is
+//	   robots.ErrNotYet until its TurnError.RetryAt; a page answered 429 is
 //	   requeued at the Transport's NextTurn, after the back-off
 //	c  colly v2, IgnoreRobotsTxt false, Async, LimitRule{DomainGlob: "*", Parallelism: W}
 //	d  temoto/robotstxt by hand: robots.txt fetched once per host into a map,

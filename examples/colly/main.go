@@ -29,7 +29,7 @@
 // pause) is further away is not sent, and reaches OnError at once as an
 // error that matches [robots.ErrNotYet]. OnError then waits, in the
 // request's own goroutine and without its Parallelism slot, until
-// [robots.TurnError.At], and calls the Request's Retry. The slot goes to a
+// [robots.TurnError.RetryAt], and calls the Request's Retry. The slot goes to a
 // request that is ready, so that a site with a long Crawl-delay holds up
 // nobody but itself; and since OnError has not returned, c.Wait does not
 // return while a retry is pending. Leave colly's LimitRule.Delay at zero:
@@ -173,14 +173,14 @@ func crawl(starts []string, o options, base http.RoundTripper, out io.Writer) (*
 	})
 	c.OnError(func(r *colly.Response, err error) {
 		if te, ok := errors.AsType[*robots.TurnError](err); ok {
-			// Not sent: the site's turn is at te.At. Wait for it here,
+			// Not sent: the site's turn is at te.RetryAt. Wait for it here,
 			// in this request's goroutine: its Parallelism slot is free
 			// for requests to other sites, and c.Wait waits for this.
 			mu.Lock()
 			res.Retries++
 			retrying[r.Request.URL.String()]++
 			mu.Unlock()
-			time.Sleep(time.Until(te.At))
+			time.Sleep(time.Until(te.RetryAt))
 			if err := r.Request.Retry(); err != nil {
 				mu.Lock()
 				retrying[r.Request.URL.String()]--

@@ -4,7 +4,7 @@
 // A request whose origin's turn (its Crawl-delay, a Retry-After pause, or
 // the fetch of its robots.txt) is more than MaxWait away is not sent: the
 // Transport returns at once an error that matches [robots.ErrNotYet], a
-// [*robots.TurnError] whose At says when to try again. The workers take
+// [*robots.TurnError] whose RetryAt says when to try again. The workers take
 // URLs from a [frontier.Frontier], which keeps a queue per site and hands
 // out a site's next URL only at its turn (it asks the Transport), one at a
 // time; a URL refused for now anyway goes back to its site's queue until
@@ -123,7 +123,7 @@ type result struct {
 // site's URL only once the site's turn has come (it asks rt, when rt is a
 // frontier.Turns) and none of its URLs is out. A URL refused for now
 // anyway (robots.ErrNotYet) goes back to the head of its site's queue
-// until the refusal's TurnError.At.
+// until the refusal's TurnError.RetryAt.
 func crawl(ctx context.Context, rt http.RoundTripper, seeds []string, n int, out io.Writer) result {
 	client := &http.Client{Transport: rt, CheckRedirect: noRedirects, Timeout: time.Minute}
 	f := &frontier.Frontier{}
