@@ -398,10 +398,10 @@ end
 return 0
 `)
 
-// MaxLockHold is how long a Store keeps extending a fetch lock whose holder
+// maxLockHold is how long a Store keeps extending a fetch lock whose holder
 // has not released it: far longer than a fetch, its wait for a turn and its
 // Put take.
-const MaxLockHold = time.Hour
+const maxLockHold = time.Hour
 
 // TryLock implements [robots.Locker] with a random token, set with an
 // expiry of ttl if the lock is free (one script, like SET NX PX).
@@ -411,7 +411,7 @@ const MaxLockHold = time.Hour
 // stops extending it, and the lock expires at most ttl later. When the
 // extensions fail for ttl, the lock is taken for lost. The returned
 // unlock stops the extensions and deletes the lock if it is still the
-// caller's. A lock that is not released is extended for MaxLockHold at most.
+// caller's. A lock that is not released is extended for maxLockHold at most.
 //
 // A value under the lock's key that no Store wrote (anything but a token,
 // or a token with no expiry, since a Store never writes a lock without one)
@@ -442,14 +442,14 @@ func (s *Store) TryLock(ctx context.Context, origin string, ttl time.Duration) (
 		defer close(done)
 		tick := time.NewTicker(ttl / 3)
 		defer tick.Stop()
-		end := time.NewTimer(MaxLockHold)
+		end := time.NewTimer(maxLockHold)
 		defer end.Stop()
 		for {
 			select {
 			case <-stop:
 				return
 			case <-end.C:
-				s.log(lctx, slog.LevelWarn, "redisstore: fetch lock held too long; no longer extended", "key", key, "held", MaxLockHold)
+				s.log(lctx, slog.LevelWarn, "redisstore: fetch lock held too long; no longer extended", "key", key, "held", maxLockHold)
 				return
 			case <-tick.C:
 			}

@@ -25,10 +25,10 @@ const (
 	// WatchInterval is zero.
 	DefaultWatchInterval = time.Second
 
-	// MaxWatchedPauses bounds the pauses a Store keeps a copy of. While
+	// maxWatchedPauses bounds the pauses a Store keeps a copy of. While
 	// more origins are paused at once across the fleet, the copy is not
 	// used: every request asks Redis, as without a copy.
-	MaxWatchedPauses = 1 << 17
+	maxWatchedPauses = 1 << 17
 )
 
 // The copy of the pauses.
@@ -322,7 +322,7 @@ func (s *Store) watchSession(ctx context.Context, w *watch) (err error) {
 func (s *Store) loadPauses(ctx context.Context, w *watch) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	defer cancel()
-	res, err := pausesScript.Run(ctx, s.client, []string{s.pausesKey()}, MaxWatchedPauses).StringSlice()
+	res, err := pausesScript.Run(ctx, s.client, []string{s.pausesKey()}, maxWatchedPauses).StringSlice()
 	if err != nil {
 		return fmt.Errorf("reading the pauses: %w", err)
 	}
@@ -334,8 +334,8 @@ func (s *Store) loadPauses(ctx context.Context, w *watch) error {
 		s.log(ctx, slog.LevelWarn, "redisstore: ignoring unreadable pauses", "key", s.pausesKey())
 	}
 	res = res[1:]
-	if len(res)/2 > MaxWatchedPauses {
-		return fmt.Errorf("more than %d origins paused", MaxWatchedPauses)
+	if len(res)/2 > maxWatchedPauses {
+		return fmt.Errorf("more than %d origins paused", maxWatchedPauses)
 	}
 	for i := 0; i+1 < len(res); i += 2 {
 		if err := s.apply(ctx, w, res[i]+" "+res[i+1], now); err != nil {
@@ -374,11 +374,11 @@ func (s *Store) apply(ctx context.Context, w *watch, msg string, now time.Time) 
 		w.m.Store(origin, until)
 		return nil
 	}
-	if w.n.Load() >= MaxWatchedPauses {
+	if w.n.Load() >= maxWatchedPauses {
 		w.purge(true)
-		if w.n.Load() >= MaxWatchedPauses {
+		if w.n.Load() >= maxWatchedPauses {
 			// A pause that cannot be kept: the copy would miss it.
-			return fmt.Errorf("more than %d origins paused", MaxWatchedPauses)
+			return fmt.Errorf("more than %d origins paused", maxWatchedPauses)
 		}
 	}
 	w.m.Store(origin, until)
