@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"cmp"
+	"context"
 	"encoding/binary"
 	"errors"
 	"log/slog"
@@ -229,6 +230,12 @@ func (s *Store) flushFor(g uint64) error {
 		return nil
 	}
 	return s.flushLocked(false)
+}
+
+// flushWithin is flushFor, bounded by ctx.
+func (s *Store) flushWithin(ctx context.Context, g uint64) error {
+	_, err := bounded(ctx, func() (struct{}, error) { return struct{}{}, s.flushFor(g) })
+	return err
 }
 
 // flushLocked is flush; the caller holds s.flushMu.

@@ -150,7 +150,8 @@ func (s *Store) Reserve(ctx context.Context, origin string, r robots.TurnRequest
 	g := s.changed(sh, origin)
 	sh.mu.Unlock()
 	if now > s.lease.Load() && now >= s.retryAt.Load() {
-		s.flushFor(g) // a failure is logged; the turn holds in memory
+		// A failure is logged; the turn holds in memory.
+		s.flushWithin(ctx, g)
 	}
 	return robots.Turn{Wait: time.Duration(wait), OK: true, ID: id}, nil
 }
@@ -219,7 +220,7 @@ func (s *Store) Pause(ctx context.Context, origin string, until time.Time) error
 	g := s.changed(sh, origin)
 	sh.mu.Unlock()
 	s.notePause(origin, till)
-	return s.flushFor(g)
+	return s.flushWithin(ctx, g)
 }
 
 // PushBack implements [robots.Pacer], with redisstore's rules: an answer to
@@ -267,7 +268,7 @@ func (s *Store) PushBack(ctx context.Context, origin string, sent time.Time, b r
 	g := s.changed(sh, origin)
 	sh.mu.Unlock()
 	s.notePause(origin, till)
-	return time.Now().Add(d), s.flushFor(g)
+	return time.Now().Add(d), s.flushWithin(ctx, g)
 }
 
 // backoffPause returns the pause of the back-off b at level (1 for the

@@ -118,8 +118,9 @@ type Store struct {
 
 	// what tests count
 	reserves, gets, puts, writes atomic.Int64
-	// tests only: the error of every write, while set
-	failWrites atomic.Pointer[error]
+	// tests only: called before every write, whose error it returns
+	// instead, if not nil
+	beforeWrite atomic.Pointer[func() error]
 }
 
 var (
@@ -366,8 +367,10 @@ func (s *Store) wall(t int64) time.Time {
 // synced to the disk) if it returns nil.
 func (s *Store) write(fn func(tx *bolt.Tx) error) error {
 	s.writes.Add(1)
-	if p := s.failWrites.Load(); p != nil {
-		return *p
+	if f := s.beforeWrite.Load(); f != nil {
+		if err := (*f)(); err != nil {
+			return err
+		}
 	}
 	return s.fileErr(protect(func() error { return s.db.Update(fn) }))
 }
@@ -415,15 +418,18 @@ func (s *Store) Get(ctx context.Context, origin string) (*robots.Entry, error) {
 		return nil, err
 	}
 	s.gets.Add(1)
-	var e *robots.Entry
-	err := s.view(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketEntries).Get([]byte(origin))
-		if v == nil {
-			return nil
-		}
-		var err error
-		e, err = decodeEntry(v)
-		return err
+	e, err := bounded(ctx, func() (*robots.Entry, error) {
+		var e *robots.Entry
+		err := s.view(func(tx *bolt.Tx) error {
+			v := tx.Bucket(bucketEntries).Get([]byte(origin))
+			if v == nil {
+				return nil
+			}
+			var err error
+			e, err = decodeEntry(v)
+			return err
+		})
+		return e, err
 	})
 	if err != nil {
 		return nil, err
@@ -447,9 +453,37 @@ func (s *Store) Put(ctx context.Context, origin string, e *robots.Entry) error {
 	s.puts.Add(1)
 	v := encodeEntry(e)
 	now := s.now()
-	return s.write(func(tx *bolt.Tx) error {
-		return s.putEntry(tx, origin, v, now)
+	_, err := bounded(ctx, func() (struct{}, error) {
+		return struct{}{}, s.write(func(tx *bolt.Tx) error {
+			return s.putEntry(tx, origin, v, now)
+		})
 	})
+	return err
+}
+
+// bounded returns what fn returns, or ctx's error if ctx is done first:
+// then fn goes on alone, and what it returns is dropped. A disk that hangs
+// holds the caller no longer than its context.
+func bounded[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	if ctx.Done() == nil {
+		return fn()
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
 }
 
 // entrySize is what the bounds count for the entry v of origin.

@@ -394,7 +394,8 @@ func TestWriteFailure(t *testing.T) {
 	s := openTest(t, path, withClock(c.now), withFlushInterval(10*time.Millisecond))
 	ctx := context.Background()
 	diskFull := errors.New("no space left on device")
-	s.failWrites.Store(&diskFull)
+	fail := func() error { return diskFull }
+	s.beforeWrite.Store(&fail)
 	e := &robots.Entry{Access: robots.AccessUnavailable, Expires: time.Now().Add(time.Hour)}
 	if err := s.Put(ctx, "https://example.com", e); !errors.Is(err, diskFull) {
 		t.Errorf("Put: %v, want the write's error", err)
@@ -429,11 +430,11 @@ func TestWriteFailure(t *testing.T) {
 
 	// The file takes writes again: the flusher writes what changed
 	// meanwhile.
-	s.failWrites.Store(&diskFull)
+	s.beforeWrite.Store(&fail)
 	if err := s.Pause(ctx, "https://paused.example", time.Now().Add(time.Hour)); err == nil {
 		t.Fatal("Pause with writes failing: no error")
 	}
-	s.failWrites.Store(nil)
+	s.beforeWrite.Store(nil)
 	c.advance(2 * time.Second) // past the retry delay
 	deadline := time.Now().Add(5 * time.Second)
 	for s.dirtyCount() > 0 && time.Now().Before(deadline) {
@@ -518,5 +519,106 @@ func TestFileBounded(t *testing.T) {
 	t.Logf("file sizes by round: %v", sizes)
 	if last, mid := sizes[len(sizes)-1], sizes[len(sizes)/2]; last > mid {
 		t.Errorf("the file grew from %d to %d bytes in the second half", mid, last)
+	}
+}
+
+// bucketKeys returns the keys in the paces bucket and the journal of s.
+func bucketKeys(t *testing.T, s *Store) (paces, journal int) {
+	t.Helper()
+	s.view(func(tx *bolt.Tx) error {
+		paces = tx.Bucket(bucketPaces).Stats().KeyN
+		journal = tx.Bucket(bucketJournal).Stats().KeyN
+		return nil
+	})
+	return paces, journal
+}
+
+// TestJournal: a flush appends what changed to the journal; a journal as
+// large as the snapshot (and 1 MiB) makes the next flush a checkpoint; Open
+// replays the journal after a crash, and Close ends with a checkpoint.
+func TestJournal(t *testing.T) {
+	c := newFakeClock()
+	path := tempPath(t)
+	s := openTest(t, path, withClock(c.now), withFlushInterval(time.Hour))
+	for i := range 3 {
+		reserve(t, s, fmt.Sprintf("https://%d.example", i), time.Hour, forever)
+	}
+	s.flush(false)
+	reserve(t, s, "https://3.example", time.Hour, forever)
+	s.flush(false)
+	if p, j := bucketKeys(t, s); p != 0 || j != 2 {
+		t.Errorf("after two flushes: %d paces, %d journal values; want 0 and 2", p, j)
+	}
+	want := filePaces(t, s)
+	crash(t, s)
+	s = openTest(t, path, withClock(c.now), withFlushInterval(time.Hour))
+	if p, j := bucketKeys(t, s); p != 4 || j != 0 {
+		t.Errorf("after Open replayed the journal: %d paces, %d journal values; want 4 and 0", p, j)
+	}
+	if got := filePaces(t, s); !maps.EqualFunc(got, want, bytes.Equal) {
+		t.Errorf("paces after a crash and Open: %d, want %d as written", len(got), len(want))
+	}
+	if wait, _ := reserve(t, s, "https://3.example", time.Hour, 0); wait < 59*time.Minute {
+		t.Errorf("a turn replayed from the journal waits %v, want an hour", wait)
+	}
+
+	checkpoints := 0
+	for round := 0; round < 20 && checkpoints == 0; round++ {
+		for i := range 5000 {
+			reserve(t, s, fmt.Sprintf("https://r%d-%d.example", round, i), time.Hour, forever)
+		}
+		if err := s.flush(false); err != nil {
+			t.Fatal(err)
+		}
+		if _, j := bucketKeys(t, s); j == 0 {
+			checkpoints++
+		}
+	}
+	if checkpoints == 0 {
+		t.Fatal("no checkpoint after 100,000 paces written")
+	}
+	s.flushMu.Lock()
+	jb := s.journalBytes
+	s.flushMu.Unlock()
+	if p, _ := bucketKeys(t, s); p < 5000 || jb != 0 {
+		t.Errorf("after a checkpoint: %d paces, %d journal bytes", p, jb)
+	}
+	reserve(t, s, "https://last.example", time.Hour, forever)
+	s.flush(false)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, path, withClock(c.now))
+	if _, j := bucketKeys(t, s); j != 0 {
+		t.Errorf("%d journal values after Close, want none", j)
+	}
+	if wait, _ := reserve(t, s, "https://last.example", time.Hour, 0); wait < 59*time.Minute {
+		t.Errorf("a turn written at Close waits %v, want an hour", wait)
+	}
+}
+
+// TestHungDisk: a write that does not return holds a caller no longer than
+// its context.
+func TestHungDisk(t *testing.T) {
+	s := openTest(t, tempPath(t), withFlushInterval(time.Hour))
+	release := make(chan struct{})
+	hang := func() error { <-release; return nil }
+	s.beforeWrite.Store(&hang)
+	defer close(release)
+	for name, call := range map[string]func(ctx context.Context) error{
+		"Put": func(ctx context.Context) error {
+			return s.Put(ctx, "https://example.com", &robots.Entry{Expires: time.Now().Add(time.Hour)})
+		},
+		"Pause": func(ctx context.Context) error {
+			return s.Pause(ctx, "https://example.com", time.Now().Add(time.Hour))
+		},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		start := time.Now()
+		err := call(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Second {
+			t.Errorf("%s on a hung disk: %v after %v; want the context's error at its deadline", name, err, time.Since(start))
+		}
 	}
 }
