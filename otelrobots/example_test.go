@@ -55,10 +55,11 @@ func Example() {
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		log.Fatal(err)
 	}
+	// The counters that are not zero; each is a field of robots.Stats.
 	var lines []string
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "robots.requests" {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok {
 				for _, p := range sum.DataPoints {
 					if p.Value > 0 {
 						lines = append(lines, fmt.Sprintf("%s{%s} %d", m.Name, p.Attributes.Encoded(attribute.DefaultEncoder()), p.Value))
@@ -72,6 +73,10 @@ func Example() {
 		fmt.Println(l)
 	}
 	// Output:
-	// robots.requests{crawler=example,robots.outcome=disallowed} 1
-	// robots.requests{crawler=example,robots.outcome=sent} 2
+	// robots.cache_hits{crawler=example} 2
+	// robots.fetch_success{crawler=example} 1
+	// robots.load_waits{crawler=example} 1
+	// robots.refused_rule{crawler=example} 1
+	// robots.refused{crawler=example} 1
+	// robots.sent{crawler=example} 2
 }

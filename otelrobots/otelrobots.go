@@ -4,45 +4,47 @@
 // [Instrument] registers asynchronous (observable) counters on a Meter whose
 // instrumentation scope is [ScopeName]. At each collection a single callback
 // reads [robots.Transport.Stats] once and observes every counter from it;
-// nothing is added to the Transport's request path. The metrics are:
+// nothing is added to the Transport's request path.
 //
-//	name                         unit         attributes            meaning
-//	robots.requests              {request}    robots.outcome        requests by outcome:
-//	                                                                  sent: sent through Base
-//	                                                                  disallowed: refused by a rule of robots.txt
-//	                                                                  unreachable: refused, robots.txt unreachable
-//	                                                                  not_yet: not sent, turn too far away (MaxWait)
-//	                                                                  usage_refused: refused by a usage preference (Uses)
-//	robots.allowed_without_rules {request}                          requests allowed with no rules: robots.txt
-//	                                                                unavailable (4xx), or unreachable for 30 days
-//	robots.fetches               {fetch}      robots.access         robots.txt fetches by access result
-//	                                                                (success, unavailable, unreachable; RFC 9309 §2.3.1)
-//	robots.store.hits            {entry}                            fresh robots.txt entries taken from the Store
-//	                                                                instead of fetching
-//	robots.store.errors          {error}                            Store and Locker calls that failed (Get, Put,
-//	                                                                TryLock), unreadable entries included
-//	robots.cache.lookups         {lookup}     robots.cache.result   requests decided by robots.txt in memory (hit) or
-//	                                                                that waited for it to be fetched or loaded (miss)
-//	robots.cache.evictions       {origin}                           origins dropped from memory (MaxOrigins, MaxBytes)
-//	robots.pace.waits            {request}                          requests that waited for their origin's turn
-//	robots.pace.wait.time        s                                  total time requests waited for their turn
-//	robots.pace.pauses           {pause}      robots.pause.reason   origins paused, by reason:
-//	                                                                  retry_after: by a Retry-After header
-//	                                                                  backoff: by a 429 or 503 without one
-//	                                                                  (one per incident; see robots.Backoff)
-//	robots.pace.in_flight_waits  {request}                          requests that waited for, or were refused
-//	                                                                for, the answer to another request to their
-//	                                                                paced origin
+// Each metric is one field of [robots.Stats], named "robots." and the
+// field's name in snake case (Stats.CacheHits is robots.cache_hits), and
+// means what the field does. The metrics are:
 //
-// All are cumulative and monotonic. The outcomes of robots.requests do not
-// cover every request: one that fails before it is decided (a scheme other
-// than http or https, a canceled context, an invalid Agent) has none.
+//	name                        unit       meaning
+//	robots.cache_hits           {request}  requests decided by a fresh copy of robots.txt in memory
+//	robots.load_waits           {request}  requests that waited for a load of robots.txt (a fetch,
+//	                                       or the Store), whether or not they started it
+//	robots.evictions            {origin}   origins dropped from memory (MaxOrigins, MaxBytes)
+//	robots.sent                 {request}  requests sent through Base (fetches not included)
+//	robots.refused              {request}  requests refused (ErrDisallowed): the sum of the three below
+//	robots.refused_rule         {request}  refused by a rule of robots.txt
+//	robots.refused_unreachable  {request}  refused as robots.txt is unreachable
+//	robots.refused_usage        {request}  refused by a usage preference (Uses)
+//	robots.allowed_no_rules     {request}  allowed with no rules to obey: robots.txt unavailable,
+//	                                       or unreachable for 30 days
+//	robots.fetch_success        {fetch}    fetches of robots.txt with a 2xx answer
+//	robots.fetch_unavailable    {fetch}    fetches with a 4xx, or too many redirects
+//	robots.fetch_unreachable    {fetch}    fetches with no answer, a 429 or a 5xx
+//	robots.store_hits           {entry}    fresh entries taken from the Store, not fetched
+//	robots.store_errors         {error}    Store and Locker calls that failed, unreadable entries
+//	                                       included
+//	robots.not_yet              {request}  requests not sent, their turn too far (ErrNotYet)
+//	robots.turn_waits           {request}  requests that waited for their turn
+//	robots.turn_wait_time       s          the time they waited, in total
+//	robots.pauses               {pause}    origins paused by Retry-After
+//	robots.backoffs             {pause}    incidents of pushback: origins paused by the back-off
+//	robots.in_flight_waits      {request}  requests that waited for, or were refused for, the
+//	                                       answer to another request to their origin
 //
-// No metric carries the origin, the URL or the product token as an
-// attribute: the origins a crawler visits are unbounded in number, and so
-// would be the series of such metrics. Per-origin detail is for logs (see
-// robots.Transport.Logger). The attributes given with [WithAttributes] are
-// set once and added to every series; they tell apart Transports
+// All are cumulative and monotonic. The request counters do not cover every
+// request: one that fails before it is decided (a scheme other than http or
+// https, a canceled context, an invalid Agent) is in none of them.
+//
+// No metric has attributes of its own. None carries the origin, the URL or
+// the product token: the origins a crawler visits are unbounded in number,
+// and so would be the series of such metrics. Per-origin detail is for logs
+// (see robots.Transport.Logger). The attributes given with [WithAttributes]
+// are set once and added to every series; they tell apart Transports
 // instrumented on one MeterProvider.
 package otelrobots
 
@@ -51,6 +53,7 @@ import (
 	"errors"
 	"math"
 	"runtime/debug"
+	"time"
 
 	"github.com/f9014239/robots"
 	"go.opentelemetry.io/otel"
@@ -62,13 +65,46 @@ import (
 // Meter that [Instrument] gets from the MeterProvider.
 const ScopeName = "github.com/f9014239/robots/otelrobots"
 
-// Attribute keys of the metrics.
-const (
-	OutcomeKey     = attribute.Key("robots.outcome")      // of robots.requests
-	AccessKey      = attribute.Key("robots.access")       // of robots.fetches
-	CacheResultKey = attribute.Key("robots.cache.result") // of robots.cache.lookups
-	PauseReasonKey = attribute.Key("robots.pause.reason") // of robots.pace.pauses
-)
+// counter is a metric: one field of robots.Stats, read by count (a uint64
+// field) or by duration (a time.Duration field, observed in seconds).
+type counter struct {
+	name, unit, desc string
+	count            func(robots.Stats) uint64
+	duration         func(robots.Stats) time.Duration
+}
+
+func count(name, unit, desc string, f func(robots.Stats) uint64) counter {
+	return counter{name: name, unit: unit, desc: desc, count: f}
+}
+
+func seconds(name, desc string, f func(robots.Stats) time.Duration) counter {
+	return counter{name: name, unit: "s", desc: desc, duration: f}
+}
+
+// counters are the metrics, one for each field of robots.Stats, in its
+// order; the descriptions are the fields' comments.
+var counters = []counter{
+	count("robots.cache_hits", "{request}", "Requests decided by a fresh copy of robots.txt in memory.", func(s robots.Stats) uint64 { return s.CacheHits }),
+	count("robots.load_waits", "{request}", "Requests that waited for a load of robots.txt (a fetch, or the Store), whether or not they started it.", func(s robots.Stats) uint64 { return s.LoadWaits }),
+	count("robots.evictions", "{origin}", "Origins dropped from memory, under MaxOrigins and under MaxBytes.", func(s robots.Stats) uint64 { return s.Evictions }),
+	count("robots.sent", "{request}", "Requests sent through Base (fetches of robots.txt not included).", func(s robots.Stats) uint64 { return s.Sent }),
+	count("robots.refused", "{request}", "Requests refused (ErrDisallowed): the sum of robots.refused_rule, robots.refused_unreachable and robots.refused_usage.", func(s robots.Stats) uint64 { return s.Refused }),
+	count("robots.refused_rule", "{request}", "Requests refused by a rule of robots.txt.", func(s robots.Stats) uint64 { return s.RefusedRule }),
+	count("robots.refused_unreachable", "{request}", "Requests refused as robots.txt is unreachable.", func(s robots.Stats) uint64 { return s.RefusedUnreachable }),
+	count("robots.refused_usage", "{request}", "Requests refused by a usage preference (Uses).", func(s robots.Stats) uint64 { return s.RefusedUsage }),
+	count("robots.allowed_no_rules", "{request}", "Requests allowed with no rules to obey: robots.txt unavailable, or unreachable for 30 days.", func(s robots.Stats) uint64 { return s.AllowedNoRules }),
+	count("robots.fetch_success", "{fetch}", "Fetches of robots.txt with a 2xx answer.", func(s robots.Stats) uint64 { return s.FetchSuccess }),
+	count("robots.fetch_unavailable", "{fetch}", "Fetches of robots.txt with a 4xx answer, or too many redirects.", func(s robots.Stats) uint64 { return s.FetchUnavailable }),
+	count("robots.fetch_unreachable", "{fetch}", "Fetches of robots.txt with no answer, a 429 or a 5xx.", func(s robots.Stats) uint64 { return s.FetchUnreachable }),
+	count("robots.store_hits", "{entry}", "Fresh robots.txt entries taken from the Store, not fetched.", func(s robots.Stats) uint64 { return s.StoreHits }),
+	count("robots.store_errors", "{error}", "Store and Locker calls that failed, unreadable entries included.", func(s robots.Stats) uint64 { return s.StoreErrors }),
+	count("robots.not_yet", "{request}", "Requests not sent, their turn too far (ErrNotYet).", func(s robots.Stats) uint64 { return s.NotYet }),
+	count("robots.turn_waits", "{request}", "Requests that waited for their turn.", func(s robots.Stats) uint64 { return s.TurnWaits }),
+	seconds("robots.turn_wait_time", "The time requests waited for their turn, in total.", func(s robots.Stats) time.Duration { return s.TurnWaitTime }),
+	count("robots.pauses", "{pause}", "Origins paused by Retry-After.", func(s robots.Stats) uint64 { return s.Pauses }),
+	count("robots.backoffs", "{pause}", "Incidents of pushback: origins paused by the back-off.", func(s robots.Stats) uint64 { return s.Backoffs }),
+	count("robots.in_flight_waits", "{request}", "Requests that waited for, or were refused for, the answer to another request to their origin (ReasonInFlight).", func(s robots.Stats) uint64 { return s.InFlightWaits }),
+}
 
 // Option configures [Instrument].
 type Option interface {
@@ -95,10 +131,7 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // crawler's name; several calls add up. They are set once, at Instrument.
 // Give each Transport instrumented on one MeterProvider attributes of its
 // own: two that observe the same series report duplicate observations,
-// which OpenTelemetry leaves undefined. An attribute with one of the keys
-// of the metrics' own ([OutcomeKey], [AccessKey], [CacheResultKey],
-// [PauseReasonKey]) is
-// dropped.
+// which OpenTelemetry leaves undefined.
 func WithAttributes(attrs ...attribute.KeyValue) Option {
 	return optionFunc(func(c *config) { c.attrs = append(c.attrs, attrs...) })
 }
@@ -116,6 +149,11 @@ func Instrument(t *robots.Transport, opts ...Option) (metric.Registration, error
 	if t == nil {
 		return nil, errors.New("otelrobots: Instrument: nil Transport")
 	}
+	return instrument(t.Stats, opts...)
+}
+
+// instrument registers the counters, observed from stats.
+func instrument(stats func() robots.Stats, opts ...Option) (metric.Registration, error) {
 	var c config
 	for _, o := range opts {
 		o.apply(&c)
@@ -129,91 +167,44 @@ func Instrument(t *robots.Transport, opts ...Option) (metric.Registration, error
 	}
 	m := c.mp.Meter(ScopeName, mopts...)
 
-	var errs []error
-	i64 := func(name, unit, desc string) metric.Int64ObservableCounter {
-		inst, err := m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	var (
+		ints   = make([]metric.Int64ObservableCounter, len(counters))
+		floats = make([]metric.Float64ObservableCounter, len(counters))
+		insts  = make([]metric.Observable, len(counters))
+		errs   []error
+	)
+	for i, k := range counters {
+		var err error
+		if k.duration != nil {
+			floats[i], err = m.Float64ObservableCounter(k.name, metric.WithUnit(k.unit), metric.WithDescription(k.desc))
+			insts[i] = floats[i]
+		} else {
+			ints[i], err = m.Int64ObservableCounter(k.name, metric.WithUnit(k.unit), metric.WithDescription(k.desc))
+			insts[i] = ints[i]
+		}
 		errs = append(errs, err)
-		return inst
 	}
-	requests := i64("robots.requests", "{request}",
-		"Requests by outcome: sent through the base transport, or refused by a rule of robots.txt, because robots.txt is unreachable, for now (their turn was too far away), or by a usage preference.")
-	noRules := i64("robots.allowed_without_rules", "{request}",
-		"Requests allowed with no rules: robots.txt unavailable (4xx), or unreachable for 30 days.")
-	fetches := i64("robots.fetches", "{fetch}",
-		"Fetches of robots.txt by access result.")
-	storeHits := i64("robots.store.hits", "{entry}",
-		"Fresh robots.txt entries taken from the Store instead of fetching.")
-	storeErrors := i64("robots.store.errors", "{error}",
-		"Store and Locker calls that failed (Get, Put, TryLock), unreadable entries included; the Transport goes on without the Store.")
-	lookups := i64("robots.cache.lookups", "{lookup}",
-		"Requests decided by a fresh robots.txt in memory (hit), or that waited for it to be fetched or loaded from the Store (miss).")
-	evictions := i64("robots.cache.evictions", "{origin}",
-		"Origins dropped from memory to stay within the Transport's bounds.")
-	waits := i64("robots.pace.waits", "{request}",
-		"Requests that waited for their origin's turn.")
-	pauses := i64("robots.pace.pauses", "{pause}",
-		"Origins paused, by reason: a Retry-After header (retry_after), or a 429 or 503 without one (backoff; one per incident).")
-	inFlight := i64("robots.pace.in_flight_waits", "{request}",
-		"Requests that waited for, or were refused for, the answer to another request to their paced origin.")
-	waitTime, err := m.Float64ObservableCounter("robots.pace.wait.time", metric.WithUnit("s"),
-		metric.WithDescription("Total time requests waited for their origin's turn."))
-	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 
-	var extra []attribute.KeyValue
-	for _, kv := range c.attrs {
-		if kv.Key != OutcomeKey && kv.Key != AccessKey && kv.Key != CacheResultKey && kv.Key != PauseReasonKey {
-			extra = append(extra, kv)
-		}
-	}
-	with := func(kv ...attribute.KeyValue) metric.ObserveOption {
-		return metric.WithAttributeSet(attribute.NewSet(append(append([]attribute.KeyValue(nil), extra...), kv...)...))
-	}
-	var (
-		base         = with()
-		sent         = with(OutcomeKey.String("sent"))
-		disallowed   = with(OutcomeKey.String("disallowed"))
-		unreachable  = with(OutcomeKey.String("unreachable"))
-		notYet       = with(OutcomeKey.String("not_yet"))
-		usageRefused = with(OutcomeKey.String("usage_refused"))
-		fetchOK      = with(AccessKey.String("success"))
-		fetchUnavail = with(AccessKey.String("unavailable"))
-		fetchUnreach = with(AccessKey.String("unreachable"))
-		hit          = with(CacheResultKey.String("hit"))
-		miss         = with(CacheResultKey.String("miss"))
-		retryAfter   = with(PauseReasonKey.String("retry_after"))
-		backoff      = with(PauseReasonKey.String("backoff"))
-	)
+	attrs := metric.WithAttributeSet(attribute.NewSet(c.attrs...))
 	return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		s := t.Stats()
-		o.ObserveInt64(requests, count(s.Sent), sent)
-		o.ObserveInt64(requests, count(s.RefusedRule), disallowed)
-		o.ObserveInt64(requests, count(s.RefusedUnreachable), unreachable)
-		o.ObserveInt64(requests, count(s.NotYet), notYet)
-		o.ObserveInt64(requests, count(s.RefusedUsage), usageRefused)
-		o.ObserveInt64(noRules, count(s.AllowedNoRules), base)
-		o.ObserveInt64(fetches, count(s.FetchSuccess), fetchOK)
-		o.ObserveInt64(fetches, count(s.FetchUnavailable), fetchUnavail)
-		o.ObserveInt64(fetches, count(s.FetchUnreachable), fetchUnreach)
-		o.ObserveInt64(storeHits, count(s.StoreHits), base)
-		o.ObserveInt64(storeErrors, count(s.StoreErrors), base)
-		o.ObserveInt64(lookups, count(s.CacheHits), hit)
-		o.ObserveInt64(lookups, count(s.LoadWaits), miss)
-		o.ObserveInt64(evictions, count(s.Evictions), base)
-		o.ObserveInt64(waits, count(s.TurnWaits), base)
-		o.ObserveFloat64(waitTime, s.TurnWaitTime.Seconds(), base)
-		o.ObserveInt64(pauses, count(s.Pauses), retryAfter)
-		o.ObserveInt64(pauses, count(s.Backoffs), backoff)
-		o.ObserveInt64(inFlight, count(s.InFlightWaits), base)
+		s := stats()
+		for i, k := range counters {
+			if k.duration != nil {
+				o.ObserveFloat64(floats[i], k.duration(s).Seconds(), attrs)
+			} else {
+				o.ObserveInt64(ints[i], saturate(k.count(s)), attrs)
+			}
+		}
 		return nil
-	}, requests, noRules, fetches, storeHits, storeErrors, lookups, evictions, waits, waitTime, pauses, inFlight)
+	}, insts...)
 }
 
-// count converts a counter to an observation, saturating rather than
+// saturate converts a counter to an observation, saturating rather than
 // wrapping to a negative value.
-func count(n uint64) int64 {
+func saturate(n uint64) int64 {
 	if n > math.MaxInt64 {
 		return math.MaxInt64
 	}

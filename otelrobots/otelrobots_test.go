@@ -3,9 +3,14 @@ package otelrobots
 import (
 	"context"
 	"errors"
+	"go/parser"
+	"go/token"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"reflect"
+	"regexp"
 	"runtime/debug"
 	"sort"
 	"strconv"
@@ -13,6 +18,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode"
 
 	"github.com/f9014239/robots"
 	"github.com/jarcoal/httpmock"
@@ -152,24 +158,12 @@ func wantSeries(t *testing.T, got, want map[string]float64) {
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
 // zero returns the series of a Transport that has done nothing, each with
-// the attribute prefix given ("" for none, else "k=v,").
-func zero(prefix string) map[string]float64 {
+// the attributes given ("" for none, else "k=v,...").
+func zero(attrs string) map[string]float64 {
 	m := map[string]float64{}
-	for _, o := range []string{"sent", "disallowed", "unreachable", "not_yet", "usage_refused"} {
-		m["robots.requests{"+prefix+"robots.outcome="+o+"}"] = 0
+	for _, k := range counters {
+		m[k.name+"{"+attrs+"}"] = 0
 	}
-	for _, a := range []string{"success", "unavailable", "unreachable"} {
-		m["robots.fetches{"+prefix+"robots.access="+a+"}"] = 0
-	}
-	m["robots.cache.lookups{"+prefix+"robots.cache.result=hit}"] = 0
-	m["robots.cache.lookups{"+prefix+"robots.cache.result=miss}"] = 0
-	bare := strings.TrimSuffix(prefix, ",")
-	for _, name := range []string{"robots.allowed_without_rules", "robots.store.hits", "robots.store.errors", "robots.cache.evictions",
-		"robots.pace.waits", "robots.pace.wait.time", "robots.pace.in_flight_waits"} {
-		m[name+"{"+bare+"}"] = 0
-	}
-	m["robots.pace.pauses{"+prefix+"robots.pause.reason=retry_after}"] = 0
-	m["robots.pace.pauses{"+prefix+"robots.pause.reason=backoff}"] = 0
 	return m
 }
 
@@ -186,43 +180,44 @@ func TestInstrument(t *testing.T) {
 		wantSeries(t, collect(t, r), zero(""))
 
 		c := &http.Client{Transport: tr}
-		wantAllowed(t, c, "https://example.com/a")       // miss, fetch success, sent
-		wantAllowed(t, c, "https://example.com/b")       // hit, sent
-		wantRefused(t, c, "https://example.com/private") // hit, disallowed
-		wantAllowed(t, c, "https://gone.example/a")      // miss, fetch unavailable, sent, allowed without rules
-		wantRefused(t, c, "https://down.example/a")      // miss, fetch unreachable, unreachable
-		wantRefused(t, c, "https://down.example/b")      // hit, unreachable
-		wantRefused(t, c, "https://signal.example/a")    // miss, fetch success, usage refused
+		wantAllowed(t, c, "https://example.com/a")       // load wait, fetch success, sent
+		wantAllowed(t, c, "https://example.com/b")       // cache hit, sent
+		wantRefused(t, c, "https://example.com/private") // cache hit, refused by a rule
+		wantAllowed(t, c, "https://gone.example/a")      // load wait, fetch unavailable, sent, allowed with no rules
+		wantRefused(t, c, "https://down.example/a")      // load wait, fetch unreachable, refused unreachable
+		wantRefused(t, c, "https://down.example/b")      // cache hit, refused unreachable
+		wantRefused(t, c, "https://signal.example/a")    // load wait, fetch success, refused by usage
 		start := time.Now()
-		wantAllowed(t, c, "https://slow.example/a") // miss, fetch success, waits the crawl-delay after the fetch, sent
+		wantAllowed(t, c, "https://slow.example/a") // load wait, fetch success, waits the crawl-delay after the fetch, sent
 		if d := time.Since(start); d != 10*time.Second {
 			t.Fatalf("slow.example/a took %v, want 10s", d)
 		}
-		err := get(robots.WithMaxWait(context.Background(), time.Second), c, "https://slow.example/b") // hit, not yet
+		err := get(robots.WithMaxWait(context.Background(), time.Second), c, "https://slow.example/b") // cache hit, not yet
 		if !errors.Is(err, robots.ErrNotYet) {
 			t.Fatalf("slow.example/b: %v, want ErrNotYet", err)
 		}
-		wantAllowed(t, c, "https://busy.example/page") // miss, fetch success, sent, paused by Retry-After
+		wantAllowed(t, c, "https://busy.example/page") // load wait, fetch success, sent, paused by Retry-After
 		time.Sleep(5 * time.Second)
-		wantAllowed(t, c, "https://busy.example/push") // hit, waited, sent, backoff
+		wantAllowed(t, c, "https://busy.example/push") // cache hit, turn wait, sent, backoff
 
 		want := zero("")
 		for k, v := range map[string]float64{
-			"robots.requests{robots.outcome=sent}":                6,
-			"robots.requests{robots.outcome=disallowed}":          1,
-			"robots.requests{robots.outcome=unreachable}":         2,
-			"robots.requests{robots.outcome=not_yet}":             1,
-			"robots.requests{robots.outcome=usage_refused}":       1,
-			"robots.allowed_without_rules{}":                      1,
-			"robots.fetches{robots.access=success}":               4,
-			"robots.fetches{robots.access=unavailable}":           1,
-			"robots.fetches{robots.access=unreachable}":           1,
-			"robots.cache.lookups{robots.cache.result=hit}":       5,
-			"robots.cache.lookups{robots.cache.result=miss}":      6,
-			"robots.pace.waits{}":                                 1,
-			"robots.pace.wait.time{}":                             10,
-			"robots.pace.pauses{robots.pause.reason=retry_after}": 1,
-			"robots.pace.pauses{robots.pause.reason=backoff}":     1,
+			"robots.cache_hits{}":          5,
+			"robots.load_waits{}":          6,
+			"robots.sent{}":                6,
+			"robots.refused{}":             4,
+			"robots.refused_rule{}":        1,
+			"robots.refused_unreachable{}": 2,
+			"robots.refused_usage{}":       1,
+			"robots.allowed_no_rules{}":    1,
+			"robots.fetch_success{}":       4,
+			"robots.fetch_unavailable{}":   1,
+			"robots.fetch_unreachable{}":   1,
+			"robots.not_yet{}":             1,
+			"robots.turn_waits{}":          1,
+			"robots.turn_wait_time{}":      10,
+			"robots.pauses{}":              1,
+			"robots.backoffs{}":            1,
 		} {
 			want[k] = v
 		}
@@ -230,7 +225,97 @@ func TestInstrument(t *testing.T) {
 	})
 }
 
-// TestInstruments checks the names, units and descriptions, and the scope.
+// snake returns a Go name in snake case: InFlightWaits is in_flight_waits,
+// TTLHits ttl_hits.
+func snake(name string) string {
+	var b strings.Builder
+	rs := []rune(name)
+	for i, r := range rs {
+		if i > 0 && unicode.IsUpper(r) &&
+			(!unicode.IsUpper(rs[i-1]) || i+1 < len(rs) && unicode.IsLower(rs[i+1])) {
+			b.WriteByte('_')
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
+}
+
+func TestSnake(t *testing.T) {
+	for in, want := range map[string]string{
+		"Sent": "sent", "CacheHits": "cache_hits", "InFlightWaits": "in_flight_waits",
+		"TurnWaitTime": "turn_wait_time", "TTLHits": "ttl_hits", "Fetch2xx": "fetch2xx",
+	} {
+		if got := snake(in); got != want {
+			t.Errorf("snake(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestStatsFields checks that every exported field of robots.Stats has
+// exactly its metric, "robots." and the field's name in snake case, which
+// reports the field: a uint64 as an integer counter with a unit in braces,
+// a time.Duration as a float counter in seconds. Each field of the Stats
+// observed holds a value of its own, so that a metric that reads another
+// field is caught.
+func TestStatsFields(t *testing.T) {
+	var s robots.Stats
+	v := reflect.ValueOf(&s).Elem()
+	want := map[string]float64{}
+	units := map[string]string{}
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name := "robots." + snake(f.Name)
+		n := i + 1
+		switch f.Type {
+		case reflect.TypeFor[uint64]():
+			v.Field(i).SetUint(uint64(n))
+			want[name+"{k=v}"] = float64(n)
+			units[name] = "{"
+		case reflect.TypeFor[time.Duration]():
+			v.Field(i).SetInt(int64(n)*int64(time.Second) + int64(time.Second/2))
+			want[name+"{k=v}"] = float64(n) + 0.5
+			units[name] = "s"
+		default:
+			t.Errorf("Stats.%s: a %s, for which otelrobots has no kind of metric", f.Name, f.Type)
+		}
+	}
+	if len(counters) != len(want) {
+		t.Errorf("%d counters for %d fields of Stats", len(counters), len(want))
+	}
+
+	mp, r := newProvider(t)
+	if _, err := instrument(func() robots.Stats { return s }, WithMeterProvider(mp), WithAttributes(attribute.String("k", "v"))); err != nil {
+		t.Fatal(err)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			u, ok := units[m.Name]
+			if !ok {
+				continue // reported by wantSeries
+			}
+			_, isFloat := m.Data.(metricdata.Sum[float64])
+			if u == "s" && (m.Unit != "s" || !isFloat) {
+				t.Errorf("%s: unit %q, %T; want s, a float counter", m.Name, m.Unit, m.Data)
+			}
+			if u == "{" && (!strings.HasPrefix(m.Unit, "{") || !strings.HasSuffix(m.Unit, "}") || isFloat) {
+				t.Errorf("%s: unit %q, %T; want {...}, an integer counter", m.Name, m.Unit, m.Data)
+			}
+			if m.Description == "" {
+				t.Errorf("%s: no description", m.Name)
+			}
+		}
+	}
+	wantSeries(t, collect(t, r), want)
+}
+
+// TestInstruments checks the units and the scope.
 func TestInstruments(t *testing.T) {
 	mp, r := newProvider(t)
 	if _, err := Instrument(robots.NewTransport(newMock(), "ExampleBot"), WithMeterProvider(mp)); err != nil {
@@ -248,17 +333,26 @@ func TestInstruments(t *testing.T) {
 		t.Errorf("scope %q %q, want %q %q", sm.Scope.Name, sm.Scope.Version, ScopeName, version())
 	}
 	units := map[string]string{
-		"robots.requests":              "{request}",
-		"robots.allowed_without_rules": "{request}",
-		"robots.fetches":               "{fetch}",
-		"robots.store.hits":            "{entry}",
-		"robots.store.errors":          "{error}",
-		"robots.cache.lookups":         "{lookup}",
-		"robots.cache.evictions":       "{origin}",
-		"robots.pace.waits":            "{request}",
-		"robots.pace.wait.time":        "s",
-		"robots.pace.pauses":           "{pause}",
-		"robots.pace.in_flight_waits":  "{request}",
+		"robots.cache_hits":          "{request}",
+		"robots.load_waits":          "{request}",
+		"robots.evictions":           "{origin}",
+		"robots.sent":                "{request}",
+		"robots.refused":             "{request}",
+		"robots.refused_rule":        "{request}",
+		"robots.refused_unreachable": "{request}",
+		"robots.refused_usage":       "{request}",
+		"robots.allowed_no_rules":    "{request}",
+		"robots.fetch_success":       "{fetch}",
+		"robots.fetch_unavailable":   "{fetch}",
+		"robots.fetch_unreachable":   "{fetch}",
+		"robots.store_hits":          "{entry}",
+		"robots.store_errors":        "{error}",
+		"robots.not_yet":             "{request}",
+		"robots.turn_waits":          "{request}",
+		"robots.turn_wait_time":      "s",
+		"robots.pauses":              "{pause}",
+		"robots.backoffs":            "{pause}",
+		"robots.in_flight_waits":     "{request}",
 	}
 	for _, m := range sm.Metrics {
 		u, ok := units[m.Name]
@@ -270,16 +364,55 @@ func TestInstruments(t *testing.T) {
 		if m.Unit != u {
 			t.Errorf("%s: unit %q, want %q", m.Name, m.Unit, u)
 		}
-		if m.Description == "" {
-			t.Errorf("%s: no description", m.Name)
-		}
 	}
 	for name := range units {
 		t.Errorf("missing metric %s", name)
 	}
 }
 
-// TestEvictions reads robots.cache.evictions of a Transport bounded to two
+// metricName matches what may be a metric's name in the documentation.
+var metricName = regexp.MustCompile(`\brobots[._][a-z][a-z0-9_.]*[a-z0-9]`)
+
+// TestDocs checks that the package documentation and the README list every
+// metric with its unit, and name no metric that does not exist, in
+// OpenTelemetry's form or in Prometheus's (robots_turn_wait_time_seconds_total).
+func TestDocs(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "otelrobots.go", nil, parser.ParseComments|parser.PackageClauseOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgDoc := f.Doc.Text()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{"robots.txt": true}
+	for _, k := range counters {
+		known[k.name] = true
+		prom := strings.ReplaceAll(k.name, ".", "_")
+		if k.unit == "s" {
+			prom += "_seconds"
+		}
+		known[prom+"_total"] = true
+
+		row := regexp.MustCompile(`(?m)^\t` + regexp.QuoteMeta(k.name) + ` +` + regexp.QuoteMeta(k.unit) + ` `)
+		if !row.MatchString(pkgDoc) {
+			t.Errorf("package doc: no row for %s %s", k.name, k.unit)
+		}
+		if !strings.Contains(string(readme), "| `"+k.name+"` | `"+k.unit+"` |") {
+			t.Errorf("README.md: no row for %s %s", k.name, k.unit)
+		}
+	}
+	for file, text := range map[string]string{"package doc": pkgDoc, "README.md": string(readme)} {
+		for _, name := range metricName.FindAllString(text, -1) {
+			if !known[name] {
+				t.Errorf("%s: %s is no metric", file, name)
+			}
+		}
+	}
+}
+
+// TestEvictions reads robots.evictions of a Transport bounded to two
 // origins.
 func TestEvictions(t *testing.T) {
 	mp, r := newProvider(t)
@@ -293,15 +426,15 @@ func TestEvictions(t *testing.T) {
 	wantAllowed(t, c, "https://a.example/") // a is used again; b is not
 	wantAllowed(t, c, "https://c.example/") // evicts b
 	got := collect(t, r)
-	if n := got["robots.cache.evictions{}"]; n != 1 {
-		t.Errorf("robots.cache.evictions = %v, want 1", n)
+	if n := got["robots.evictions{}"]; n != 1 {
+		t.Errorf("robots.evictions = %v, want 1", n)
 	}
-	if n := got["robots.cache.lookups{robots.cache.result=miss}"]; n != 3 {
-		t.Errorf("cache misses = %v, want 3", n)
+	if n := got["robots.load_waits{}"]; n != 3 {
+		t.Errorf("robots.load_waits = %v, want 3", n)
 	}
 }
 
-// TestStoreHits reads robots.store.hits of a Transport that finds robots.txt
+// TestStoreHits reads robots.store_hits of a Transport that finds robots.txt
 // in a Store another Transport filled.
 func TestStoreHits(t *testing.T) {
 	mp, r := newProvider(t)
@@ -315,9 +448,9 @@ func TestStoreHits(t *testing.T) {
 	wantAllowed(t, &http.Client{Transport: first}, "https://example.com/a")
 	wantAllowed(t, &http.Client{Transport: second}, "https://example.com/a")
 	want := zero("")
-	want["robots.store.hits{}"] = 1
-	want["robots.cache.lookups{robots.cache.result=miss}"] = 1
-	want["robots.requests{robots.outcome=sent}"] = 1
+	want["robots.store_hits{}"] = 1
+	want["robots.load_waits{}"] = 1
+	want["robots.sent{}"] = 1
 	wantSeries(t, collect(t, r), want)
 }
 
@@ -332,7 +465,7 @@ func (failingStore) Put(context.Context, string, *robots.Entry) error {
 	return errors.New("store down")
 }
 
-// TestStoreErrors reads robots.store.errors of a Transport whose Store
+// TestStoreErrors reads robots.store_errors of a Transport whose Store
 // fails: its Get and its Put.
 func TestStoreErrors(t *testing.T) {
 	mp, r := newProvider(t)
@@ -342,10 +475,10 @@ func TestStoreErrors(t *testing.T) {
 	}
 	wantAllowed(t, &http.Client{Transport: tr}, "https://example.com/a")
 	want := zero("")
-	want["robots.store.errors{}"] = 2
-	want["robots.fetches{robots.access=success}"] = 1
-	want["robots.cache.lookups{robots.cache.result=miss}"] = 1
-	want["robots.requests{robots.outcome=sent}"] = 1
+	want["robots.store_errors{}"] = 2
+	want["robots.fetch_success{}"] = 1
+	want["robots.load_waits{}"] = 1
+	want["robots.sent{}"] = 1
 	wantSeries(t, collect(t, r), want)
 }
 
@@ -360,7 +493,7 @@ func TestUnregister(t *testing.T) {
 	}
 	c := &http.Client{Transport: tr}
 	wantAllowed(t, c, "https://example.com/a")
-	if n := collect(t, r)["robots.requests{robots.outcome=sent}"]; n != 1 {
+	if n := collect(t, r)["robots.sent{}"]; n != 1 {
 		t.Fatalf("sent = %v before Unregister, want 1", n)
 	}
 	if err := reg.Unregister(); err != nil {
@@ -387,37 +520,22 @@ func TestTwoTransports(t *testing.T) {
 	wantAllowed(t, &http.Client{Transport: a}, "https://example.com/b")
 	wantRefused(t, &http.Client{Transport: b}, "https://example.com/private")
 
-	want := zero("crawler=a,")
-	for k, v := range zero("crawler=b,env=test,") {
+	want := zero("crawler=a")
+	for k, v := range zero("crawler=b,env=test") {
 		want[k] = v
 	}
 	for k, v := range map[string]float64{
-		"robots.requests{crawler=a,robots.outcome=sent}":                    1 + 1,
-		"robots.fetches{crawler=a,robots.access=success}":                   1,
-		"robots.cache.lookups{crawler=a,robots.cache.result=miss}":          1,
-		"robots.cache.lookups{crawler=a,robots.cache.result=hit}":           1,
-		"robots.requests{crawler=b,env=test,robots.outcome=disallowed}":     1,
-		"robots.fetches{crawler=b,env=test,robots.access=success}":          1,
-		"robots.cache.lookups{crawler=b,env=test,robots.cache.result=miss}": 1,
+		"robots.sent{crawler=a}":                   1 + 1,
+		"robots.fetch_success{crawler=a}":          1,
+		"robots.load_waits{crawler=a}":             1,
+		"robots.cache_hits{crawler=a}":             1,
+		"robots.refused{crawler=b,env=test}":       1,
+		"robots.refused_rule{crawler=b,env=test}":  1,
+		"robots.fetch_success{crawler=b,env=test}": 1,
+		"robots.load_waits{crawler=b,env=test}":    1,
 	} {
 		want[k] = v
 	}
-	wantSeries(t, collect(t, r), want)
-}
-
-// TestAttributesKeepOwnKeys checks that an attribute given with
-// WithAttributes under one of the metrics' own keys is dropped.
-func TestAttributesKeepOwnKeys(t *testing.T) {
-	mp, r := newProvider(t)
-	tr := robots.NewTransport(newMock(), "ExampleBot")
-	if _, err := Instrument(tr, WithMeterProvider(mp), WithAttributes(OutcomeKey.String("bogus"), AccessKey.String("bogus"), CacheResultKey.String("bogus"))); err != nil {
-		t.Fatal(err)
-	}
-	wantAllowed(t, &http.Client{Transport: tr}, "https://example.com/a")
-	want := zero("")
-	want["robots.requests{robots.outcome=sent}"] = 1
-	want["robots.fetches{robots.access=success}"] = 1
-	want["robots.cache.lookups{robots.cache.result=miss}"] = 1
 	wantSeries(t, collect(t, r), want)
 }
 
@@ -433,7 +551,7 @@ func TestGlobalMeterProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantAllowed(t, &http.Client{Transport: tr}, "https://example.com/a")
-	if n := collect(t, r)["robots.requests{robots.outcome=sent}"]; n != 1 {
+	if n := collect(t, r)["robots.sent{}"]; n != 1 {
 		t.Errorf("sent = %v, want 1", n)
 	}
 }
@@ -445,13 +563,13 @@ func TestInstrumentNil(t *testing.T) {
 	}
 }
 
-func TestCount(t *testing.T) {
+func TestSaturate(t *testing.T) {
 	for _, c := range []struct {
 		n    uint64
 		want int64
 	}{{0, 0}, {1 << 62, 1 << 62}, {1<<63 - 1, 1<<63 - 1}, {1 << 63, 1<<63 - 1}, {1<<64 - 1, 1<<63 - 1}} {
-		if got := count(c.n); got != c.want {
-			t.Errorf("count(%d) = %d, want %d", c.n, got, c.want)
+		if got := saturate(c.n); got != c.want {
+			t.Errorf("saturate(%d) = %d, want %d", c.n, got, c.want)
 		}
 	}
 }
