@@ -34,10 +34,12 @@
 // same rules (see Store.Reserve). A request to a cached origin with no
 // interval to keep costs the Store a lookup in a map in memory
 // (WatchedPause): no Reserve, no I/O. A paced request costs a Reserve and a
-// Release in memory, and its share of a write: a flusher writes the paces
-// that changed, every 100 ms while they change, in one transaction, with a
-// heartbeat. Put and Get are a transaction each (Put syncs to the disk);
-// Pause and PushBack write before they return; pauses are rare.
+// Release in memory, and its share of a write: a flusher appends the paces
+// that changed to a journal in the file, every 100 ms while they change, in
+// one transaction with a heartbeat, about 50 bytes a pace; once the journal
+// is as large as the last snapshot of the paces, a checkpoint writes a new
+// one. Put and Get are a transaction each (Put syncs to the disk); Pause
+// and PushBack write before they return; pauses are rare.
 //
 // # Recovery after a crash
 //
@@ -51,12 +53,16 @@
 // origin, known to the file or not, to have had a turn at that time, with
 // the interval it kept: the first request to an origin with an interval
 // waits until the interval after it, and one with none goes at once. A turn
-// that held its origin (a request in flight when the process died) keeps
-// it until the end of its hold (Transport.TurnTimeout after it, a minute by
-// default), as a Pacer shared by a fleet does when a holder dies, and the
-// next turn is an interval after that. A file written by a Store that
-// cannot write (a disk full, a file system turned read-only) falls behind:
-// see below.
+// that held its origin (a request in flight when the process died) and was
+// written keeps it until the end of its hold (Transport.TurnTimeout after
+// it, a minute by default), as a Pacer shared by a fleet does when a holder
+// dies, and the next turn is an interval after that. A turn taken in the
+// last 100 ms before the crash was not written: its request counts as
+// answered at the heartbeat plus the lease, most often about a second
+// after the crash; a site slower than that to answer a request whose
+// crawler died may see the next one before its answer. A file written by a
+// Store that cannot write (a disk full, a file system turned read-only)
+// falls behind: see below.
 //
 // The Store's clock is the wall clock at Open, moved on by the monotonic
 // clock: setting the clock while a Store is open moves no turn. If the

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime/debug"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -141,6 +142,15 @@ type corruptError struct{ why string }
 func (e *corruptError) Error() string        { return "not a boltstore file, or damaged: " + e.why }
 func (e *corruptError) Is(target error) bool { return target == ErrCorrupt }
 
+// lockedError is a file that another process has open. It matches
+// ErrLocked.
+type lockedError struct{ waited time.Duration }
+
+func (e *lockedError) Error() string {
+	return fmt.Sprintf("the file is in use by another process (its lock was not free within %v)", e.waited)
+}
+func (e *lockedError) Is(target error) bool { return target == ErrLocked }
+
 // corrupt returns an error that matches ErrCorrupt, saying why.
 func corrupt(why string) error { return &corruptError{why} }
 
@@ -162,7 +172,7 @@ func protect(fn func() error) (err error) {
 func openError(path string, err error, o *options) error {
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
-		return fmt.Errorf("boltstore: open %s: %w (its lock was not free within %v)", path, ErrLocked, o.lockTimeout)
+		return fmt.Errorf("boltstore: open %s: %w", path, &lockedError{o.lockTimeout})
 	case errors.Is(err, ErrCorrupt):
 		return fmt.Errorf("boltstore: open %s: %w; delete the file to start fresh", path, err)
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch),

@@ -21,7 +21,7 @@ import (
 // The defaults of a Store's options.
 const (
 	DefaultMaxEntries = 1000000             // WithMaxEntries
-	DefaultMaxBytes   = 1 << 30             // WithMaxBytes
+	DefaultMaxBytes   = 256 << 20           // WithMaxBytes
 	DefaultRetain     = 30 * 24 * time.Hour // WithRetain
 )
 
@@ -159,9 +159,10 @@ func WithMaxEntries(n int) Option { return func(o *options) { o.maxEntries = n }
 // WithMaxEntries does: each entry counts its encoded size (its body, its
 // error, 20 bytes or so of times and counts), its origin twice (its key and
 // its index's) and 64 bytes. An entry larger on its own is kept alone. If
-// n <= 0, DefaultMaxBytes is used. The file is larger than the entries by
-// bbolt's pages and free pages (up to about twice their bytes), and by the
-// paces (about 100 bytes an origin).
+// n <= 0, DefaultMaxBytes is used. The file holds about 2.2 times the bytes
+// counted (bbolt's pages are half full or so when keys come in no order),
+// and the paces of the origins that can still hold a request back (about
+// 100 bytes each).
 func WithMaxBytes(n int64) Option { return func(o *options) { o.maxBytes = n } }
 
 // WithRetain sets how long an entry is kept after it expires: a Transport

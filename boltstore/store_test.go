@@ -622,3 +622,32 @@ func TestHungDisk(t *testing.T) {
 		}
 	}
 }
+
+// TestTryLock: one fetch lock per origin at a time, in the process; it is
+// released by its unlock or after its ttl.
+func TestTryLock(t *testing.T) {
+	s := openTest(t, tempPath(t))
+	ctx := context.Background()
+	unlock, ok, err := s.TryLock(ctx, "https://example.com", time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("TryLock = %v, %v", ok, err)
+	}
+	if _, ok, _ := s.TryLock(ctx, "https://example.com", time.Minute); ok {
+		t.Error("a second TryLock of a held lock succeeded")
+	}
+	if _, ok, _ := s.TryLock(ctx, "https://example.org", time.Millisecond); !ok {
+		t.Error("TryLock of another origin failed")
+	}
+	unlock()
+	if _, ok, _ := s.TryLock(ctx, "https://example.com", time.Minute); !ok {
+		t.Error("TryLock after unlock failed")
+	}
+	time.Sleep(2 * time.Millisecond)
+	if _, ok, _ := s.TryLock(ctx, "https://example.org", time.Minute); !ok {
+		t.Error("TryLock after the ttl failed")
+	}
+	s.Close()
+	if _, _, err := s.TryLock(ctx, "https://example.net", time.Minute); !errors.Is(err, ErrClosed) {
+		t.Errorf("TryLock after Close: %v, want ErrClosed", err)
+	}
+}
