@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -29,6 +31,27 @@ type job struct {
 	// notYet, if not nil, is set by crawler (b) to the requests its
 	// Transport refused for now (robots.ErrNotYet).
 	notYet *atomic.Uint64
+	// dropped, if not nil, is told by crawler (b) of each URL it gives up
+	// on other than by a refusal under robots.txt: a failure, or a 429
+	// after maxResends.
+	dropped *dropLog
+}
+
+// dropLog counts the URLs a crawler gave up on, and keeps the first few
+// reasons.
+type dropLog struct {
+	mu      sync.Mutex
+	n       int
+	reasons []string
+}
+
+func (d *dropLog) add(u string, why error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.n++
+	if len(d.reasons) < 5 {
+		d.reasons = append(d.reasons, u+": "+why.Error())
+	}
 }
 
 // crawler is one of the crawlers compared.
@@ -90,6 +113,11 @@ func get(ctx context.Context, client *http.Client, u string) (int, error) {
 	io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode, resp.Body.Close()
 }
+
+// isRefusal reports whether err refuses a request under robots.txt, by
+// a rule or because robots.txt is unreachable, which a polite crawler
+// drops.
+func isRefusal(err error) bool { return errors.Is(err, robots.ErrDisallowed) }
 
 // pushedBack reports whether status asks the crawler to come back later.
 func pushedBack(status int) bool {
@@ -195,6 +223,11 @@ func crawlFrontier(ctx context.Context, j job) error {
 					}
 					f.Requeue(u, at)
 					continue
+				}
+				if err != nil && j.dropped != nil && !isRefusal(err) && !errors.Is(err, robots.ErrNotYet) {
+					j.dropped.add(u, err)
+				} else if err == nil && pushedBack(status) && j.dropped != nil {
+					j.dropped.add(u, fmt.Errorf("answered %d %d times", status, maxResends+1))
 				}
 				f.Done(u, err)
 			}

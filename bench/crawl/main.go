@@ -230,7 +230,11 @@ func run(ctx context.Context, addr string, w *web, o options, log io.Writer) []f
 			runNo++
 			fmt.Fprintf(log, "crawl %s (%s), W=%d ...", c.name, c.what, n)
 			f := measure(ctx, cfg, c, n, runNo)
-			fmt.Fprintf(log, " %v\n", f.makespan.Round(time.Millisecond))
+			fmt.Fprintf(log, " %v", f.makespan.Round(time.Millisecond))
+			if f.dropped > 0 {
+				fmt.Fprintf(log, ", %d URLs given up", f.dropped)
+			}
+			fmt.Fprintln(log)
 			if f.critical != "" {
 				fmt.Fprintf(log, "\t%s\n", f.critical)
 			}

@@ -40,6 +40,7 @@ type figures struct {
 	robotsMax                          int
 	robotsExtra                        int           // origins fetched more than once
 	notYet                             int           // requests refused for now (robots.ErrNotYet), crawler b only; -1 for the others
+	dropped                            int           // URLs crawler b gave up on, other than by a refusal under robots.txt
 	cpu                                time.Duration // user and system CPU time of the process during the crawl
 	peakHeap                           uint64        // the most heap in use during the crawl, less that at its start
 	err                                error
@@ -105,7 +106,8 @@ func measure(ctx context.Context, cfg runConfig, c crawler, n, run int) figures 
 	base := newBase(cfg.addr)
 	sent := &sentLog{base: base}
 	var notYet atomic.Uint64
-	j := job{urls: urls, base: sent, workers: n, timeout: w.timeout, maxWait: cfg.maxWait, backoff: w.backoff, notYet: &notYet}
+	var dropped dropLog
+	j := job{urls: urls, base: sent, workers: n, timeout: w.timeout, maxWait: cfg.maxWait, backoff: w.backoff, notYet: &notYet, dropped: &dropped}
 
 	runtime.GC()
 	heap0 := heapInUse()
@@ -136,6 +138,10 @@ func measure(ctx context.Context, cfg runConfig, c crawler, n, run int) figures 
 	f := figures{crawler: c.name, workers: n, makespan: makespan, bound: w.politeBound(), cpu: cpu, err: err, notYet: -1}
 	if c.name == "b" {
 		f.notYet = int(notYet.Load())
+		f.dropped = dropped.n
+		for _, r := range dropped.reasons {
+			f.example("dropped: %s", r)
+		}
 	}
 	if peak > heap0 {
 		f.peakHeap = peak - heap0
@@ -187,6 +193,10 @@ func (w *web) judgeRun(f *figures, run int, seen, left []arrival, slack time.Dur
 			}
 		}
 		f.got += len(got)
+		if n := countTrue(o.allowed); len(got) < n && !o.kind.unreachable() && o.pushback == 0 {
+			f.example("%d of %d allowed pages never answered 200 (%s, %s, delay %v, latency %v): %s",
+				n-len(got), n, kindNames[o.kind], o.file, o.delay, o.latency, gaps(bySeen[i]))
+		}
 		total += robotsTxt
 		f.robotsMax = max(f.robotsMax, robotsTxt)
 		if robotsTxt > 1 {
