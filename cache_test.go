@@ -14,6 +14,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/jarcoal/httpmock"
 )
 
@@ -508,7 +510,7 @@ func TestCachedBodyDropped(t *testing.T) {
 		mock := newMock()
 		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, body))
 		tr := NewTransport(mock, "ExampleBot")
-		store := &MemoryStore{}
+		store := &fleet.MemoryStore{}
 		if withStore {
 			tr.Store = store
 		}
@@ -524,7 +526,7 @@ func TestCachedBodyDropped(t *testing.T) {
 		}
 		if withStore {
 			if e, _ := store.Get(ctx, "https://example.com"); e == nil || string(e.Body) != body {
-				t.Errorf("the Store's entry = %+v, want the body", e)
+				t.Errorf("the fleet.Store's entry = %+v, want the body", e)
 			}
 		}
 	}

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/f9014239/robots/matcher"
 )
 
@@ -150,11 +152,11 @@ func (l *loader) fetch(parent context.Context, origin string, rt *route, userAge
 			// A redirect that cannot be followed ends the chain
 			// without a robots.txt: the file is unavailable, like a
 			// 404 (RFC 9309 §2.3.1.2).
-			return &fetchResult{access: AccessUnavailable, status: resp.StatusCode, lifetime: l.cfg.ttl}
+			return &fetchResult{access: fleet.AccessUnavailable, status: resp.StatusCode, lifetime: l.cfg.ttl}
 		}
 		if hop == maxRedirects {
 			l.log(ctx, "robots.txt redirects too often", "origin", origin, "err", errTooManyRedirects)
-			return &fetchResult{access: AccessUnavailable, status: resp.StatusCode, lifetime: l.cfg.ttl}
+			return &fetchResult{access: fleet.AccessUnavailable, status: resp.StatusCode, lifetime: l.cfg.ttl}
 		}
 		if host != "" {
 			if l, err := url.Parse(loc); err != nil || l.Host != "" || l.Scheme != "" {
@@ -304,7 +306,7 @@ func closeAfterPanic(body io.Closer) {
 func (l *loader) read(resp *http.Response, target *url.URL, now time.Time) *fetchResult {
 	r := &fetchResult{access: classify(resp.StatusCode), status: resp.StatusCode}
 	switch r.access {
-	case AccessSuccess:
+	case fleet.AccessSuccess:
 		body, err := readBody(resp, l.cfg.maxBody)
 		if err != nil {
 			// A body cut by the network, or one we cannot decode, is
@@ -314,7 +316,7 @@ func (l *loader) read(resp *http.Response, target *url.URL, now time.Time) *fetc
 		}
 		r.body = body
 		r.lifetime = lifetime(l.cfg.ttl, resp.Header.Values("Cache-Control")...)
-	case AccessUnavailable:
+	case fleet.AccessUnavailable:
 		drain(resp.Body)
 		r.lifetime = lifetime(l.cfg.ttl, resp.Header.Values("Cache-Control")...)
 	default:

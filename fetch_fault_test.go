@@ -20,6 +20,8 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/f9014239/robots/fleet"
+
 	"go.uber.org/goleak"
 )
 
@@ -56,14 +58,14 @@ func faultTransport(t *testing.T, base *http.Transport) *Transport {
 // /public, and the access result the fetch is counted as.
 type outcome struct {
 	private, public verdict
-	access          Access
+	access          fleet.Access
 }
 
 var (
-	rules       = outcome{refusedRule, allowed, AccessSuccess}           // 2xx: the body's rules decide
-	noRules     = outcome{allowed, allowed, AccessSuccess}               // 2xx with nothing usable in it
-	unavailable = outcome{allowed, allowed, AccessUnavailable}           // 4xx, too many redirects
-	unreachable = outcome{refusedWhole, refusedWhole, AccessUnreachable} // 429, 5xx, network
+	rules       = outcome{refusedRule, allowed, fleet.AccessSuccess}           // 2xx: the body's rules decide
+	noRules     = outcome{allowed, allowed, fleet.AccessSuccess}               // 2xx with nothing usable in it
+	unavailable = outcome{allowed, allowed, fleet.AccessUnavailable}           // 4xx, too many redirects
+	unreachable = outcome{refusedWhole, refusedWhole, fleet.AccessUnreachable} // 429, 5xx, network
 )
 
 // checkOrigin sends GET origin/private and origin/public through tr and
@@ -379,7 +381,7 @@ func TestFaultRedirects(t *testing.T) {
 			before := srv.hitsNot(isPage)
 			if c.host == "cross" || c.host == "relative" {
 				// other.test disallows /public, not /private.
-				want := outcome{allowed, refusedRule, AccessSuccess}
+				want := outcome{allowed, refusedRule, fleet.AccessSuccess}
 				checkOriginRules(t, tr, srv, "http://"+c.host+".test", want, "Disallow: /public")
 			} else {
 				checkOrigin(t, tr, srv, "http://"+c.host+".test", c.want)
@@ -395,7 +397,7 @@ func TestFaultRedirects(t *testing.T) {
 
 	t.Run("other hosts keep their own file", func(t *testing.T) {
 		tr := faultTransport(t, base)
-		checkOriginRules(t, tr, srv, "http://cross.test", outcome{allowed, refusedRule, AccessSuccess}, "Disallow: /public")
+		checkOriginRules(t, tr, srv, "http://cross.test", outcome{allowed, refusedRule, fleet.AccessSuccess}, "Disallow: /public")
 		// other.test was reached only as a redirect target: its own
 		// origin is fetched on its first use, and obeys its own file.
 		before := srv.HostHits("other.test", "/robots.txt")
@@ -611,7 +613,7 @@ func TestFaultRetryAfter(t *testing.T) {
 			}
 			srv := newFaultServer(t, reply(c.status, hdr, faultRules))
 			tr := faultTransport(t, loopbackBase(nil, nil))
-			store := &MemoryStore{}
+			store := &fleet.MemoryStore{}
 			tr.Store = store
 			origin := "http://" + srv.Addr()
 			start := time.Now()
@@ -627,7 +629,7 @@ func TestFaultRetryAfter(t *testing.T) {
 			}
 			e, _ := store.Get(context.Background(), origin)
 			if e == nil {
-				t.Fatal("no entry in the Store")
+				t.Fatal("no entry in the fleet.Store")
 			}
 			if got := e.Expires.Sub(start); got < c.want-time.Minute/2 || got > c.want+time.Minute/2 {
 				t.Errorf("retried after %v, want %v", got.Round(time.Second), c.want)
@@ -654,15 +656,15 @@ func TestFaultRobotsChanges(t *testing.T) {
 	origin := "http://" + srv.Addr()
 
 	fetched := time.Now()
-	checkOriginRules(t, tr, srv, origin, outcome{refusedRule, allowed, AccessSuccess}, "Disallow: /private")
+	checkOriginRules(t, tr, srv, origin, outcome{refusedRule, allowed, fleet.AccessSuccess}, "Disallow: /private")
 	expired := time.Now().Add(ttl + 50*time.Millisecond) // the copy was fetched before now
 	version.Store(1)
 	if time.Since(fetched) < ttl/2 {
 		// Still within the lifetime: the old copy decides.
-		checkOriginRules(t, tr, srv, origin, outcome{refusedRule, allowed, AccessSuccess}, "Disallow: /private")
+		checkOriginRules(t, tr, srv, origin, outcome{refusedRule, allowed, fleet.AccessSuccess}, "Disallow: /private")
 	}
 	time.Sleep(time.Until(expired))
-	checkOriginRules(t, tr, srv, origin, outcome{allowed, refusedRule, AccessSuccess}, "Disallow: /public")
+	checkOriginRules(t, tr, srv, origin, outcome{allowed, refusedRule, fleet.AccessSuccess}, "Disallow: /public")
 	if n := srv.Hits("/robots.txt"); n != 2 {
 		t.Errorf("robots.txt fetched %d times, want 2", n)
 	}

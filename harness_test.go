@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/jarcoal/httpmock"
 	"go.uber.org/goleak"
 )
@@ -340,7 +342,7 @@ type memBackoff struct {
 	start, end time.Duration
 }
 
-func (p *memPacer) Reserve(ctx context.Context, origin string, r TurnRequest) (Turn, error) {
+func (p *memPacer) Reserve(ctx context.Context, origin string, r fleet.TurnRequest) (fleet.Turn, error) {
 	every := r.Every
 	if !r.Known {
 		every = unknownEvery(every)
@@ -356,7 +358,7 @@ func (p *memPacer) Reserve(ctx context.Context, origin string, r TurnRequest) (T
 	last, ok := p.last[origin]
 	if ok {
 		if last.id != 0 && now < last.holdUntil {
-			return Turn{InFlight: true, Wait: last.at + max(ask, last.every) - now}, nil
+			return fleet.Turn{InFlight: true, Wait: last.at + max(ask, last.every) - now}, nil
 		}
 		if last.id != 0 {
 			last.at = last.holdUntil // never released: spaced from its hold's end
@@ -367,7 +369,7 @@ func (p *memPacer) Reserve(ctx context.Context, origin string, r TurnRequest) (T
 		}
 	}
 	if wait := at - now; wait > 0 && wait >= r.MaxWait {
-		return Turn{Wait: wait}, nil
+		return fleet.Turn{Wait: wait}, nil
 	}
 	if p.last == nil {
 		p.last = make(map[string]memTurn)
@@ -380,7 +382,7 @@ func (p *memPacer) Reserve(ctx context.Context, origin string, r TurnRequest) (T
 		t.id, t.holdUntil = p.ids, at+r.Hold
 	}
 	p.last[origin] = t
-	return Turn{OK: true, Wait: at - now, ID: t.id}, nil
+	return fleet.Turn{OK: true, Wait: at - now, ID: t.id}, nil
 }
 
 func (p *memPacer) Release(ctx context.Context, origin string, id uint64, answered time.Time) error {

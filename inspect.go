@@ -6,13 +6,15 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/f9014239/robots/matcher"
 )
 
 // Origin is what a [Transport] knows of one origin's robots.txt.
 type Origin struct {
 	Name   string          // as a Store names it: "https://example.com"
-	Access Access          // of the last fetch that reached it, or AccessUnreachable; it decides
+	Access fleet.Access    // of the last fetch that reached it, or AccessUnreachable; it decides
 	File   *matcher.Robots // the parsed file if Access is AccessSuccess, else an empty one; never nil
 
 	// FetchedAt is when the file in use was fetched (zero if none was),

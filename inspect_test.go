@@ -7,6 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/jarcoal/httpmock"
 )
 
@@ -20,19 +22,19 @@ func TestOriginNeverNil(t *testing.T) {
 	tr := NewTransport(mock, "ExampleBot")
 	for _, c := range []struct {
 		u        string
-		access   Access
+		access   fleet.Access
 		sitemaps int
 	}{
-		{"https://gone.example/", AccessUnavailable, 0},
-		{"https://down.example/", AccessUnreachable, 0},
-		{"https://example.com/", AccessSuccess, 1},
+		{"https://gone.example/", fleet.AccessUnavailable, 0},
+		{"https://down.example/", fleet.AccessUnreachable, 0},
+		{"https://example.com/", fleet.AccessSuccess, 1},
 	} {
 		rt, err := tr.Origin(context.Background(), mustURL(c.u))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if rt.Access != c.access || rt.File == nil || len(rt.File.Sitemaps()) != c.sitemaps {
-			t.Errorf("%s: Access %v, File %v; want %v and %d sitemaps", c.u, rt.Access, rt.File, c.access, c.sitemaps)
+			t.Errorf("%s: fleet.Access %v, File %v; want %v and %d sitemaps", c.u, rt.Access, rt.File, c.access, c.sitemaps)
 			continue
 		}
 		rt.File.Group("ExampleBot").CrawlDelay()
@@ -49,7 +51,7 @@ func TestInspectWithOneFetch(t *testing.T) {
 		ctx := context.Background()
 		u := mustURL("https://example.com/article")
 		rt, err := tr.Origin(ctx, u)
-		if err != nil || rt.Access != AccessSuccess || rt.Name != "https://example.com" {
+		if err != nil || rt.Access != fleet.AccessSuccess || rt.Name != "https://example.com" {
 			t.Fatalf("RobotsTxt = %+v, %v", rt, err)
 		}
 		if sm := rt.File.Sitemaps(); len(sm) != 1 || sm[0] != "https://example.com/sitemap.xml" {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/f9014239/robots/fleet"
 )
 
 // loader gets each origin's robots.txt: from the cache in memory, else by
@@ -183,7 +185,7 @@ func (l *loader) load(ctx context.Context, s *site, f *flight, userAgent string)
 		}
 		// An unreachable robots.txt says nothing of the origin's
 		// rules: the pace knows them only from one that was read.
-		l.paceOf(s).know(st.every, st.entry != nil && st.entry.Access != AccessUnreachable)
+		l.paceOf(s).know(st.every, st.entry != nil && st.entry.Access != fleet.AccessUnreachable)
 		l.warnCapped(ctx, s, st)
 		s.cur.Store(st)
 		l.stats.evictions.Add(uint64(l.cache.account(s, st.bytes, l.now())))
@@ -211,12 +213,12 @@ func (l *loader) load(ctx context.Context, s *site, f *flight, userAgent string)
 // any) is kept, as for any unreachable fetch.
 func (l *loader) panicked(s *site, msg string) *state {
 	err := errors.New(msg)
-	r := &fetchResult{access: AccessUnreachable, err: err}
+	r := &fetchResult{access: fleet.AccessUnreachable, err: err}
 	return l.compileFetched(next(entryOf(s.cur.Load()), r, time.Now()), r, s.cur.Load())
 }
 
 // entryOf returns st's entry, or nil if st is nil.
-func entryOf(st *state) *Entry {
+func entryOf(st *state) *fleet.Entry {
 	if st == nil {
 		return nil
 	}
@@ -251,7 +253,7 @@ func (l *loader) obtain(logCtx context.Context, s *site, f *flight, prevSt *stat
 				prev, prevSt = e, nil // the Store's entry has its Body
 			}
 		}
-		if lk, ok := store.(Locker); ok {
+		if lk, ok := store.(fleet.Locker); ok {
 			unlock, e := l.lockOrWait(sctx, logCtx, lk, s.origin, notBefore)
 			if e != nil {
 				l.stats.storeHits.Add(1)
@@ -312,7 +314,7 @@ func (l *loader) storeCtx(ctx context.Context) (context.Context, context.CancelF
 
 // storeGet returns the Store's entry of origin, or nil if it has none or
 // fails.
-func (l *loader) storeGet(ctx, logCtx context.Context, origin string) *Entry {
+func (l *loader) storeGet(ctx, logCtx context.Context, origin string) *fleet.Entry {
 	ctx, cancel := l.storeCtx(ctx)
 	defer cancel()
 	e, err := l.cfg.store.Get(ctx, origin)
@@ -358,8 +360,8 @@ func (l *loader) warnCapped(ctx context.Context, s *site, st *state) {
 // fetch holding the lock, a fresh entry when the holder put one, or neither
 // when the caller should fetch without the lock (ctx done, or a store error).
 // An entry fetched before notBefore is not taken (see Transport.Forget).
-func (l *loader) lockOrWait(ctx, logCtx context.Context, lk Locker, origin string, notBefore time.Time) (unlock func(), e *Entry) {
-	usable := func(e *Entry) bool {
+func (l *loader) lockOrWait(ctx, logCtx context.Context, lk fleet.Locker, origin string, notBefore time.Time) (unlock func(), e *fleet.Entry) {
+	usable := func(e *fleet.Entry) bool {
 		return e != nil && time.Now().Before(e.Expires) && !e.FetchedAt.Before(notBefore)
 	}
 	delay := 50 * time.Millisecond

@@ -14,6 +14,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/jarcoal/httpmock"
 )
 
@@ -168,7 +170,7 @@ func TestStoreSharedBetweenTransports(t *testing.T) {
 		mock := newMock()
 		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200,
 			"User-agent: ABot\nDisallow: /a\n\nUser-agent: BBot\nDisallow: /b\n").Delay(time.Second))
-		store := &MemoryStore{}
+		store := &fleet.MemoryStore{}
 		a := &Transport{Base: mock, Agent: "ABot", Store: store}
 		b := &Transport{Base: mock, Agent: "BBot", Store: store}
 		var wg sync.WaitGroup
@@ -194,7 +196,7 @@ func TestStoreSharedBetweenTransports(t *testing.T) {
 		}
 		wg.Wait()
 		if n := calls(mock, exampleRobots); n != 1 {
-			t.Errorf("two Transports on one Store fetched %d times, want 1", n)
+			t.Errorf("two Transports on one fleet.Store fetched %d times, want 1", n)
 		}
 		if sa, sb := a.Stats(), b.Stats(); sa.FetchSuccess+sb.FetchSuccess != 1 || sa.StoreHits+sb.StoreHits != 1 {
 			t.Errorf("stats a=%+v b=%+v, want one fetch and one store hit", sa, sb)
@@ -215,7 +217,7 @@ func TestStoreSharedBetweenTransports(t *testing.T) {
 			t.Errorf("fetched %d times, want 2", n)
 		}
 		e, _ := store.Get(context.Background(), "https://example.com")
-		if e == nil || e.Access != AccessSuccess || e.FetchedAt.Before(refetch) {
+		if e == nil || e.Access != fleet.AccessSuccess || e.FetchedAt.Before(refetch) {
 			t.Errorf("store entry %+v, want the new fetch", e)
 		}
 	})
@@ -224,12 +226,12 @@ func TestStoreSharedBetweenTransports(t *testing.T) {
 // failingStore is a Store whose every call fails.
 type failingStore struct{ calls atomic.Int32 }
 
-func (s *failingStore) Get(context.Context, string) (*Entry, error) {
+func (s *failingStore) Get(context.Context, string) (*fleet.Entry, error) {
 	s.calls.Add(1)
 	return nil, errors.New("store down")
 }
 
-func (s *failingStore) Put(context.Context, string, *Entry) error {
+func (s *failingStore) Put(context.Context, string, *fleet.Entry) error {
 	s.calls.Add(1)
 	return errors.New("store down")
 }
@@ -275,14 +277,14 @@ func TestStuckStoreDelaysLittle(t *testing.T) {
 // fresh entry and releases the lock between this Transport's Get and its
 // TryLock, the first time.
 type lateStore struct {
-	MemoryStore
+	fleet.MemoryStore
 	once sync.Once
 }
 
 func (s *lateStore) TryLock(ctx context.Context, origin string, ttl time.Duration) (func(), bool, error) {
 	s.once.Do(func() {
 		now := time.Now()
-		s.Put(ctx, origin, &Entry{Access: AccessSuccess, Body: []byte("User-agent: *\nDisallow: /other\n"),
+		s.Put(ctx, origin, &fleet.Entry{Access: fleet.AccessSuccess, Body: []byte("User-agent: *\nDisallow: /other\n"),
 			FetchedAt: now, Expires: now.Add(time.Hour)})
 	})
 	return s.MemoryStore.TryLock(ctx, origin, ttl)
@@ -329,7 +331,7 @@ func TestStoreBodyCutToMaxBodySize(t *testing.T) {
 		}
 		return 200, nil, "page"
 	}}
-	store := &MemoryStore{}
+	store := &fleet.MemoryStore{}
 	big := &Transport{Base: srv, Agent: "ExampleBot", Store: store, MaxBodySize: 4 << 20}
 	const maxBytes = 4 << 20
 	small := &Transport{Base: srv, Agent: "ExampleBot", Store: store, MaxBytes: maxBytes}
@@ -358,18 +360,18 @@ func TestStoreBodyCutToMaxBodySize(t *testing.T) {
 
 // panicStore is a Store whose Get or Put panics.
 type panicStore struct {
-	MemoryStore
+	fleet.MemoryStore
 	onGet, onPut bool
 }
 
-func (s *panicStore) Get(ctx context.Context, origin string) (*Entry, error) {
+func (s *panicStore) Get(ctx context.Context, origin string) (*fleet.Entry, error) {
 	if s.onGet {
 		panic("store kaput")
 	}
 	return s.MemoryStore.Get(ctx, origin)
 }
 
-func (s *panicStore) Put(ctx context.Context, origin string, e *Entry) error {
+func (s *panicStore) Put(ctx context.Context, origin string, e *fleet.Entry) error {
 	if s.onPut {
 		panic("store kaput")
 	}
@@ -428,12 +430,12 @@ func checkRefusedForPanic(t *testing.T, tr *Transport, u string, deadline bool, 
 	}
 }
 
-func (stuckStore) Get(ctx context.Context, _ string) (*Entry, error) {
+func (stuckStore) Get(ctx context.Context, _ string) (*fleet.Entry, error) {
 	<-ctx.Done()
 	return nil, ctx.Err()
 }
 
-func (stuckStore) Put(ctx context.Context, _ string, _ *Entry) error {
+func (stuckStore) Put(ctx context.Context, _ string, _ *fleet.Entry) error {
 	<-ctx.Done()
 	return ctx.Err()
 }
@@ -443,7 +445,7 @@ func (stuckStore) TryLock(ctx context.Context, _ string, _ time.Duration) (func(
 	return nil, false, ctx.Err()
 }
 
-func (panicPacer) Reserve(context.Context, string, TurnRequest) (Turn, error) {
+func (panicPacer) Reserve(context.Context, string, fleet.TurnRequest) (fleet.Turn, error) {
 	panic("pacer kaput")
 }
 

@@ -3,6 +3,8 @@ package robots
 import (
 	"context"
 	"log/slog"
+
+	"github.com/f9014239/robots/fleet"
 )
 
 // logs writes a Transport's records to its Logger, if it has one.
@@ -47,7 +49,7 @@ func (t *logs) log(ctx context.Context, msg string, args ...any) {
 }
 
 // logFetch writes a record of a fetch, if the Transport has a Logger.
-func (t *logs) logFetch(ctx context.Context, origin string, r *fetchResult, e *Entry) {
+func (t *logs) logFetch(ctx context.Context, origin string, r *fetchResult, e *fleet.Entry) {
 	l := t.logger
 	if l == nil {
 		return
@@ -66,7 +68,7 @@ func (t *logs) logFetch(ctx context.Context, origin string, r *fetchResult, e *E
 	if r.err != nil {
 		level = slog.LevelWarn
 		attrs = append(attrs, slog.Any("err", r.err))
-		if e.Access != AccessUnreachable {
+		if e.Access != fleet.AccessUnreachable {
 			attrs = append(attrs, slog.String("obeying", "last good copy"))
 		}
 	}

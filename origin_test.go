@@ -14,6 +14,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/jarcoal/httpmock"
 )
 
@@ -74,7 +76,7 @@ func TestVirtualHost(t *testing.T) {
 	srv := newVhostServer(t)
 	u, _ := url.Parse(srv.URL)
 	port := u.Port()
-	store := &MemoryStore{}
+	store := &fleet.MemoryStore{}
 	tr := &Transport{Base: srv.Client().Transport, Agent: "ExampleBot", Store: store}
 	get := func(path, host string) (*http.Response, error) {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
@@ -111,7 +113,7 @@ func TestVirtualHost(t *testing.T) {
 		t.Errorf("%d fetches of robots.txt, want 1: shop.test, shop.test:%s and SHOP.test are one origin", n, port)
 	}
 	if e, _ := store.Get(context.Background(), "http://shop.test:"+port); e == nil || !strings.Contains(string(e.Body), "Disallow: /private") {
-		t.Errorf("the Store's entry of http://shop.test:%s = %+v, want shop.test's robots.txt", port, e)
+		t.Errorf("the fleet.Store's entry of http://shop.test:%s = %+v, want shop.test's robots.txt", port, e)
 	}
 
 	// The address itself, with no Host of its own, is another origin.
@@ -121,7 +123,7 @@ func TestVirtualHost(t *testing.T) {
 	}
 	resp.Body.Close()
 	if e, _ := store.Get(context.Background(), "http://127.0.0.1:"+port); e == nil {
-		t.Error("no Store entry for the address's own origin")
+		t.Error("no fleet.Store entry for the address's own origin")
 	}
 
 	// A request for /robots.txt itself is sent as it is, with its Host.
@@ -238,11 +240,11 @@ func TestVirtualHostPace(t *testing.T) {
 		}
 		for _, name := range pacer.names() {
 			if name != "http://shop.test:8080" && name != "http://10.0.0.1:8080" && name != "http://10.0.0.2:8080" {
-				t.Errorf("the Pacer was asked about %q", name)
+				t.Errorf("the fleet.Pacer was asked about %q", name)
 			}
 		}
 		if !slices.Contains(pacer.names(), "http://shop.test:8080") {
-			t.Errorf("the Pacer was asked about %q, want http://shop.test:8080 among them", pacer.names())
+			t.Errorf("the fleet.Pacer was asked about %q, want http://shop.test:8080 among them", pacer.names())
 		}
 	})
 }
@@ -255,11 +257,11 @@ type namingPacer struct {
 	got []string
 }
 
-func (p *namingPacer) Reserve(_ context.Context, origin string, _ TurnRequest) (Turn, error) {
+func (p *namingPacer) Reserve(_ context.Context, origin string, _ fleet.TurnRequest) (fleet.Turn, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.got = append(p.got, origin)
-	return Turn{OK: true}, errors.New("namingPacer: pace in memory")
+	return fleet.Turn{OK: true}, errors.New("namingPacer: pace in memory")
 }
 
 func (p *namingPacer) Pause(context.Context, string, time.Time) error { return nil }

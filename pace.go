@@ -1,118 +1,18 @@
 package robots
 
 import (
-	"context"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/f9014239/robots/fleet"
 )
 
-// Pacer keeps the turns of each origin for the Transports that share it,
-// for example across the processes of a fleet (see Transport.Pacer).
-// Origins are named as for a [Store]. A Pacer must be safe for concurrent
-// use by multiple goroutines, and return when its context is done; the
-// Transport bounds each call by 2 seconds, and by MaxWait.
-//
-// A turn is taken with Reserve and, when it holds the origin, released with
-// Release once its request is answered: while it is held no other turn of
-// the origin is taken, and the next one is spaced from the answer, so that
-// the site sees one request at a time, an interval apart from the answer to
-// the one before, whichever process sends them.
-//
-// A Transport also keeps the turns and pauses it knows of in memory, and
-// waits them out before it calls Reserve, so that a Pacer that loses its
-// state cannot make it send early. If a Pacer fails, the Transport logs the
-// error and paces the origin itself for that request.
-type Pacer interface {
-	// Reserve takes origin's next turn and says how long to wait for it,
-	// without waiting itself. The turn is the first instant, after any
-	// pause, that is at least max(r.Every, prev) after the previous turn
-	// (after its answer if it was released, or after its hold ran out if
-	// it was not), prev being the interval that turn kept. The new turn
-	// keeps r.Every if r.Known, or else (the caller does not know the
-	// origin's rules: it is about to fetch robots.txt) max(r.Every, prev),
-	// so that a fetch does not shorten the interval the rules set.
-	//
-	// The turn holds the origin, if r.Hold is positive, when it keeps an
-	// interval, when r.Known is false (a fetch of robots.txt, which may
-	// find a crawl-delay), or when the origin is backing off (from a
-	// PushBack until the back-off is forgiven). If the previous turn is still held, Reserve
-	// takes none and returns InFlight, with Wait its estimate of when a
-	// turn may be free. If the turn is further away than r.MaxWait, it
-	// takes none and returns the wait it foresees.
-	Reserve(ctx context.Context, origin string, r TurnRequest) (Turn, error)
-
-	// Release ends the hold of the turn id of origin, answered at
-	// answered: the next turn is spaced from then (or from when the
-	// Pacer hears of it, if later). A turn that no longer holds the
-	// origin (its hold ran out, or it was released) is left alone.
-	Release(ctx context.Context, origin string, id uint64, answered time.Time) error
-
-	// Pause delays origin's turns until at least until; an earlier end
-	// than the one set changes nothing. Its context is the Transport's
-	// own, bounded by 2 seconds, so that a pause outlives a canceled
-	// request.
-	Pause(ctx context.Context, origin string, until time.Time) error
-
-	// PushBack records that origin pushed back (a 429 or 503 without a
-	// usable Retry-After) on a request sent at sent, pauses the origin
-	// under the back-off b, and returns when that pause ends. An answer
-	// to a request sent no later than the current back-off began is of
-	// the same burst: it changes nothing. Otherwise the back-off's level goes up
-	// by one, or starts again at one if the last back-off pause ended
-	// more than b.Forgive ago, and the origin is paused for
-	// min(b.First × 2^(level-1), b.Max), lengthened by a random fraction
-	// of at most a tenth.
-	PushBack(ctx context.Context, origin string, sent time.Time, b Backoff) (until time.Time, err error)
-}
-
-// TurnRequest is what a Transport asks of [Pacer.Reserve].
-type TurnRequest struct {
-	Every time.Duration // the interval to keep after the previous turn
-	Known bool          // false when the caller does not know the origin's rules
-	// MaxWait is the longest wait the caller takes: a turn further away
-	// is not taken.
-	MaxWait time.Duration
-	// Hold, if positive, makes the turn hold the origin until it is
-	// released, or for Hold after the turn at the most.
-	Hold time.Duration
-	// ID, if not zero, names the turn if it holds the origin: the caller
-	// draws it at random, so that it can release a turn whose answer it
-	// never got. A Pacer may name the turn itself when ID is zero.
-	ID uint64
-}
-
-// Turn is the answer of [Pacer.Reserve].
-type Turn struct {
-	OK       bool          // the turn is taken
-	Wait     time.Duration // until the turn if OK, or until a turn may be free
-	InFlight bool          // not taken: a turn of the origin is held
-	ID       uint64        // names a held turn for Release (TurnRequest.ID if given); 0 if it holds nothing
-}
-
-// Backoff is how an origin that pushes back without saying for how long
-// (a 429 or 503 without a usable Retry-After) is paused: for First at its
-// first incident, doubling at each new one up to Max, lengthened by up to
-// a tenth at random; the count starts again once the origin has not pushed
-// back for Forgive after the end of its last pause. Concurrent answers of
-// one burst are one incident. See Transport.Backoff for the defaults.
-type Backoff struct {
-	First   time.Duration
-	Max     time.Duration
-	Forgive time.Duration
-}
-
-// next returns the pause of the back-off level level (1 for the first
-// incident), with the random fraction jitter in [0, 1) of its tenth added.
-func (b Backoff) pause(level int, jitter float64) time.Duration {
-	d := b.First
-	for i := 1; i < level && d < b.Max; i++ {
-		d = add(d, d)
-	}
-	d = min(d, b.Max)
-	return add(d, time.Duration(float64(d)/10*jitter))
-}
+// Backoff is how a Transport pauses an origin that pushes back without
+// saying for how long (see Transport.Backoff); it is shared through a
+// fleet.Pacer.
+type Backoff = fleet.Backoff
 
 // Why a request to an origin is held back: the Reason of a [TurnError],
 // and an attribute of the debug records of held requests.
@@ -486,7 +386,7 @@ func (p *pace) pushBack(now, sent time.Duration, b Backoff, jitter float64) (unt
 		p.boLevel = 0
 	}
 	p.boLevel++
-	p.boStart, p.boEnd = now, add(now, b.pause(p.boLevel, jitter))
+	p.boStart, p.boEnd = now, add(now, backoffPause(b, p.boLevel, jitter))
 	p.pauseLocked(p.boEnd, ReasonBackoff)
 	p.heedBackoff(b)
 	return p.boEnd, true
@@ -563,23 +463,13 @@ func (p *pace) drop(now time.Duration) bool {
 	return p.dropped.Load()
 }
 
-// PauseWatcher is implemented by a [Pacer] that keeps in the process an
-// up-to-date copy of the pauses its users set. For a request with no
-// interval to keep (no crawl-delay, no MinDelay), a Transport does not call
-// Reserve when the copy says the origin is not paused.
-type PauseWatcher interface {
-	// WatchedPause returns when origin's pause ends, or the zero time; ok
-	// is false when the copy may be stale. It must not block.
-	WatchedPause(origin string) (until time.Time, ok bool)
-}
-
-// PauseChecker is implemented by a [Pacer] that can tell whether an origin
-// is paused. A Transport asks it before it sends a request that has waited
-// for its turn, since another user may have paused the origin meanwhile.
-// Unlike a [PauseWatcher], which reads a copy in the process and must not
-// block, it may ask the shared state and wait for the answer; a Pacer may
-// be both.
-type PauseChecker interface {
-	// PausedUntil returns when origin's pause ends, or the zero time.
-	PausedUntil(ctx context.Context, origin string) (time.Time, error)
+// backoffPause returns the pause of the back-off b at the level level (1 for the first
+// incident), with the random fraction jitter in [0, 1) of its tenth added.
+func backoffPause(b Backoff, level int, jitter float64) time.Duration {
+	d := b.First
+	for i := 1; i < level && d < b.Max; i++ {
+		d = add(d, d)
+	}
+	d = min(d, b.Max)
+	return add(d, time.Duration(float64(d)/10*jitter))
 }

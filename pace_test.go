@@ -13,6 +13,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/jarcoal/httpmock"
 )
 
@@ -155,7 +157,7 @@ type fakePacer struct {
 	err      error
 }
 
-func (p *fakePacer) Reserve(ctx context.Context, origin string, tr TurnRequest) (Turn, error) {
+func (p *fakePacer) Reserve(ctx context.Context, origin string, tr fleet.TurnRequest) (fleet.Turn, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := fmt.Sprintf("%s every=%v", origin, tr.Every)
@@ -164,9 +166,9 @@ func (p *fakePacer) Reserve(ctx context.Context, origin string, tr TurnRequest) 
 	}
 	p.reserves = append(p.reserves, r)
 	if p.err != nil {
-		return Turn{}, p.err
+		return fleet.Turn{}, p.err
 	}
-	return Turn{Wait: p.wait, OK: p.wait < tr.MaxWait}, nil
+	return fleet.Turn{Wait: p.wait, OK: p.wait < tr.MaxWait}, nil
 }
 
 func (p *fakePacer) Pause(ctx context.Context, origin string, until time.Time) error {
@@ -227,7 +229,7 @@ func TestPacer(t *testing.T) {
 		start = time.Now()
 		wantAllowed(t, client, "https://example.com/page")
 		if d := time.Since(start); d != 90*time.Second {
-			t.Errorf("waited %v with a failing Pacer, want the 90s left of the pause", d)
+			t.Errorf("waited %v with a failing fleet.Pacer, want the 90s left of the pause", d)
 		}
 	})
 }
@@ -276,8 +278,8 @@ type downWatcher struct {
 	until time.Time
 }
 
-func (p *downWatcher) Reserve(context.Context, string, TurnRequest) (Turn, error) {
-	return Turn{}, errors.New("pacer down")
+func (p *downWatcher) Reserve(context.Context, string, fleet.TurnRequest) (fleet.Turn, error) {
+	return fleet.Turn{}, errors.New("pacer down")
 }
 func (p *downWatcher) Pause(context.Context, string, time.Time) error {
 	return errors.New("pacer down")
@@ -319,15 +321,15 @@ func TestFailingPacerPacesInMemory(t *testing.T) {
 		}
 		// Once a minute at most, not once a request.
 		if n := strings.Count(log.String(), "pacer failed"); n != 1 {
-			t.Errorf("%d records of the Pacer failing in 4 requests, want 1:\n%s", n, log.String())
+			t.Errorf("%d records of the fleet.Pacer failing in 4 requests, want 1:\n%s", n, log.String())
 		}
 		time.Sleep(time.Minute)
 		wantAllowed(t, client, "https://example.com/page4")
 		if n := strings.Count(log.String(), "pacer failed"); n != 2 {
-			t.Errorf("%d records of the Pacer failing, want 2 after a minute", n)
+			t.Errorf("%d records of the fleet.Pacer failing, want 2 after a minute", n)
 		}
 		if g := a.minGap(); g < 3*time.Second {
-			t.Errorf("requests %v apart with a failing Pacer, want at least 3s (robots.txt included)", g)
+			t.Errorf("requests %v apart with a failing fleet.Pacer, want at least 3s (robots.txt included)", g)
 		}
 		if n := a.count(); n != 6 {
 			t.Errorf("%d arrivals, want 6", n)
@@ -338,12 +340,12 @@ func TestFailingPacerPacesInMemory(t *testing.T) {
 // ctxPacer is a Pacer that waits for its context to be done, if it can be.
 type ctxPacer struct{ noHold }
 
-func (ctxPacer) Reserve(ctx context.Context, _ string, _ TurnRequest) (Turn, error) {
+func (ctxPacer) Reserve(ctx context.Context, _ string, _ fleet.TurnRequest) (fleet.Turn, error) {
 	if ctx.Done() == nil {
-		return Turn{OK: true}, nil
+		return fleet.Turn{OK: true}, nil
 	}
 	<-ctx.Done()
-	return Turn{}, ctx.Err()
+	return fleet.Turn{}, ctx.Err()
 }
 
 func (ctxPacer) Pause(context.Context, string, time.Time) error { return nil }
@@ -378,7 +380,7 @@ type watchPacer struct {
 	watched  map[string]time.Time // guarded by mu
 }
 
-func (p *watchPacer) Reserve(ctx context.Context, origin string, r TurnRequest) (Turn, error) {
+func (p *watchPacer) Reserve(ctx context.Context, origin string, r fleet.TurnRequest) (fleet.Turn, error) {
 	p.reserves.Add(1)
 	return p.atkPacer.Reserve(ctx, origin, r)
 }
@@ -474,19 +476,19 @@ func (p *atkPacer) pace(origin string) *pace {
 	return p.paces[origin]
 }
 
-func (p *atkPacer) Reserve(ctx context.Context, origin string, r TurnRequest) (Turn, error) {
+func (p *atkPacer) Reserve(ctx context.Context, origin string, r fleet.TurnRequest) (fleet.Turn, error) {
 	every := r.Every
 	if !r.Known {
 		every = unknownEvery(every)
 	}
 	if p.down.Load() {
-		return Turn{}, errors.New("pacer down")
+		return fleet.Turn{}, errors.New("pacer down")
 	}
 	g := p.pace(origin).reserve(time.Since(p.epoch), every, r.MaxWait, r.Hold)
 	if !g.ok {
-		return Turn{Wait: g.wait, InFlight: g.why == ReasonInFlight}, nil
+		return fleet.Turn{Wait: g.wait, InFlight: g.why == ReasonInFlight}, nil
 	}
-	tr := Turn{OK: true, Wait: g.wait}
+	tr := fleet.Turn{OK: true, Wait: g.wait}
 	if g.tk.held {
 		p.mu.Lock()
 		p.ids++

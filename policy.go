@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/f9014239/robots/fleet"
 )
 
 const (
@@ -28,18 +30,18 @@ const (
 // classify maps the final status of a robots.txt fetch (after redirects) to
 // its access result, as in the table of RFC 9309 §2.3.1 (see the package
 // documentation).
-func classify(status int) Access {
+func classify(status int) fleet.Access {
 	switch {
 	case status >= 200 && status <= 299:
-		return AccessSuccess
+		return fleet.AccessSuccess
 	case status == http.StatusTooManyRequests:
-		return AccessUnreachable
+		return fleet.AccessUnreachable
 	case status >= 400 && status <= 499:
-		return AccessUnavailable
+		return fleet.AccessUnavailable
 	}
 	// 5xx, 1xx, and every status outside the known classes: "undefined"
 	// in the RFC, treated as unreachable.
-	return AccessUnreachable
+	return fleet.AccessUnreachable
 }
 
 // maxAge returns the lifetime that the Cache-Control header values of a
@@ -143,7 +145,7 @@ func backoff(n int) time.Duration {
 
 // fetchResult is what one robots.txt fetch found.
 type fetchResult struct {
-	access   Access
+	access   fleet.Access
 	body     []byte        // when access is AccessSuccess
 	status   int           // final HTTP status, or 0 on a network error
 	lifetime time.Duration // when access is not AccessUnreachable
@@ -157,16 +159,16 @@ type fetchResult struct {
 
 // next returns the entry that follows prev (nil if there is none) after a
 // fetch at now with result r. It does not modify prev.
-func next(prev *Entry, r *fetchResult, now time.Time) *Entry {
-	if r.access != AccessUnreachable {
-		return &Entry{
+func next(prev *fleet.Entry, r *fetchResult, now time.Time) *fleet.Entry {
+	if r.access != fleet.AccessUnreachable {
+		return &fleet.Entry{
 			Access:    r.access,
 			Body:      r.body,
 			FetchedAt: now,
 			Expires:   now.Add(r.lifetime),
 		}
 	}
-	var e Entry
+	var e fleet.Entry
 	if prev != nil {
 		e = *prev
 	}

@@ -13,22 +13,24 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/jarcoal/httpmock"
 )
 
 func TestClassify(t *testing.T) {
 	cases := []struct {
 		status int
-		want   Access
+		want   fleet.Access
 	}{
-		{100, AccessUnreachable}, {103, AccessUnreachable},
-		{200, AccessSuccess}, {203, AccessSuccess}, {204, AccessSuccess}, {206, AccessSuccess}, {299, AccessSuccess},
-		{300, AccessUnreachable}, // only reached when a redirect cannot be followed; see fetch
-		{400, AccessUnavailable}, {401, AccessUnavailable}, {403, AccessUnavailable}, {404, AccessUnavailable},
-		{410, AccessUnavailable}, {418, AccessUnavailable}, {451, AccessUnavailable}, {499, AccessUnavailable},
-		{429, AccessUnreachable},
-		{500, AccessUnreachable}, {502, AccessUnreachable}, {503, AccessUnreachable}, {599, AccessUnreachable},
-		{0, AccessUnreachable}, {600, AccessUnreachable}, {999, AccessUnreachable}, {-1, AccessUnreachable},
+		{100, fleet.AccessUnreachable}, {103, fleet.AccessUnreachable},
+		{200, fleet.AccessSuccess}, {203, fleet.AccessSuccess}, {204, fleet.AccessSuccess}, {206, fleet.AccessSuccess}, {299, fleet.AccessSuccess},
+		{300, fleet.AccessUnreachable}, // only reached when a redirect cannot be followed; see fetch
+		{400, fleet.AccessUnavailable}, {401, fleet.AccessUnavailable}, {403, fleet.AccessUnavailable}, {404, fleet.AccessUnavailable},
+		{410, fleet.AccessUnavailable}, {418, fleet.AccessUnavailable}, {451, fleet.AccessUnavailable}, {499, fleet.AccessUnavailable},
+		{429, fleet.AccessUnreachable},
+		{500, fleet.AccessUnreachable}, {502, fleet.AccessUnreachable}, {503, fleet.AccessUnreachable}, {599, fleet.AccessUnreachable},
+		{0, fleet.AccessUnreachable}, {600, fleet.AccessUnreachable}, {999, fleet.AccessUnreachable}, {-1, fleet.AccessUnreachable},
 	}
 	for _, c := range cases {
 		if got := classify(c.status); got != c.want {
@@ -128,18 +130,18 @@ func TestBackoff(t *testing.T) {
 
 func TestNext(t *testing.T) {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	down := &fetchResult{access: AccessUnreachable, status: 503, err: errors.New("robots: 503")}
-	good := &fetchResult{access: AccessSuccess, body: []byte("User-agent: *\nDisallow: /\n"), lifetime: time.Hour}
+	down := &fetchResult{access: fleet.AccessUnreachable, status: 503, err: errors.New("robots: 503")}
+	good := &fetchResult{access: fleet.AccessSuccess, body: []byte("User-agent: *\nDisallow: /\n"), lifetime: time.Hour}
 
 	e := next(nil, good, now)
-	if e.Access != AccessSuccess || string(e.Body) != string(good.body) || !e.FetchedAt.Equal(now) ||
+	if e.Access != fleet.AccessSuccess || string(e.Body) != string(good.body) || !e.FetchedAt.Equal(now) ||
 		!e.Expires.Equal(now.Add(time.Hour)) || !e.UnreachableSince.IsZero() || e.Failures != 0 || e.Error != "" {
 		t.Errorf("after success: %+v", e)
 	}
 
 	// Unreachable with a good copy: the copy is kept.
 	e2 := next(e, down, now.Add(2*time.Hour))
-	if e2.Access != AccessSuccess || string(e2.Body) != string(good.body) || !e2.FetchedAt.Equal(now) {
+	if e2.Access != fleet.AccessSuccess || string(e2.Body) != string(good.body) || !e2.FetchedAt.Equal(now) {
 		t.Errorf("stale copy not kept: %+v", e2)
 	}
 	if !e2.UnreachableSince.Equal(now.Add(2*time.Hour)) || e2.Failures != 1 || e2.Error != "robots: 503" ||
@@ -156,12 +158,12 @@ func TestNext(t *testing.T) {
 
 	// Unreachable without a copy.
 	e4 := next(nil, down, now)
-	if e4.Access != AccessUnreachable || e4.Body != nil || !e4.UnreachableSince.Equal(now) || e4.Failures != 1 {
+	if e4.Access != fleet.AccessUnreachable || e4.Body != nil || !e4.UnreachableSince.Equal(now) || e4.Failures != 1 {
 		t.Errorf("unreachable without a copy: %+v", e4)
 	}
 
 	// Retry-After longer than the back-off wins, capped at a day.
-	ra := &fetchResult{access: AccessUnreachable, status: 429, retryAfter: 3 * time.Hour, err: errors.New("robots: 429")}
+	ra := &fetchResult{access: fleet.AccessUnreachable, status: 429, retryAfter: 3 * time.Hour, err: errors.New("robots: 429")}
 	if e := next(nil, ra, now); !e.Expires.Equal(now.Add(3 * time.Hour)) {
 		t.Errorf("Retry-After 3h: expires %v", e.Expires.Sub(now))
 	}
@@ -528,19 +530,19 @@ func TestEntryZeroFields(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name   string
-		entry  *Entry
+		entry  *fleet.Entry
 		status int // of the robots.txt the origin serves
 		forget bool
 		want   result
 	}{
-		{"success, nil Body", &Entry{Access: AccessSuccess, Expires: far}, 200, false, result{true, 0}},
-		{"success, zero Expires", &Entry{Access: AccessSuccess, Body: []byte("User-agent: *\nDisallow: /\n")}, 200, false, result{false, 1}},
-		{"success, zero Expires, origin unreachable", &Entry{Access: AccessSuccess, Body: []byte("User-agent: *\nAllow: /private\nDisallow: /\n")}, 503, false, result{true, 1}},
-		{"unavailable, zero Expires", &Entry{Access: AccessUnavailable}, 200, false, result{false, 1}},
-		{"unreachable, zero Expires", &Entry{}, 200, false, result{false, 1}},
-		{"unavailable", &Entry{Access: AccessUnavailable, Expires: far}, 200, false, result{true, 0}},
-		{"zero FetchedAt", &Entry{Access: AccessSuccess, Body: []byte("User-agent: *\nAllow: /\n"), Expires: far}, 200, false, result{true, 0}},
-		{"zero FetchedAt, forgotten", &Entry{Access: AccessSuccess, Body: []byte("User-agent: *\nAllow: /\n"), Expires: far}, 200, true, result{false, 1}},
+		{"success, nil Body", &fleet.Entry{Access: fleet.AccessSuccess, Expires: far}, 200, false, result{true, 0}},
+		{"success, zero Expires", &fleet.Entry{Access: fleet.AccessSuccess, Body: []byte("User-agent: *\nDisallow: /\n")}, 200, false, result{false, 1}},
+		{"success, zero Expires, origin unreachable", &fleet.Entry{Access: fleet.AccessSuccess, Body: []byte("User-agent: *\nAllow: /private\nDisallow: /\n")}, 503, false, result{true, 1}},
+		{"unavailable, zero Expires", &fleet.Entry{Access: fleet.AccessUnavailable}, 200, false, result{false, 1}},
+		{"unreachable, zero Expires", &fleet.Entry{}, 200, false, result{false, 1}},
+		{"unavailable", &fleet.Entry{Access: fleet.AccessUnavailable, Expires: far}, 200, false, result{true, 0}},
+		{"zero FetchedAt", &fleet.Entry{Access: fleet.AccessSuccess, Body: []byte("User-agent: *\nAllow: /\n"), Expires: far}, 200, false, result{true, 0}},
+		{"zero FetchedAt, forgotten", &fleet.Entry{Access: fleet.AccessSuccess, Body: []byte("User-agent: *\nAllow: /\n"), Expires: far}, 200, true, result{false, 1}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var fetches atomic.Int32
@@ -551,7 +553,7 @@ func TestEntryZeroFields(t *testing.T) {
 				}
 				return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
 			})
-			store := &MemoryStore{}
+			store := &fleet.MemoryStore{}
 			store.Put(context.Background(), "https://example.com", c.entry)
 			tr := &Transport{Base: base, Agent: "ExampleBot", Store: store}
 			if c.forget {
@@ -569,7 +571,7 @@ func TestEntryZeroFields(t *testing.T) {
 	}
 
 	for _, failures := range []int{-5, 0, math.MaxInt} {
-		e := next(&Entry{Failures: failures}, &fetchResult{err: errors.New("down")}, time.Now())
+		e := next(&fleet.Entry{Failures: failures}, &fetchResult{err: errors.New("down")}, time.Now())
 		wait := time.Until(e.Expires)
 		if e.Failures < 1 || wait < retryMin-time.Second || wait > retryMax {
 			t.Errorf("Failures %d: next has Failures %d and waits %v", failures, e.Failures, wait)

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/f9014239/robots/fleet"
 )
 
 // siteLog is a base transport that plays origins as a site sees them: each
@@ -122,7 +124,7 @@ func TestSlowSiteOneInFlight(t *testing.T) {
 				site := &siteLog{robots: "User-agent: *\nCrawl-delay: 0.2\n",
 					latency: func(string) time.Duration { return 300 * time.Millisecond }}
 				pacer := &memPacer{epoch: time.Now()}
-				store := &MemoryStore{}
+				store := &fleet.MemoryStore{}
 				var clients []*http.Client
 				var trs []*Transport
 				for range 2 {
@@ -372,9 +374,9 @@ func TestBackoffInFleet(t *testing.T) {
 // hangPacer is a Pacer whose every call waits for its context.
 type hangPacer struct{ noHold }
 
-func (hangPacer) Reserve(ctx context.Context, _ string, _ TurnRequest) (Turn, error) {
+func (hangPacer) Reserve(ctx context.Context, _ string, _ fleet.TurnRequest) (fleet.Turn, error) {
 	<-ctx.Done()
-	return Turn{}, ctx.Err()
+	return fleet.Turn{}, ctx.Err()
 }
 func (hangPacer) Pause(ctx context.Context, _ string, _ time.Time) error {
 	<-ctx.Done()
@@ -389,7 +391,7 @@ func TestMaxWaitBoundsHangingPacer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		site := &siteLog{robots: "User-agent: *\nCrawl-delay: 1\n"}
 		tr := &Transport{Base: site, Agent: "ExampleBot", Pacer: hangPacer{}, MaxWait: 50 * time.Millisecond,
-			Store: &MemoryStore{}}
+			Store: &fleet.MemoryStore{}}
 		client := &http.Client{Transport: tr}
 		get(client, "https://example.com/first") // robots.txt: waits for the Pacer's 2s
 		time.Sleep(5 * time.Second)
@@ -399,7 +401,7 @@ func TestMaxWaitBoundsHangingPacer(t *testing.T) {
 			t0 := time.Now()
 			err := get(client, "https://example.com/page")
 			if d := time.Since(t0); d > 50*time.Millisecond {
-				t.Errorf("request held %v by a hanging Pacer, want at most MaxWait (50ms)", d)
+				t.Errorf("request held %v by a hanging fleet.Pacer, want at most MaxWait (50ms)", d)
 			}
 			var te *TurnError
 			switch {
@@ -408,7 +410,7 @@ func TestMaxWaitBoundsHangingPacer(t *testing.T) {
 			case errors.As(err, &te) && te.Reason == ReasonPacer:
 				refused++
 				if sent > 0 {
-					t.Errorf("refused for the Pacer after a turn was taken in memory")
+					t.Errorf("refused for the fleet.Pacer after a turn was taken in memory")
 				}
 			case errors.As(err, &te):
 			default:
@@ -417,7 +419,7 @@ func TestMaxWaitBoundsHangingPacer(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		if refused == 0 || sent == 0 {
-			t.Errorf("%d refused for the Pacer, %d sent; want refusals for 2s, then turns in memory", refused, sent)
+			t.Errorf("%d refused for the fleet.Pacer, %d sent; want refusals for 2s, then turns in memory", refused, sent)
 		}
 		site.checkSpaced(t, "https://example.com", time.Second)
 	})
@@ -464,7 +466,7 @@ func TestInspectWaitsForFetch(t *testing.T) {
 		}
 		tr2 := &Transport{Base: site, Agent: "ExampleBot", MaxWait: 100 * time.Millisecond}
 		o, err := tr2.Origin(context.Background(), u)
-		if err != nil || o.Access != AccessSuccess {
+		if err != nil || o.Access != fleet.AccessSuccess {
 			t.Errorf("Origin = %v, %v; want the fetched file", o, err)
 		}
 	})

@@ -22,6 +22,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/f9014239/robots"
 )
 
@@ -268,9 +270,9 @@ func (p *svPacer) get(origin string) *svPaceOrigin {
 	return o
 }
 
-func (p *svPacer) Reserve(ctx context.Context, origin string, r robots.TurnRequest) (robots.Turn, error) {
+func (p *svPacer) Reserve(ctx context.Context, origin string, r fleet.TurnRequest) (fleet.Turn, error) {
 	if err := ctx.Err(); err != nil {
-		return robots.Turn{}, err
+		return fleet.Turn{}, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -288,7 +290,7 @@ func (p *svPacer) Reserve(ctx context.Context, origin string, r robots.TurnReque
 			if turn.After(free) {
 				free = turn
 			}
-			return robots.Turn{InFlight: true, Wait: max(free.Sub(now), 0)}, nil
+			return fleet.Turn{InFlight: true, Wait: max(free.Sub(now), 0)}, nil
 		}
 		o.heldID = 0
 		o.last = o.heldEnd // never released: spaced from the hold's end
@@ -303,7 +305,7 @@ func (p *svPacer) Reserve(ctx context.Context, origin string, r robots.TurnReque
 	}
 	wait := turn.Sub(now)
 	if wait > 0 && wait > r.MaxWait {
-		return robots.Turn{Wait: wait}, nil
+		return fleet.Turn{Wait: wait}, nil
 	}
 	o.hasLast, o.last, o.lastEvery = true, turn, keep
 	var id uint64
@@ -312,7 +314,7 @@ func (p *svPacer) Reserve(ctx context.Context, origin string, r robots.TurnReque
 		id = p.ids
 		o.heldID, o.heldAt, o.heldEnd = id, turn, turn.Add(r.Hold)
 	}
-	return robots.Turn{OK: true, Wait: wait, ID: id}, nil
+	return fleet.Turn{OK: true, Wait: wait, ID: id}, nil
 }
 
 func (p *svPacer) Release(ctx context.Context, origin string, id uint64, answered time.Time) error {
@@ -579,7 +581,7 @@ func TestPoliteFleetStoreAndPacer(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				site := &svSite{robots: map[string]string{svOrigin: "User-agent: *\nCrawl-delay: 1\n"},
 					latency: func(_, p string) time.Duration { return lat }}
-				store, pacer := &robots.MemoryStore{}, &svPacer{}
+				store, pacer := &fleet.MemoryStore{}, &svPacer{}
 				trs := []*robots.Transport{
 					{Base: site, Agent: "ExampleBot", Store: store, Pacer: pacer},
 					{Base: site, Agent: "ExampleBot", Store: store, Pacer: pacer, MaxWait: 100 * time.Millisecond},
@@ -629,7 +631,7 @@ func TestPoliteHangingBaseTurnTimeout(t *testing.T) {
 				const turnTimeout, delay = 5 * time.Second, time.Second
 				site := &svSite{robots: map[string]string{svOrigin: "User-agent: *\nCrawl-delay: 1\n"},
 					hang: make(chan struct{}), ignoreCtx: true}
-				pacer, store := &svPacer{}, &robots.MemoryStore{}
+				pacer, store := &svPacer{}, &fleet.MemoryStore{}
 				mk := func() *robots.Transport {
 					tr := &robots.Transport{Base: site, Agent: "ExampleBot", TurnTimeout: turnTimeout, MaxWait: c.maxWait}
 					if c.fleet {
@@ -919,8 +921,8 @@ func TestPoliteBackoffForgiven(t *testing.T) {
 // crawl-delay) all answered 503: one incident, a one-minute pause; then one
 // request at a time until forgiven.
 func TestPoliteBurstIsOneIncident(t *testing.T) {
-	for _, fleet := range []bool{false, true} {
-		t.Run(fmt.Sprint("fleet=", fleet), func(t *testing.T) {
+	for _, inFleet := range []bool{false, true} {
+		t.Run(fmt.Sprint("fleet=", inFleet), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var mu sync.Mutex
 				burst := false
@@ -938,15 +940,15 @@ func TestPoliteBurstIsOneIncident(t *testing.T) {
 				var trs []*robots.Transport
 				for range 2 {
 					tr := &robots.Transport{Base: site, Agent: "ExampleBot"}
-					if fleet {
-						tr.Pacer, tr.Store = pacer, &robots.MemoryStore{}
+					if inFleet {
+						tr.Pacer, tr.Store = pacer, &fleet.MemoryStore{}
 					}
 					trs = append(trs, tr)
 				}
 				for _, tr := range trs {
 					svGet(t.Context(), tr, svOrigin+"/warm", "") // robots.txt
 				}
-				if !fleet {
+				if !inFleet {
 					trs = trs[:1]
 				}
 				time.Sleep(time.Second)
@@ -1012,7 +1014,7 @@ func TestPoliteFleetBackoffOneAtATime(t *testing.T) {
 				}
 				return 200, nil, svBody("")
 			}}
-		pacer, store := &svPacer{}, &robots.MemoryStore{}
+		pacer, store := &svPacer{}, &fleet.MemoryStore{}
 		t1 := &robots.Transport{Base: site, Agent: "ExampleBot", Pacer: pacer, Store: store}
 		t2 := &robots.Transport{Base: site, Agent: "ExampleBot", Pacer: pacer, Store: store}
 		svGet(t.Context(), t1, svOrigin+"/warm1", "")
@@ -1093,8 +1095,8 @@ func must[T any](v T, err error) T {
 // TestPoliteOneCallerRetryAtAtIsSent: one caller under MaxWait, with
 // varying answer times; every retry at At is sent, and Reason says why.
 func TestPoliteOneCallerRetryAtAtIsSent(t *testing.T) {
-	for _, fleet := range []bool{false, true} {
-		t.Run(fmt.Sprint("fleet=", fleet), func(t *testing.T) {
+	for _, inFleet := range []bool{false, true} {
+		t.Run(fmt.Sprint("fleet=", inFleet), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				lat := []time.Duration{0, 3 * time.Second, 100 * time.Millisecond, 1500 * time.Millisecond, 7 * time.Second}
 				var i atomic.Int64
@@ -1102,8 +1104,8 @@ func TestPoliteOneCallerRetryAtAtIsSent(t *testing.T) {
 					latency: func(_, p string) time.Duration { return lat[int(i.Add(1))%len(lat)] },
 					respond: svSeq([]svStep{{200, ""}, {200, ""}, {503, ""}, {200, ""}, {429, "30"}, {200, ""}})}
 				tr := &robots.Transport{Base: site, Agent: "ExampleBot", MaxWait: 10 * time.Millisecond}
-				if fleet {
-					tr.Pacer, tr.Store = &svPacer{}, &robots.MemoryStore{}
+				if inFleet {
+					tr.Pacer, tr.Store = &svPacer{}, &fleet.MemoryStore{}
 				}
 				reasons := map[string]int{}
 				for j := range 10 {
@@ -1149,14 +1151,14 @@ type svFaultPacer struct {
 	calls                                             atomic.Int64
 }
 
-func (p *svFaultPacer) Reserve(ctx context.Context, origin string, r robots.TurnRequest) (robots.Turn, error) {
+func (p *svFaultPacer) Reserve(ctx context.Context, origin string, r fleet.TurnRequest) (fleet.Turn, error) {
 	p.calls.Add(1)
 	if p.hangReserve {
 		<-ctx.Done()
-		return robots.Turn{}, ctx.Err()
+		return fleet.Turn{}, ctx.Err()
 	}
 	if p.errReserve {
-		return robots.Turn{}, errors.New("pacer down")
+		return fleet.Turn{}, errors.New("pacer down")
 	}
 	return p.svPacer.Reserve(ctx, origin, r)
 }
@@ -1200,7 +1202,7 @@ type svSlowPacer struct {
 	reserves atomic.Int64
 }
 
-func (p *svSlowPacer) Reserve(ctx context.Context, origin string, r robots.TurnRequest) (robots.Turn, error) {
+func (p *svSlowPacer) Reserve(ctx context.Context, origin string, r fleet.TurnRequest) (fleet.Turn, error) {
 	p.reserves.Add(1)
 	if p.lag > 0 {
 		timer := time.NewTimer(p.lag)
@@ -1208,7 +1210,7 @@ func (p *svSlowPacer) Reserve(ctx context.Context, origin string, r robots.TurnR
 		select {
 		case <-timer.C:
 		case <-ctx.Done():
-			return robots.Turn{}, ctx.Err()
+			return fleet.Turn{}, ctx.Err()
 		}
 	}
 	return p.svPacer.Reserve(ctx, origin, r)
@@ -1296,7 +1298,7 @@ func TestPolitePauseCheckerHangs(t *testing.T) {
 		t.Run(fmt.Sprint("MaxWait=", maxWait), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				site := &svSite{robots: map[string]string{svOrigin: "User-agent: *\nCrawl-delay: 1\n"}}
-				pacer, store := &svCheckerPacer{}, &robots.MemoryStore{}
+				pacer, store := &svCheckerPacer{}, &fleet.MemoryStore{}
 				t1 := &robots.Transport{Base: site, Agent: "ExampleBot", Pacer: pacer, Store: store, MaxWait: maxWait}
 				t2 := &robots.Transport{Base: site, Agent: "ExampleBot", Pacer: pacer, Store: store, MaxWait: maxWait}
 				u := must(url.Parse(svOrigin))
@@ -1347,7 +1349,7 @@ func TestPoliteSlowPacerUnderMaxWait(t *testing.T) {
 						}
 						return 0
 					}}
-				pacer, store := &svSlowPacer{lag: lag}, &robots.MemoryStore{}
+				pacer, store := &svSlowPacer{lag: lag}, &fleet.MemoryStore{}
 				t1 := &robots.Transport{Base: site, Agent: "ExampleBot", Pacer: pacer, Store: store}
 				t2 := &robots.Transport{Base: site, Agent: "ExampleBot", Pacer: pacer, Store: store, MaxWait: 20 * time.Millisecond}
 				u := must(url.Parse(svOrigin))
@@ -1380,7 +1382,7 @@ func TestPoliteSlowPacerUnderMaxWait(t *testing.T) {
 func TestPolitePacerInFlightPollsBackOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		site := &svSite{robots: map[string]string{svOrigin: "User-agent: *\nCrawl-delay: 1\n"}, hang: make(chan struct{}), ignoreCtx: true}
-		pacer, store := &svSlowPacer{}, &robots.MemoryStore{}
+		pacer, store := &svSlowPacer{}, &fleet.MemoryStore{}
 		t1 := &robots.Transport{Base: site, Agent: "ExampleBot", Pacer: pacer, Store: store, TurnTimeout: 5 * time.Second}
 		t2 := &robots.Transport{Base: site, Agent: "ExampleBot", Pacer: pacer, Store: store, TurnTimeout: 5 * time.Second}
 		u := must(url.Parse(svOrigin))
@@ -1395,7 +1397,7 @@ func TestPolitePacerInFlightPollsBackOff(t *testing.T) {
 			t.Fatal(err)
 		}
 		if n := pacer.reserves.Load() - before; n > 50 {
-			t.Errorf("%d calls of Pacer.Reserve while waiting 5 s for a held turn, want a few (polls every ~%v)", n, 5*time.Second/time.Duration(n))
+			t.Errorf("%d calls of fleet.Pacer.Reserve while waiting 5 s for a held turn, want a few (polls every ~%v)", n, 5*time.Second/time.Duration(n))
 		}
 		close(site.hang)
 		wg.Wait()
@@ -1456,7 +1458,7 @@ func TestPoliteOriginWaitsForSlowFetch(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			o, err := tr.Origin(ctx, u)
-			if err != nil || o.Access != robots.AccessSuccess {
+			if err != nil || o.Access != fleet.AccessSuccess {
 				t.Errorf("Origin: %v, %v", o, err)
 			}
 		})

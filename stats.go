@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
+
+	"github.com/f9014239/robots/fleet"
 )
 
 // Stats are a Transport's counters since it was created. LoadWaits counts the
@@ -56,9 +58,9 @@ func (t *Transport) Stats() Stats {
 		RefusedUnreachable: s.refusedUnreachable.Load(),
 		RefusedUsage:       s.refusedUsage.Load(),
 		AllowedNoRules:     s.noRules.load(),
-		FetchSuccess:       s.fetches[AccessSuccess].Load(),
-		FetchUnavailable:   s.fetches[AccessUnavailable].Load(),
-		FetchUnreachable:   s.fetches[AccessUnreachable].Load(),
+		FetchSuccess:       s.fetches[fleet.AccessSuccess].Load(),
+		FetchUnavailable:   s.fetches[fleet.AccessUnavailable].Load(),
+		FetchUnreachable:   s.fetches[fleet.AccessUnreachable].Load(),
 		StoreHits:          s.storeHits.Load(),
 		StoreErrors:        s.storeErrors.Load(),
 		NotYet:             s.notYet.Load(),
@@ -101,7 +103,7 @@ func (c *striped) load() uint64 {
 
 func (s *stats) hit() { s.hitCount.add() }
 
-func (s *stats) fetched(a Access) {
+func (s *stats) fetched(a fleet.Access) {
 	if int(a) < len(s.fetches) {
 		s.fetches[a].Add(1)
 	}

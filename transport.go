@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/f9014239/robots/fleet"
 )
 
 // ErrDisallowed is matched by every request refused under robots.txt:
@@ -140,7 +142,7 @@ type Transport struct {
 
 	// Store, if non-nil, shares fetched entries with other Transports. If
 	// it is also a Locker, one fetch per origin happens among its users.
-	Store Store
+	Store fleet.Store
 
 	// Logger, if non-nil, receives a record of each fetch of robots.txt,
 	// each Store or Pacer error and, at the Debug level, each refusal and
@@ -190,7 +192,7 @@ type Transport struct {
 
 	// Pacer, if non-nil, keeps the turns of each origin, so that the
 	// Transports that share it share turns.
-	Pacer Pacer
+	Pacer fleet.Pacer
 
 	once   sync.Once
 	cfg    config    // set once, from the fields above
@@ -226,7 +228,7 @@ type config struct {
 	maxBody      int64
 	maxOrigins   int
 	maxBytes     int64
-	store        Store
+	store        fleet.Store
 	logger       *slog.Logger
 
 	ignoreCrawlDelay bool
@@ -237,8 +239,8 @@ type config struct {
 	maxWait          time.Duration // Transport.MaxWait; 0 for none
 	turnTimeout      time.Duration
 	backoff          Backoff // First is 0 if IgnoreBackoff
-	pacer            Pacer
-	watcher          PauseWatcher // pacer, if it is one
+	pacer            fleet.Pacer
+	watcher          fleet.PauseWatcher // pacer, if it is one
 	// Transport.Uses, "ai-train" read as "train-ai"
 	uses []string
 }
@@ -306,7 +308,7 @@ func (t *Transport) init() {
 	if t.IgnoreBackoff {
 		c.backoff = Backoff{}
 	}
-	c.watcher, _ = c.pacer.(PauseWatcher)
+	c.watcher, _ = c.pacer.(fleet.PauseWatcher)
 	for _, u := range t.Uses {
 		if u == "ai-train" {
 			u = "train-ai" // Content-Signal's name of the same category

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/f9014239/robots/matcher"
 )
 
@@ -125,7 +127,7 @@ func FuzzTransport(f *testing.F) {
 			status: status, cacheControl: cacheControl, retryAfter: retryAfter, location: location,
 			contentLength: contentLength, body: body, fault: fuzzFault(fault % uint8(fuzzNumFaults)),
 		}
-		store := &MemoryStore{}
+		store := &fleet.MemoryStore{}
 		tr := &Transport{Base: base, Agent: "FuzzBot", Store: store, IgnoreCrawlDelay: true}
 		u := &url.URL{Scheme: "https", Host: "fuzz.example", Path: "/" + path}
 		ctx := context.Background()
@@ -215,7 +217,7 @@ func FuzzTransport(f *testing.F) {
 		if !e.Expires.After(start) || e.Expires.After(end.Add(DefaultTTL)) {
 			t.Fatalf("entry expires in %v", e.Expires.Sub(start))
 		}
-		if len(e.Body) > DefaultMaxBodySize || (e.Access == AccessUnreachable) != unreachable {
+		if len(e.Body) > DefaultMaxBodySize || (e.Access == fleet.AccessUnreachable) != unreachable {
 			t.Fatalf("entry %v with a %d-byte body, want unreachable=%v", e.Access, len(e.Body), unreachable)
 		}
 

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"sync/atomic"
 	"time"
+
+	"github.com/f9014239/robots/fleet"
 )
 
 // ErrNotYet is matched by a [*TurnError]: a request not sent because its
@@ -544,7 +546,7 @@ func (tn *turns) reserve(ctx context.Context, s *site, every time.Duration, lim 
 	id := rand.Uint64() | 1
 	pctx, cancel := tn.pacerCtx(ctx, lim)
 	asked := time.Now()
-	r, err := p.Reserve(pctx, s.origin, TurnRequest{Every: iv, Known: known, MaxWait: left, Hold: hold, ID: id})
+	r, err := p.Reserve(pctx, s.origin, fleet.TurnRequest{Every: iv, Known: known, MaxWait: left, Hold: hold, ID: id})
 	cutShort := err != nil && ctx.Err() == nil && pctx.Err() != nil && lim.maxWait && !tn.pacerDown()
 	cancel()
 	if err == nil {
@@ -717,7 +719,7 @@ func (tn *turns) paused(ctx context.Context, s *site, waited bool) bool {
 	if tn.paceOf(s).paused(tn.now()) {
 		return true
 	}
-	pc, ok := tn.cfg.pacer.(PauseChecker)
+	pc, ok := tn.cfg.pacer.(fleet.PauseChecker)
 	if !ok || !waited {
 		return false
 	}

@@ -12,6 +12,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/jarcoal/httpmock"
 )
 
@@ -109,7 +111,7 @@ func TestRobotsTxtFetchTakesItsTurn(t *testing.T) {
 func TestFleetFetchTakesTheFirstTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &fakeOrigins{robots: func(string) string { return "User-agent: *\nCrawl-delay: 1\n" }}
-		store := &MemoryStore{}
+		store := &fleet.MemoryStore{}
 		pacer := &memPacer{epoch: time.Now()}
 		var wg sync.WaitGroup
 		for p := range 3 {
@@ -154,12 +156,12 @@ func TestFleetFetchTakesTheFirstTurn(t *testing.T) {
 // putHookStore is a MemoryStore that runs hook once, inside the first Put,
 // after the entry is stored and before Put returns.
 type putHookStore struct {
-	MemoryStore
+	fleet.MemoryStore
 	hook func()
 	once sync.Once
 }
 
-func (s *putHookStore) Put(ctx context.Context, origin string, e *Entry) error {
+func (s *putHookStore) Put(ctx context.Context, origin string, e *fleet.Entry) error {
 	err := s.MemoryStore.Put(ctx, origin, e)
 	s.once.Do(s.hook)
 	return err
@@ -172,7 +174,7 @@ func TestPacerWaitIsCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &fakeOrigins{robots: func(string) string { return "User-agent: *\nCrawl-delay: 2\n" }}
 		pacer := &memPacer{epoch: time.Now()}
-		store := &MemoryStore{}
+		store := &fleet.MemoryStore{}
 		other := &Transport{Base: srv, Agent: "ExampleBot", Pacer: pacer, Store: store}
 		tr := &Transport{Base: srv, Agent: "ExampleBot", Pacer: pacer, Store: store}
 		get(&http.Client{Transport: other}, "https://example.com/x") // fetch at 0, page at 2 s
@@ -190,7 +192,7 @@ func TestPacerWaitIsCounted(t *testing.T) {
 			t.Fatal(err)
 		}
 		if st := tr.Stats(); st.TurnWaits == 0 || st.TurnWaitTime == 0 {
-			t.Errorf("Stats = %+v, want the Pacer's waits counted", st)
+			t.Errorf("Stats = %+v, want the fleet.Pacer's waits counted", st)
 		}
 
 		// Another process paused the origin for 2s. A Transport that has
@@ -258,8 +260,8 @@ func politenessRun(t *testing.T, seed uint64) {
 		},
 	}
 	nt := 1 + rng.IntN(3)
-	var store Store
-	var pacer Pacer
+	var store fleet.Store
+	var pacer fleet.Pacer
 	switch {
 	case nt > 1 && rng.IntN(2) == 0:
 		// Transports that share a Pacer but no Store: each fetches
@@ -268,7 +270,7 @@ func politenessRun(t *testing.T, seed uint64) {
 		pacer = &memPacer{epoch: time.Now()}
 		srv.firstFetches = true
 	case nt > 1 || rng.IntN(2) == 0:
-		store, pacer = &MemoryStore{}, &memPacer{epoch: time.Now()}
+		store, pacer = &fleet.MemoryStore{}, &memPacer{epoch: time.Now()}
 	}
 	var clients []*http.Client
 	for range nt {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/f9014239/robots/matcher"
 )
 
@@ -83,7 +85,7 @@ func (t *Transport) check(ctx context.Context, u *url.URL, host, agent string, u
 		d = t.decideUses(st, group, target(u)) // see Transport.Uses
 	}
 	if d.allowed {
-		if st.entry.Access != AccessSuccess {
+		if st.entry.Access != fleet.AccessSuccess {
 			t.stats.noRules.add()
 		}
 		return s, st, t.turns.interval(st, group), nil
@@ -148,7 +150,7 @@ func target(u *url.URL) string {
 // that finds the origin unreachable carries it over (see compileFetched), so
 // that a cached origin does not hold its robots.txt twice.
 type state struct {
-	entry *Entry
+	entry *fleet.Entry
 	// parsed Body when entry.Access is AccessSuccess; else nil
 	robots *matcher.Robots
 	// robots.Group of the Transport's Agent; nil if robots or Agent is
@@ -172,10 +174,10 @@ func (st *state) fresh(now time.Duration) bool { return now < st.expires }
 
 // compile returns the state of e. robots, if not nil, is e.Body already
 // parsed.
-func (l *loader) compile(e *Entry, robots *matcher.Robots) *state {
+func (l *loader) compile(e *fleet.Entry, robots *matcher.Robots) *state {
 	st := &state{entry: e, expires: l.clock(e.Expires), bytes: stateOverhead}
 	switch e.Access {
-	case AccessSuccess:
+	case fleet.AccessSuccess:
 		if int64(len(e.Body)) > l.cfg.maxBody {
 			// From a Store written by a Transport that reads more:
 			// this one obeys only what it would have read itself.
@@ -207,7 +209,7 @@ func (l *loader) compile(e *Entry, robots *matcher.Robots) *state {
 			// each refetch would take the turn of the page after it.
 			st.expires = max(st.expires, add(l.clock(e.FetchedAt), add(st.every, st.every)))
 		}
-	case AccessUnavailable:
+	case fleet.AccessUnavailable:
 		st.every = l.delayOf(0, false)
 	default:
 		// AccessUnreachable, and any value an Access cannot have: the
@@ -219,7 +221,7 @@ func (l *loader) compile(e *Entry, robots *matcher.Robots) *state {
 		}
 		st.err = errors.New(msg)
 		st.allowAt = time.Duration(math.MaxInt64)
-		if e.Access == AccessUnreachable && !e.UnreachableSince.IsZero() {
+		if e.Access == fleet.AccessUnreachable && !e.UnreachableSince.IsZero() {
 			// An entry that does not say since when the origin is
 			// unreachable never counts 30 days: it refuses until it
 			// expires, and the fetch that follows sets the date.
@@ -243,9 +245,9 @@ func (t *Transport) clock(tm time.Time) time.Duration { return tm.Sub(t.epoch) }
 // the in-memory state (it follows an entry from the Store): when r found the
 // origin unreachable and e keeps the last good copy, that copy is prev's,
 // already parsed.
-func (l *loader) compileFetched(e *Entry, r *fetchResult, prev *state) *state {
+func (l *loader) compileFetched(e *fleet.Entry, r *fetchResult, prev *state) *state {
 	var robots *matcher.Robots
-	if r.access == AccessUnreachable && e.Access == AccessSuccess && prev != nil {
+	if r.access == fleet.AccessUnreachable && e.Access == fleet.AccessSuccess && prev != nil {
 		robots = prev.robots
 	}
 	st := l.compile(e, robots)
@@ -268,14 +270,14 @@ type decision struct {
 // as seen by the crawler agent ("" for the Transport's own Agent).
 func (st *state) decide(now time.Duration, agent, target string) decision {
 	switch st.entry.Access {
-	case AccessSuccess:
+	case fleet.AccessSuccess:
 		g := st.groupOf(agent)
 		if g.Allowed(target) { // Allowed does not allocate; Match does
 			return decision{allowed: true}
 		}
 		m := g.Match(target)
 		return decision{allowed: m.Allowed, rule: m.Rule, line: m.Line}
-	case AccessUnavailable:
+	case fleet.AccessUnavailable:
 		return decision{allowed: true}
 	}
 	if now >= st.allowAt {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/jarcoal/httpmock"
 )
 
@@ -71,14 +73,14 @@ func TestEmptyQuery(t *testing.T) {
 // out of range.
 func TestZeroEntryRefuses(t *testing.T) {
 	far := time.Now().Add(time.Hour)
-	for name, e := range map[string]*Entry{
+	for name, e := range map[string]*fleet.Entry{
 		"only Expires":               {Expires: far},
-		"unreachable, no since":      {Access: AccessUnreachable, Expires: far, Failures: 3},
-		"unknown Access":             {Access: Access(7), Expires: far},
-		"negative Access":            {Access: Access(-1), Expires: far},
-		"unreachable 31 days, since": {Access: AccessUnreachable, Expires: far, UnreachableSince: time.Now().Add(-time.Hour)},
+		"unreachable, no since":      {Access: fleet.AccessUnreachable, Expires: far, Failures: 3},
+		"unknown fleet.Access":       {Access: fleet.Access(7), Expires: far},
+		"negative fleet.Access":      {Access: fleet.Access(-1), Expires: far},
+		"unreachable 31 days, since": {Access: fleet.AccessUnreachable, Expires: far, UnreachableSince: time.Now().Add(-time.Hour)},
 	} {
-		store := &MemoryStore{}
+		store := &fleet.MemoryStore{}
 		store.Put(context.Background(), "https://example.com", e)
 		mock := newMock()
 		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Store: store}}
@@ -91,8 +93,8 @@ func TestZeroEntryRefuses(t *testing.T) {
 		}
 	}
 	// The 30-day rule still holds for an entry that says since when.
-	store := &MemoryStore{}
-	store.Put(context.Background(), "https://example.com", &Entry{Expires: far, UnreachableSince: time.Now().Add(-unreachableAllowAfter - time.Hour)})
+	store := &fleet.MemoryStore{}
+	store.Put(context.Background(), "https://example.com", &fleet.Entry{Expires: far, UnreachableSince: time.Now().Add(-unreachableAllowAfter - time.Hour)})
 	client := &http.Client{Transport: &Transport{Base: newMock(), Agent: "ExampleBot", Store: store}}
 	wantAllowed(t, client, "https://example.com/page")
 }

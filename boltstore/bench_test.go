@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/f9014239/robots"
@@ -52,7 +54,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 			unwritten := openTest(b, tempPath(b), withFlushInterval(time.Hour), withLease(time.Hour))
 			for _, c := range []struct {
 				name  string
-				pacer robots.Pacer
+				pacer fleet.Pacer
 			}{{"memory", nil}, {"pacer-in-memory", unwritten}, {"boltstore", st}} {
 				tr := &robots.Transport{Base: base, Agent: "ExampleBot", MinDelay: delay, Pacer: c.pacer, MaxOrigins: 2 * origins}
 				for _, req := range reqs { // warm the cache
@@ -96,7 +98,7 @@ func BenchmarkReserve(b *testing.B) {
 	for i := range origins {
 		origins[i] = fmt.Sprintf("https://o%d.example", i)
 	}
-	r := robots.TurnRequest{Every: time.Nanosecond, Known: true, MaxWait: time.Second, Hold: time.Minute}
+	r := fleet.TurnRequest{Every: time.Nanosecond, Known: true, MaxWait: time.Second, Hold: time.Minute}
 	b.ReportAllocs()
 	cpu0 := cpuTime()
 	i := 0
@@ -134,7 +136,7 @@ func BenchmarkOpen(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i := range n {
-		st.Reserve(context.Background(), origin(i), robots.TurnRequest{Every: time.Hour, Known: true, MaxWait: forever})
+		st.Reserve(context.Background(), origin(i), fleet.TurnRequest{Every: time.Hour, Known: true, MaxWait: forever})
 	}
 	if err := st.flush(false); err != nil {
 		b.Fatal(err)
@@ -198,7 +200,7 @@ func fill(b *testing.B, path string, n int) {
 	for i := 0; i < n; i += 10000 {
 		err := st.write(func(tx *bolt.Tx) error {
 			for j := i; j < min(i+10000, n); j++ {
-				e := &robots.Entry{Access: robots.AccessSuccess, Body: body, FetchedAt: now, Expires: now.Add(24 * time.Hour)}
+				e := &fleet.Entry{Access: fleet.AccessSuccess, Body: body, FetchedAt: now, Expires: now.Add(24 * time.Hour)}
 				if err := st.putEntry(tx, origin(j), encodeEntry(e), st.now()); err != nil {
 					return err
 				}
@@ -210,7 +212,7 @@ func fill(b *testing.B, path string, n int) {
 		}
 	}
 	for i := range n {
-		if _, err := st.Reserve(ctx, origin(i), robots.TurnRequest{Every: time.Hour, Known: true}); err != nil {
+		if _, err := st.Reserve(ctx, origin(i), fleet.TurnRequest{Every: time.Hour, Known: true}); err != nil {
 			b.Fatal(err)
 		}
 		if i%10 == 0 {

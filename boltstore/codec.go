@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/f9014239/robots"
+	"github.com/f9014239/robots/fleet"
 )
 
 // An entry is kept as: a version byte (entryVersion), Expires as 8 bytes
@@ -36,7 +36,7 @@ func fromUnixNano(ns int64) time.Time {
 }
 
 // encodeEntry returns the bytes that keep e.
-func encodeEntry(e *robots.Entry) []byte {
+func encodeEntry(e *fleet.Entry) []byte {
 	b := make([]byte, 0, entryHeader+1+3*binary.MaxVarintLen64+len(e.Error)+len(e.Body))
 	b = append(b, entryVersion)
 	b = binary.BigEndian.AppendUint64(b, uint64(unixNano(e.Expires)))
@@ -61,25 +61,25 @@ var errShort = errors.New("cut short")
 
 // decodeEntry returns the entry that v keeps, copied out of v, or an error
 // that matches ErrUnreadable.
-func decodeEntry(v []byte) (*robots.Entry, error) {
+func decodeEntry(v []byte) (*fleet.Entry, error) {
 	exp, ok := expiresOf(v)
 	if !ok {
 		return nil, fmt.Errorf("%w: format %d", ErrUnreadable, firstByte(v))
 	}
 	r := reader{b: v[entryHeader:]}
-	e := &robots.Entry{Expires: fromUnixNano(exp)}
+	e := &fleet.Entry{Expires: fromUnixNano(exp)}
 	access := r.byte()
 	e.FetchedAt = fromUnixNano(r.varint())
 	e.UnreachableSince = fromUnixNano(r.varint())
 	failures := r.uvarint()
 	n := r.uvarint()
 	if r.err != nil || n > uint64(len(r.b)) || failures > 1<<31 ||
-		robots.Access(access) > robots.AccessUnavailable {
+		fleet.Access(access) > fleet.AccessUnavailable {
 		return nil, fmt.Errorf("%w: %v", ErrUnreadable, errShort)
 	}
-	e.Access, e.Failures = robots.Access(access), int(failures)
+	e.Access, e.Failures = fleet.Access(access), int(failures)
 	e.Error = string(r.b[:n])
-	if body := r.b[n:]; len(body) > 0 || e.Access == robots.AccessSuccess {
+	if body := r.b[n:]; len(body) > 0 || e.Access == fleet.AccessSuccess {
 		e.Body = append([]byte{}, body...)
 	}
 	return e, nil

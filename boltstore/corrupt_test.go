@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/f9014239/robots/fleet"
 
-	"github.com/f9014239/robots"
+	bolt "go.etcd.io/bbolt"
 )
 
 // goodFile returns the path of a Store's file with entries and paces, closed.
@@ -28,7 +28,7 @@ func goodFile(t *testing.T) string {
 	now := time.Now()
 	for i := range 100 {
 		o := fmt.Sprintf("https://%d.example", i)
-		e := &robots.Entry{Access: robots.AccessSuccess, Body: []byte(strings.Repeat("Disallow: /private\n", 20+i)),
+		e := &fleet.Entry{Access: fleet.AccessSuccess, Body: []byte(strings.Repeat("Disallow: /private\n", 20+i)),
 			FetchedAt: now, Expires: now.Add(time.Hour)}
 		if err := s.Put(ctx, o, e); err != nil {
 			t.Fatal(err)
@@ -166,9 +166,9 @@ func TestDamagedPages(t *testing.T) {
 			o := fmt.Sprintf("https://%d.example", i)
 			s.Get(ctx, o)
 			if i%10 == 0 {
-				s.Put(ctx, o, &robots.Entry{Access: robots.AccessUnavailable, Expires: time.Now().Add(time.Hour)})
+				s.Put(ctx, o, &fleet.Entry{Access: fleet.AccessUnavailable, Expires: time.Now().Add(time.Hour)})
 			}
-			s.Reserve(ctx, o, robots.TurnRequest{Every: time.Second, Known: true})
+			s.Reserve(ctx, o, fleet.TurnRequest{Every: time.Second, Known: true})
 		}
 		s.compact()
 		s.Close()

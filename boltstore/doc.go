@@ -4,7 +4,7 @@
 // (go.etcd.io/bbolt), for the crawler of one machine. For a fleet of
 // processes that share one pace, use redisstore.
 //
-// A [Store] is a [robots.Store], a [robots.Locker] and a [robots.Pacer]:
+// A [Store] is a [fleet.Store], a [fleet.Locker] and a [fleet.Pacer]:
 //
 //	st, err := boltstore.Open(filepath.Join(dir, "robots.db"))
 //	if err != nil {

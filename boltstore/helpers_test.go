@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/f9014239/robots/fleet"
 
-	"github.com/f9014239/robots"
+	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
@@ -82,9 +82,9 @@ func reserve(t testing.TB, s *Store, origin string, every, maxWait time.Duration
 }
 
 // reserveHold is reserve with a hold.
-func reserveHold(t testing.TB, s *Store, origin string, every, maxWait, hold time.Duration) robots.Turn {
+func reserveHold(t testing.TB, s *Store, origin string, every, maxWait, hold time.Duration) fleet.Turn {
 	t.Helper()
-	r := robots.TurnRequest{Every: every, Known: true, MaxWait: maxWait, Hold: hold}
+	r := fleet.TurnRequest{Every: every, Known: true, MaxWait: maxWait, Hold: hold}
 	if every < 0 {
 		r.Every, r.Known = -every, false
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/f9014239/robots"
 )
 
@@ -70,7 +72,7 @@ func (s *Store) changed(sh *shard, origin string) uint64 {
 	return s.gen.Add(1)
 }
 
-// Reserve implements [robots.Pacer], in memory, with redisstore's rules:
+// Reserve implements [fleet.Pacer], in memory, with redisstore's rules:
 // it takes origin's next turn, at least the larger of r.Every and the
 // latest turn's interval after the latest turn (after its answer once
 // released, after its hold's end if never released), and not before
@@ -87,9 +89,9 @@ func (s *Store) changed(sh *shard, origin string) uint64 {
 // without one (the lease of the last heartbeat) writes the file itself
 // before it returns, so that no turn is taken later than a lease after the
 // heartbeat the file holds; see the package documentation.
-func (s *Store) Reserve(ctx context.Context, origin string, r robots.TurnRequest) (robots.Turn, error) {
+func (s *Store) Reserve(ctx context.Context, origin string, r fleet.TurnRequest) (fleet.Turn, error) {
 	if err := ctx.Err(); err != nil {
-		return robots.Turn{}, err
+		return fleet.Turn{}, err
 	}
 	s.reserves.Add(1)
 	ask := int64(max(r.Every, 0))
@@ -100,7 +102,7 @@ func (s *Store) Reserve(ctx context.Context, origin string, r robots.TurnRequest
 	sh.mu.Lock()
 	if s.closed.Load() {
 		sh.mu.Unlock()
-		return robots.Turn{}, ErrClosed
+		return fleet.Turn{}, ErrClosed
 	}
 	now := s.now()
 	p := sh.m[origin]
@@ -118,7 +120,7 @@ func (s *Store) Reserve(ctx context.Context, origin string, r robots.TurnRequest
 		// cannot be before the interval after it left.
 		free := max(p.heldAt+max(ask, lastEvery), turn) - now
 		sh.mu.Unlock()
-		return robots.Turn{Wait: time.Duration(max(free, 0)), InFlight: true}, nil
+		return fleet.Turn{Wait: time.Duration(max(free, 0)), InFlight: true}, nil
 	}
 	keep := ask
 	gap := max(ask, lastEvery)
@@ -135,7 +137,7 @@ func (s *Store) Reserve(ctx context.Context, origin string, r robots.TurnRequest
 	wait := turn - now
 	if wait > 0 && wait > int64(max(r.MaxWait, 0)) {
 		sh.mu.Unlock()
-		return robots.Turn{Wait: time.Duration(wait)}, nil
+		return fleet.Turn{Wait: time.Duration(wait)}, nil
 	}
 	var id uint64
 	recorded := turn
@@ -153,10 +155,10 @@ func (s *Store) Reserve(ctx context.Context, origin string, r robots.TurnRequest
 		// A failure is logged; the turn holds in memory.
 		s.flushWithin(ctx, g)
 	}
-	return robots.Turn{Wait: time.Duration(wait), OK: true, ID: id}, nil
+	return fleet.Turn{Wait: time.Duration(wait), OK: true, ID: id}, nil
 }
 
-// Release implements [robots.Pacer]: it ends the hold of the turn id of
+// Release implements [fleet.Pacer]: it ends the hold of the turn id of
 // origin, if it still holds it, and spaces the next turn from now (never
 // earlier than answered). It does no I/O: the next flush writes it.
 func (s *Store) Release(ctx context.Context, origin string, id uint64, answered time.Time) error {
@@ -188,7 +190,7 @@ func (s *Store) Release(ctx context.Context, origin string, id uint64, answered 
 	return nil
 }
 
-// Pause implements [robots.Pacer]: it holds back origin's turns until at
+// Pause implements [fleet.Pacer]: it holds back origin's turns until at
 // least until, and writes the pause to the file before it returns (pauses
 // are rare). If the write fails, the pause holds in memory and Pause
 // returns the error.
@@ -223,7 +225,7 @@ func (s *Store) Pause(ctx context.Context, origin string, until time.Time) error
 	return s.flushWithin(ctx, g)
 }
 
-// PushBack implements [robots.Pacer], with redisstore's rules: an answer to
+// PushBack implements [fleet.Pacer], with redisstore's rules: an answer to
 // a request sent before the current back-off began is of its burst, and
 // changes nothing; otherwise the level goes up by one (or starts again at
 // one, if the last back-off pause ended more than b.Forgive ago), and the
@@ -287,7 +289,7 @@ func backoffPause(b robots.Backoff, level int64, jitter float64) time.Duration {
 	return d + time.Duration(float64(d)/10*jitter)
 }
 
-// PausedUntil implements [robots.PauseChecker], from memory: when origin's
+// PausedUntil implements [fleet.PauseChecker], from memory: when origin's
 // pause ends, or the zero time.
 func (s *Store) PausedUntil(ctx context.Context, origin string) (time.Time, error) {
 	if err := s.usable(ctx); err != nil {
@@ -297,7 +299,7 @@ func (s *Store) PausedUntil(ctx context.Context, origin string) (time.Time, erro
 	return until, nil
 }
 
-// WatchedPause implements [robots.PauseWatcher]: when origin's pause ends,
+// WatchedPause implements [fleet.PauseWatcher]: when origin's pause ends,
 // or the zero time, from a copy in memory read without a lock; ok is always
 // true. A Transport calls it for each request to an origin with no interval
 // to keep, instead of Reserve: such a request costs the Store a map lookup.

@@ -12,10 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
-
-	"github.com/f9014239/robots"
 )
 
 // The defaults of a Store's options.
@@ -62,7 +62,7 @@ var (
 	ErrClosed = errors.New("boltstore: store closed")
 )
 
-// Store is a [robots.Store], a [robots.Locker] and a [robots.Pacer] kept in
+// Store is a [fleet.Store], a [fleet.Locker] and a [fleet.Pacer] kept in
 // one file, so that what a crawler knows of each origin survives its
 // restart; see the package documentation. Open one with Open, and Close it
 // when done. A Store is safe for concurrent use by multiple goroutines.
@@ -108,7 +108,7 @@ type Store struct {
 	retryAt atomic.Int64
 	logged  atomic.Int64
 
-	locks robots.MemoryStore // the fetch locks, in memory
+	locks fleet.MemoryStore // the fetch locks, in memory
 
 	closed    atomic.Bool // set under every shard's lock
 	stop      chan struct{}
@@ -124,11 +124,11 @@ type Store struct {
 }
 
 var (
-	_ robots.Store        = (*Store)(nil)
-	_ robots.Locker       = (*Store)(nil)
-	_ robots.Pacer        = (*Store)(nil)
-	_ robots.PauseWatcher = (*Store)(nil)
-	_ robots.PauseChecker = (*Store)(nil)
+	_ fleet.Store        = (*Store)(nil)
+	_ fleet.Locker       = (*Store)(nil)
+	_ fleet.Pacer        = (*Store)(nil)
+	_ fleet.PauseWatcher = (*Store)(nil)
+	_ fleet.PauseChecker = (*Store)(nil)
 )
 
 // options are the settings of a Store, with defaults applied.
@@ -410,17 +410,17 @@ func (s *Store) log(level slog.Level, msg string, args ...any) {
 	}
 }
 
-// Get implements [robots.Store]: it reads the entry of origin from the file
+// Get implements [fleet.Store]: it reads the entry of origin from the file
 // (a read transaction, on bbolt's memory map). An entry expired for longer
 // than its retention (see WithRetain) is none. An entry it cannot decode
 // returns an error that matches ErrUnreadable.
-func (s *Store) Get(ctx context.Context, origin string) (*robots.Entry, error) {
+func (s *Store) Get(ctx context.Context, origin string) (*fleet.Entry, error) {
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
 	s.gets.Add(1)
-	e, err := bounded(ctx, func() (*robots.Entry, error) {
-		var e *robots.Entry
+	e, err := bounded(ctx, func() (*fleet.Entry, error) {
+		var e *fleet.Entry
 		err := s.view(func(tx *bolt.Tx) error {
 			v := tx.Bucket(bucketEntries).Get([]byte(origin))
 			if v == nil {
@@ -441,13 +441,13 @@ func (s *Store) Get(ctx context.Context, origin string) (*robots.Entry, error) {
 	return e, nil
 }
 
-// Put implements [robots.Store]: it writes e as the entry of origin, in one
+// Put implements [fleet.Store]: it writes e as the entry of origin, in one
 // transaction synced to the disk before it returns, so that a robots.txt
 // fetched before a crash is not fetched again after it. It first drops
 // entries expired for longer than their retention, and then, while the
 // entries would exceed WithMaxEntries or WithMaxBytes, those that expire
 // first.
-func (s *Store) Put(ctx context.Context, origin string, e *robots.Entry) error {
+func (s *Store) Put(ctx context.Context, origin string, e *fleet.Entry) error {
 	if err := s.usable(ctx); err != nil {
 		return err
 	}
@@ -599,7 +599,7 @@ func (s *Store) dropExpired() error {
 	}
 }
 
-// TryLock implements [robots.Locker], in memory: the file is open in one
+// TryLock implements [fleet.Locker], in memory: the file is open in one
 // process at a time, so the fetches to share are this process's.
 func (s *Store) TryLock(ctx context.Context, origin string, ttl time.Duration) (unlock func(), ok bool, err error) {
 	if err := s.usable(ctx); err != nil {

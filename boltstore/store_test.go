@@ -12,13 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/f9014239/robots"
 )
 
 // sameEntry reports whether a and b hold the same fields.
-func sameEntry(a, b *robots.Entry) bool {
+func sameEntry(a, b *fleet.Entry) bool {
 	return a.Access == b.Access && bytes.Equal(a.Body, b.Body) && a.FetchedAt.Equal(b.FetchedAt) &&
 		a.Expires.Equal(b.Expires) && a.UnreachableSince.Equal(b.UnreachableSince) &&
 		a.Failures == b.Failures && a.Error == b.Error
@@ -31,12 +33,12 @@ func TestEntries(t *testing.T) {
 	s := openTest(t, path)
 	ctx := context.Background()
 	now := time.Now()
-	entries := map[string]*robots.Entry{
-		"https://success.example": {Access: robots.AccessSuccess, Body: []byte("User-agent: *\nDisallow: /private\n"),
+	entries := map[string]*fleet.Entry{
+		"https://success.example": {Access: fleet.AccessSuccess, Body: []byte("User-agent: *\nDisallow: /private\n"),
 			FetchedAt: now, Expires: now.Add(24 * time.Hour)},
-		"https://empty.example":       {Access: robots.AccessSuccess, Body: []byte{}, FetchedAt: now, Expires: now.Add(time.Hour)},
-		"https://unavailable.example": {Access: robots.AccessUnavailable, FetchedAt: now, Expires: now.Add(time.Hour)},
-		"https://unreachable.example": {Access: robots.AccessSuccess, Body: []byte("User-agent: *\nAllow: /\n"),
+		"https://empty.example":       {Access: fleet.AccessSuccess, Body: []byte{}, FetchedAt: now, Expires: now.Add(time.Hour)},
+		"https://unavailable.example": {Access: fleet.AccessUnavailable, FetchedAt: now, Expires: now.Add(time.Hour)},
+		"https://unreachable.example": {Access: fleet.AccessSuccess, Body: []byte("User-agent: *\nAllow: /\n"),
 			FetchedAt: now.Add(-48 * time.Hour), Expires: now.Add(time.Minute), UnreachableSince: now.Add(-time.Hour),
 			Failures: 3, Error: "robots: 503 Service Unavailable"},
 		"https://never.example": {Expires: now.Add(time.Minute), UnreachableSince: now, Failures: 1, Error: "dial tcp: refused"},
@@ -61,7 +63,7 @@ func TestEntries(t *testing.T) {
 	}
 	check(s, "before Close")
 	// A newer entry replaces an older one.
-	e := &robots.Entry{Access: robots.AccessUnavailable, FetchedAt: now, Expires: now.Add(2 * time.Hour)}
+	e := &fleet.Entry{Access: fleet.AccessUnavailable, FetchedAt: now, Expires: now.Add(2 * time.Hour)}
 	entries["https://success.example"] = e
 	if err := s.Put(ctx, "https://success.example", e); err != nil {
 		t.Fatal(err)
@@ -101,8 +103,8 @@ func count(t *testing.T, s *Store) int64 {
 func TestEntryBounds(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
-	entry := func(i int, size int) *robots.Entry {
-		return &robots.Entry{Access: robots.AccessSuccess, Body: bytes.Repeat([]byte("#"), size),
+	entry := func(i int, size int) *fleet.Entry {
+		return &fleet.Entry{Access: fleet.AccessSuccess, Body: bytes.Repeat([]byte("#"), size),
 			FetchedAt: now, Expires: now.Add(time.Duration(i) * time.Minute)}
 	}
 	t.Run("entries", func(t *testing.T) {
@@ -154,7 +156,7 @@ func TestRetention(t *testing.T) {
 	ctx := context.Background()
 	now := time.Unix(0, c.now())
 	for i, exp := range []time.Duration{-2 * time.Hour, -30 * time.Minute, time.Hour} {
-		e := &robots.Entry{Access: robots.AccessUnavailable, FetchedAt: now, Expires: now.Add(exp)}
+		e := &fleet.Entry{Access: fleet.AccessUnavailable, FetchedAt: now, Expires: now.Add(exp)}
 		if err := s.Put(ctx, fmt.Sprintf("https://%d.example", i), e); err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +184,7 @@ func TestUnreadableEntry(t *testing.T) {
 	s := openTest(t, tempPath(t))
 	ctx := context.Background()
 	const origin = "https://example.com"
-	good := encodeEntry(&robots.Entry{Access: robots.AccessUnavailable, Expires: time.Now().Add(time.Hour), Error: "x"})
+	good := encodeEntry(&fleet.Entry{Access: fleet.AccessUnavailable, Expires: time.Now().Add(time.Hour), Error: "x"})
 	for _, v := range [][]byte{{}, {9, 1, 2}, good[:entryHeader+1], good[:len(good)-1]} {
 		err := s.write(func(tx *bolt.Tx) error { return tx.Bucket(bucketEntries).Put([]byte(origin), v) })
 		if err != nil {
@@ -192,7 +194,7 @@ func TestUnreadableEntry(t *testing.T) {
 			t.Errorf("Get of %q = %v, %v; want ErrUnreadable", v, e, err)
 		}
 	}
-	if err := s.Put(ctx, origin, &robots.Entry{Access: robots.AccessUnavailable, Expires: time.Now().Add(time.Hour)}); err != nil {
+	if err := s.Put(ctx, origin, &fleet.Entry{Access: fleet.AccessUnavailable, Expires: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	if e, err := s.Get(ctx, origin); err != nil || e == nil {
@@ -396,7 +398,7 @@ func TestWriteFailure(t *testing.T) {
 	diskFull := errors.New("no space left on device")
 	fail := func() error { return diskFull }
 	s.beforeWrite.Store(&fail)
-	e := &robots.Entry{Access: robots.AccessUnavailable, Expires: time.Now().Add(time.Hour)}
+	e := &fleet.Entry{Access: fleet.AccessUnavailable, Expires: time.Now().Add(time.Hour)}
 	if err := s.Put(ctx, "https://example.com", e); !errors.Is(err, diskFull) {
 		t.Errorf("Put: %v, want the write's error", err)
 	}
@@ -506,7 +508,7 @@ func TestFileBounded(t *testing.T) {
 		now := time.Unix(0, c.now())
 		for i := range 30 {
 			o := fmt.Sprintf("https://r%d-%d.example", round, i)
-			e := &robots.Entry{Access: robots.AccessSuccess, Body: body, FetchedAt: now, Expires: now.Add(time.Hour)}
+			e := &fleet.Entry{Access: fleet.AccessSuccess, Body: body, FetchedAt: now, Expires: now.Add(time.Hour)}
 			if err := s.Put(ctx, o, e); err != nil {
 				t.Fatal(err)
 			}
@@ -607,7 +609,7 @@ func TestHungDisk(t *testing.T) {
 	defer close(release)
 	for name, call := range map[string]func(ctx context.Context) error{
 		"Put": func(ctx context.Context) error {
-			return s.Put(ctx, "https://example.com", &robots.Entry{Expires: time.Now().Add(time.Hour)})
+			return s.Put(ctx, "https://example.com", &fleet.Entry{Expires: time.Now().Add(time.Hour)})
 		},
 		"Pause": func(ctx context.Context) error {
 			return s.Pause(ctx, "https://example.com", time.Now().Add(time.Hour))

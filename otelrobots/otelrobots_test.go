@@ -20,6 +20,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/f9014239/robots"
 	"github.com/jarcoal/httpmock"
 	"go.opentelemetry.io/otel"
@@ -438,7 +440,7 @@ func TestEvictions(t *testing.T) {
 // in a Store another Transport filled.
 func TestStoreHits(t *testing.T) {
 	mp, r := newProvider(t)
-	store := &robots.MemoryStore{}
+	store := &fleet.MemoryStore{}
 	mock := newMock()
 	first := &robots.Transport{Base: mock, Agent: "ExampleBot", Store: store}
 	second := &robots.Transport{Base: mock, Agent: "ExampleBot", Store: store}
@@ -454,14 +456,14 @@ func TestStoreHits(t *testing.T) {
 	wantSeries(t, collect(t, r), want)
 }
 
-// failingStore is a robots.Store whose every call fails.
+// failingStore is a fleet.Store whose every call fails.
 type failingStore struct{}
 
-func (failingStore) Get(context.Context, string) (*robots.Entry, error) {
+func (failingStore) Get(context.Context, string) (*fleet.Entry, error) {
 	return nil, errors.New("store down")
 }
 
-func (failingStore) Put(context.Context, string, *robots.Entry) error {
+func (failingStore) Put(context.Context, string, *fleet.Entry) error {
 	return errors.New("store down")
 }
 

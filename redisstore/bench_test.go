@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/f9014239/robots"
 )
 
@@ -96,12 +98,12 @@ func BenchmarkGet(b *testing.B) {
 	rs := newStore(b, newClient(b, addr))
 	rs.Prefix = testPrefix(b, addr)
 	ctx := context.Background()
-	e := &robots.Entry{Access: robots.AccessSuccess, Body: []byte("User-agent: *\nDisallow: /private\n"), Expires: time.Now().Add(time.Hour)}
+	e := &fleet.Entry{Access: fleet.AccessSuccess, Body: []byte("User-agent: *\nDisallow: /private\n"), Expires: time.Now().Add(time.Hour)}
 	for _, c := range []struct {
 		name  string
-		store robots.Store
+		store fleet.Store
 	}{
-		{"memory", &robots.MemoryStore{}},
+		{"memory", &fleet.MemoryStore{}},
 		{"redis", rs},
 	} {
 		if err := c.store.Put(ctx, "https://example.com", e); err != nil {

@@ -8,14 +8,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
+	"github.com/f9014239/robots/fleet"
 
-	"github.com/f9014239/robots"
+	"github.com/klauspost/compress/zstd"
 )
 
 // magic begins every encoded entry: a format name and its version. A value
 // that does not begin with it was written by something else, or by another
-// version, and is not read. (Version 1 began with "robots.Entry\x01" and
+// version, and is not read. (Version 1 began with "fleet.Entry\x01" and
 // kept the body as it was.)
 const magic = "rE\x02"
 
@@ -90,7 +90,7 @@ var (
 //	body              uvarint length, then that many bytes: the body, or a
 //	                  zstd frame, a single segment that declares its
 //	                  content size (frames without it are read too)
-func encode(e *robots.Entry) []byte {
+func encode(e *fleet.Entry) []byte {
 	access := byte(e.Access)
 	body := e.Body
 	if len(body) >= minCompress {
@@ -143,20 +143,20 @@ func formatError(b []byte) error {
 }
 
 // v1Magic began the entries of format version 1.
-const v1Magic = "robots.Entry\x01"
+const v1Magic = "fleet.Entry\x01"
 
 // decode reads an entry that encode wrote, whose body is at most maxBody
 // bytes. It returns an error for any other value, whole or cut short. The
 // entry's Body is a slice of b, or of a new array when it was compressed.
-func decode(b []byte, maxBody int) (*robots.Entry, error) {
+func decode(b []byte, maxBody int) (*fleet.Entry, error) {
 	if len(b) < len(magic) || string(b[:len(magic)]) != magic {
 		return nil, formatError(b)
 	}
 	d := reader{b: b[len(magic):]}
 	access := d.byte()
-	e := &robots.Entry{Access: robots.Access(access &^ compressed)}
+	e := &fleet.Entry{Access: fleet.Access(access &^ compressed)}
 	switch e.Access {
-	case robots.AccessSuccess, robots.AccessUnavailable, robots.AccessUnreachable:
+	case fleet.AccessSuccess, fleet.AccessUnavailable, fleet.AccessUnreachable:
 	default:
 		return nil, fmt.Errorf("unknown access result %d", e.Access)
 	}
@@ -177,7 +177,7 @@ func decode(b []byte, maxBody int) (*robots.Entry, error) {
 	}
 	e.Failures = int(failures)
 	switch {
-	case e.Access == robots.AccessSuccess:
+	case e.Access == fleet.AccessSuccess:
 		if access&compressed != 0 {
 			var err error
 			if body, err = decompress(body, maxBody); err != nil {

@@ -9,25 +9,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
+	"github.com/f9014239/robots/fleet"
 
-	"github.com/f9014239/robots"
+	"github.com/klauspost/compress/zstd"
 )
 
-func codecEntries() []*robots.Entry {
+func codecEntries() []*fleet.Entry {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
-	return []*robots.Entry{
-		{Access: robots.AccessSuccess, Body: []byte(disallowPrivate), FetchedAt: t0, Expires: t0.Add(24 * time.Hour)},
-		{Access: robots.AccessSuccess, Body: []byte{}, FetchedAt: t0, Expires: t0.Add(time.Minute)},
-		{Access: robots.AccessUnavailable, FetchedAt: t0, Expires: t0.Add(time.Hour)},
-		{Access: robots.AccessUnreachable, Expires: t0.Add(time.Minute), UnreachableSince: t0, Failures: 1,
+	return []*fleet.Entry{
+		{Access: fleet.AccessSuccess, Body: []byte(disallowPrivate), FetchedAt: t0, Expires: t0.Add(24 * time.Hour)},
+		{Access: fleet.AccessSuccess, Body: []byte{}, FetchedAt: t0, Expires: t0.Add(time.Minute)},
+		{Access: fleet.AccessUnavailable, FetchedAt: t0, Expires: t0.Add(time.Hour)},
+		{Access: fleet.AccessUnreachable, Expires: t0.Add(time.Minute), UnreachableSince: t0, Failures: 1,
 			Error: "robots: fetching https://example.com/robots.txt: 503 Service Unavailable"},
 		// The last good copy, obeyed while the origin is unreachable.
-		{Access: robots.AccessSuccess, Body: []byte("User-agent: *\nDisallow: /\n"), FetchedAt: t0,
+		{Access: fleet.AccessSuccess, Body: []byte("User-agent: *\nDisallow: /\n"), FetchedAt: t0,
 			Expires: t0.Add(48 * time.Hour), UnreachableSince: t0.Add(24 * time.Hour), Failures: 7, Error: "robots: timeout"},
 		{}, // the zero Entry
 		// A body that compresses.
-		{Access: robots.AccessSuccess, Body: []byte(longRobots), FetchedAt: t0, Expires: t0.Add(24 * time.Hour)},
+		{Access: fleet.AccessSuccess, Body: []byte(longRobots), FetchedAt: t0, Expires: t0.Add(24 * time.Hour)},
 	}
 }
 
@@ -46,7 +46,7 @@ var longRobots = func() string {
 // decode refuses a compressed body larger than its bound, a frame that is
 // not zstd, and one that is cut or altered.
 func TestCodecCompresses(t *testing.T) {
-	e := &robots.Entry{Access: robots.AccessSuccess, Body: []byte(longRobots)}
+	e := &fleet.Entry{Access: fleet.AccessSuccess, Body: []byte(longRobots)}
 	val := encode(e)
 	if val[len(magic)]&compressed == 0 || len(val)*4 > len(longRobots) {
 		t.Errorf("a %d-byte body encodes to %d bytes, want it compressed 4 times or more", len(longRobots), len(val))
@@ -58,7 +58,7 @@ func TestCodecCompresses(t *testing.T) {
 		t.Errorf("decode with a bound of the body's size: %v", err)
 	}
 	// A short body is kept as it is.
-	if v := encode(&robots.Entry{Access: robots.AccessSuccess, Body: []byte(disallowPrivate)}); v[len(magic)]&compressed != 0 {
+	if v := encode(&fleet.Entry{Access: fleet.AccessSuccess, Body: []byte(disallowPrivate)}); v[len(magic)]&compressed != 0 {
 		t.Error("a short body was compressed")
 	}
 	// A huge declared size is refused before anything is decoded.
@@ -66,7 +66,7 @@ func TestCodecCompresses(t *testing.T) {
 	if len(bomb) > DefaultMaxEntrySize {
 		t.Fatalf("a zero-filled 8 MiB body compresses to %d bytes", len(bomb))
 	}
-	v := append([]byte(magic), byte(robots.AccessSuccess)|compressed, 0, 0, 0, 0, 0)
+	v := append([]byte(magic), byte(fleet.AccessSuccess)|compressed, 0, 0, 0, 0, 0)
 	v = binary.AppendUvarint(v, uint64(len(bomb)))
 	v = append(v, bomb...)
 	if _, err := decode(v, DefaultMaxEntrySize); err == nil {
@@ -94,7 +94,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		if !entriesEqual(got, e) {
 			t.Errorf("decode(encode(%+v)) = %+v", e, got)
 		}
-		if e.Access == robots.AccessSuccess && got.Body == nil {
+		if e.Access == fleet.AccessSuccess && got.Body == nil {
 			t.Errorf("decode(encode(%+v)) has a nil Body, want the (empty) robots.txt", e)
 		}
 	}
@@ -115,10 +115,10 @@ func TestDecodeRejects(t *testing.T) {
 		{"empty", ""},
 		{"json", `{"Access":1,"Body":"VXNlci1hZ2VudDogKgo="}`},
 		{"other magic", "rE\x01" + string(valid[len(magic):])},
-		{"version 1", "robots.Entry\x01" + string(valid[len(magic):])},
+		{"version 1", "fleet.Entry\x01" + string(valid[len(magic):])},
 		{"trailing bytes", string(valid) + "x"},
 		{"unknown access", magic + "\x07" + string(valid[len(magic)+1:])},
-		{"body of an unavailable entry", string(encode(&robots.Entry{Access: robots.AccessUnavailable, Body: []byte("x")}))},
+		{"body of an unavailable entry", string(encode(&fleet.Entry{Access: fleet.AccessUnavailable, Body: []byte("x")}))},
 		{"huge length", magic + "\x01\x00\x00\x00\x00" + "\x00" + "\xff\xff\xff\xff\xff\xff\xff\xff\x7f"},
 		{"huge failure count", magic + "\x00\x00\x00\x00" + "\xff\xff\xff\xff\x0f" + "\x00\x00"},
 	} {
@@ -153,7 +153,7 @@ func FuzzDecode(f *testing.F) {
 // are each an error that says what is wrong, never a panic, and cost no
 // more memory than about the bound.
 func TestDecodeBadFrames(t *testing.T) {
-	e := &robots.Entry{Access: robots.AccessSuccess, FetchedAt: time.Unix(1, 0), Expires: time.Unix(2, 0)}
+	e := &fleet.Entry{Access: fleet.AccessSuccess, FetchedAt: time.Unix(1, 0), Expires: time.Unix(2, 0)}
 	body200 := []byte(longRobots[:200])
 	e.Body = body200
 	v200 := encode(e)
@@ -195,7 +195,7 @@ func TestDecodeBadFrames(t *testing.T) {
 		want    string // in the error
 	}{
 		{"later version", append([]byte("rE\x03"), v200[len(magic):]...), DefaultMaxEntrySize, "format version 3; this Store reads version 2"},
-		{"version 1", append([]byte("robots.Entry\x01"), v200[len(magic):]...), DefaultMaxEntrySize, "format version 1"},
+		{"version 1", append([]byte("fleet.Entry\x01"), v200[len(magic):]...), DefaultMaxEntrySize, "format version 1"},
 		{"frame cut in its header", withFrame(e, z200[:5]), DefaultMaxEntrySize, "compressed body"},
 		{"frame cut in its block", withFrame(e, z200[:len(z200)/2]), DefaultMaxEntrySize, "compressed body"},
 		{"frame without its checksum", withFrame(e, z200[:len(z200)-4]), DefaultMaxEntrySize, "compressed body"},
@@ -209,7 +209,7 @@ func TestDecodeBadFrames(t *testing.T) {
 		{"bomb without its size, small bound", withFrame(e, unsized), 1000, "compressed body of more than 1000 bytes"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var got *robots.Entry
+			var got *fleet.Entry
 			var err error
 			allocated := allocatedBytes(func() { got, err = decode(c.val, c.maxBody) })
 			if err == nil {

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/f9014239/robots"
@@ -200,7 +202,7 @@ func checkEntryWorks(t *testing.T, a, b *Store) {
 		!strings.Contains(err.Error(), b.entryKey("https://example.com")) {
 		t.Errorf("Get = %+v, %v; want no entry and an error that matches ErrUnreadable and names the key", e, err)
 	}
-	e := &robots.Entry{Access: robots.AccessSuccess, Body: []byte(disallowPrivate), FetchedAt: time.Now(), Expires: time.Now().Add(time.Hour)}
+	e := &fleet.Entry{Access: fleet.AccessSuccess, Body: []byte(disallowPrivate), FetchedAt: time.Now(), Expires: time.Now().Add(time.Hour)}
 	if err := a.Put(ctx, "https://example.com", e); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/f9014239/robots"
 )
 
@@ -88,7 +90,7 @@ func fleetFiles(t *testing.T) []corpusFile {
 		}
 		switch {
 		case n >= 64 && n <= 255 && len(small) < 5:
-			if v := encode(&robots.Entry{Access: robots.AccessSuccess, Body: f.body}); v[len(magic)]&compressed != 0 {
+			if v := encode(&fleet.Entry{Access: fleet.AccessSuccess, Body: f.body}); v[len(magic)]&compressed != 0 {
 				small = append(small, f)
 			}
 		case n >= 1<<10 && n <= 4<<10 && len(mid) < 3:

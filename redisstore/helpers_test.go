@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
@@ -290,7 +292,7 @@ func newStore(t testing.TB, c redis.UniversalClient) *Store {
 
 // reserveArgs calls p.Reserve for a turn that holds nothing, with the
 // arguments of a TurnRequest in order.
-func reserveArgs(p robots.Pacer, ctx context.Context, origin string, every time.Duration, known bool, maxWait time.Duration) (time.Duration, bool, error) {
-	r, err := p.Reserve(ctx, origin, robots.TurnRequest{Every: every, Known: known, MaxWait: maxWait})
+func reserveArgs(p fleet.Pacer, ctx context.Context, origin string, every time.Duration, known bool, maxWait time.Duration) (time.Duration, bool, error) {
+	r, err := p.Reserve(ctx, origin, fleet.TurnRequest{Every: every, Known: known, MaxWait: maxWait})
 	return r.Wait, r.OK, err
 }

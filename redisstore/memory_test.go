@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/f9014239/robots"
@@ -49,7 +51,7 @@ func TestMemoryPerOrigin(t *testing.T) {
 			body = body[:robots.DefaultMaxBodySize] // as a Transport keeps it
 		}
 		origin := "https://" + filepath.Base(f)
-		e := &robots.Entry{Access: robots.AccessSuccess, Body: body, FetchedAt: now, Expires: now.Add(24 * time.Hour)}
+		e := &fleet.Entry{Access: fleet.AccessSuccess, Body: body, FetchedAt: now, Expires: now.Add(24 * time.Hour)}
 		if err := s.Put(ctx, origin, e); err != nil {
 			t.Fatal(err)
 		}

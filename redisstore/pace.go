@@ -9,12 +9,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/f9014239/robots"
 )
 
-var _ robots.Pacer = (*Store)(nil)
+var _ fleet.Pacer = (*Store)(nil)
 
 // paceKey is the key of origin's next free turn, and pauseKey the key of the
 // end of its pause. The origin is their hash tag, so that both are in one
@@ -32,7 +34,7 @@ func (s *Store) backoffKey(origin string) string { return s.cfg.prefix + "backof
 // key with no expiry, like one that holds anything but a time, was not
 // written by a Store, and is deleted when read.
 // The key of the latest turn holds the interval that the turn keeps (see
-// robots.Pacer) beside its time, as "time:interval" in microseconds, or the
+// fleet.Pacer) beside its time, as "time:interval" in microseconds, or the
 // time alone when the interval is zero: the format of earlier versions,
 // which read it as a turn that keeps no interval, and which this one reads
 // so too.
@@ -238,7 +240,7 @@ redis.call("PUBLISH", ARGV[2], ARGV[3] .. " " .. ARGV[1])
 return {1, bad}
 `)
 
-// Reserve implements [robots.Pacer], kept in Redis and shared by every user
+// Reserve implements [fleet.Pacer], kept in Redis and shared by every user
 // of the Redis: it takes origin's next turn, at least the larger of
 // r.Every and the latest turn's interval after the latest turn taken (after
 // its answer, once released), and not before origin's pause ends, and
@@ -248,7 +250,7 @@ return {1, bad}
 // returns InFlight, with the wait until the interval after the held turn
 // has passed (the earliest its answer could free a turn). When r.Known is
 // false (the caller does not know the origin's rules), the turn keeps the
-// larger of r.Every and the latest turn's interval, as robots.Pacer
+// larger of r.Every and the latest turn's interval, as fleet.Pacer
 // documents. When the wait is longer than r.MaxWait, it takes no turn and
 // returns the wait. Turns are handed out first come, first served, each
 // once, and timed by the clock of the Redis server.
@@ -257,7 +259,7 @@ return {1, bad}
 // latest turn and the turn in flight, and, if the caller can wait, records
 // its turn as the latest. A turn taken so costs one round trip, and its
 // release one more.
-func (s *Store) Reserve(ctx context.Context, origin string, r robots.TurnRequest) (robots.Turn, error) {
+func (s *Store) Reserve(ctx context.Context, origin string, r fleet.TurnRequest) (fleet.Turn, error) {
 	s.once.Do(s.init)
 	keys := []string{s.paceKey(origin), s.pauseKey(origin), s.holdKey(origin), s.backoffKey(origin)}
 	id := r.ID
@@ -280,20 +282,20 @@ func (s *Store) Reserve(ctx context.Context, origin string, r robots.TurnRequest
 		return err
 	})
 	if err != nil {
-		return robots.Turn{}, err
+		return fleet.Turn{}, err
 	}
 	if len(res) != 5 {
-		return robots.Turn{}, fmt.Errorf("redisstore: pace: script returned %v", res)
+		return fleet.Turn{}, fmt.Errorf("redisstore: pace: script returned %v", res)
 	}
 	s.unreadable(ctx, res[2], keys[:2]...)
-	t := robots.Turn{Wait: micros(res[0]), OK: res[1] == 1, InFlight: res[3] == 1}
+	t := fleet.Turn{Wait: micros(res[0]), OK: res[1] == 1, InFlight: res[3] == 1}
 	if t.OK && res[4] == 1 {
 		t.ID = id
 	}
 	return t, nil
 }
 
-// Release implements [robots.Pacer]: it ends the hold of the turn id of
+// Release implements [fleet.Pacer]: it ends the hold of the turn id of
 // origin, if it still holds it, and spaces the next turn from now on the
 // clock of the Redis server (the answer reaches Redis after it reached the
 // caller: never earlier than answered). One Redis command.
@@ -308,7 +310,7 @@ func (s *Store) Release(ctx context.Context, origin string, id uint64, answered 
 	})
 }
 
-// PushBack implements [robots.Pacer]: it records the incident in Redis, so
+// PushBack implements [fleet.Pacer]: it records the incident in Redis, so
 // that the back-off's level is the fleet's, and pauses origin for every user
 // of the Redis (see Pause). A request sent up to a second after the current
 // back-off began counts as of its burst: sent is on the caller's clock and
@@ -346,7 +348,7 @@ func (s *Store) PushBack(ctx context.Context, origin string, sent time.Time, b r
 	return until, nil
 }
 
-// Pause implements [robots.Pacer]: it holds back origin's turns, for every
+// Pause implements [fleet.Pacer]: it holds back origin's turns, for every
 // user of the Redis, until at least until, and tells the Stores that watch
 // the pauses (two commands; pauses are rare). It never shortens a pause that
 // ends later. The pause is kept on the clock of the Redis server: it ends as
@@ -392,7 +394,7 @@ func (s *Store) Pause(ctx context.Context, origin string, until time.Time) error
 	return nil
 }
 
-// PausedUntil implements [robots.PauseChecker]: when origin's pause ends, on
+// PausedUntil implements [fleet.PauseChecker]: when origin's pause ends, on
 // the caller's clock, or the zero time if it is not paused. It answers from
 // the Store's copy of the pauses (see WatchedPause) while that is up to date,
 // and otherwise asks Redis, in one command.
@@ -421,7 +423,7 @@ func (s *Store) PausedUntil(ctx context.Context, origin string) (time.Time, erro
 	return time.Now().Add(micros(res[0])), nil
 }
 
-var _ robots.PauseChecker = (*Store)(nil)
+var _ fleet.PauseChecker = (*Store)(nil)
 
 // unreadable logs each of keys whose bit is set in bits: a value that a
 // script could not read as a time, and deleted.

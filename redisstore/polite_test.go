@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/f9014239/robots"
 )
 
@@ -105,7 +107,7 @@ func TestHeldTurn(t *testing.T) {
 	ctx := context.Background()
 	const origin = "https://example.com"
 	every := 200 * time.Millisecond
-	ask := robots.TurnRequest{Every: every, Known: true, MaxWait: time.Hour, Hold: 400 * time.Millisecond}
+	ask := fleet.TurnRequest{Every: every, Known: true, MaxWait: time.Hour, Hold: 400 * time.Millisecond}
 	first, err := s.Reserve(ctx, origin, ask)
 	if err != nil || !first.OK || first.ID == 0 {
 		t.Fatalf("first Reserve = %+v, %v; want a held turn at once", first, err)

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
+	"github.com/f9014239/robots/fleet"
 
-	"github.com/f9014239/robots"
+	"github.com/klauspost/compress/zstd"
 )
 
 // corpusDir is the shared corpus of real robots.txt files, beside the
@@ -71,7 +71,7 @@ const maxLength = 4 << 10
 // of every length from 0 to maxLength, one that compresses and one that does
 // not; their other fields vary from entry to entry. A few entries without a
 // body (unavailable, unreachable) end the list.
-func roundTripEntries(files []corpusFile) []*robots.Entry {
+func roundTripEntries(files []corpusFile) []*fleet.Entry {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
 	rng := rand.New(rand.NewChaCha8([32]byte{1}))
 	noise := make([]byte, maxLength)
@@ -85,9 +85,9 @@ func roundTripEntries(files []corpusFile) []*robots.Entry {
 	for n := range maxLength + 1 {
 		bodies = append(bodies, []byte(longRobots[:n]), noise[:n])
 	}
-	entries := make([]*robots.Entry, 0, len(bodies)+3)
+	entries := make([]*fleet.Entry, 0, len(bodies)+3)
 	for i, b := range bodies {
-		e := &robots.Entry{Access: robots.AccessSuccess, Body: b,
+		e := &fleet.Entry{Access: fleet.AccessSuccess, Body: b,
 			FetchedAt: t0.Add(time.Duration(i) * time.Second), Expires: t0.Add(24*time.Hour + time.Duration(i)*time.Nanosecond)}
 		if i%3 == 1 {
 			// The last good copy, obeyed while the origin is
@@ -99,15 +99,15 @@ func roundTripEntries(files []corpusFile) []*robots.Entry {
 		entries = append(entries, e)
 	}
 	return append(entries,
-		&robots.Entry{Access: robots.AccessUnavailable, FetchedAt: t0, Expires: t0.Add(time.Hour)},
-		&robots.Entry{Access: robots.AccessUnreachable, Expires: t0.Add(time.Minute), UnreachableSince: t0, Failures: 3,
+		&fleet.Entry{Access: fleet.AccessUnavailable, FetchedAt: t0, Expires: t0.Add(time.Hour)},
+		&fleet.Entry{Access: fleet.AccessUnreachable, Expires: t0.Add(time.Minute), UnreachableSince: t0, Failures: 3,
 			Error: "robots: fetching https://example.com/robots.txt: " + strings.Repeat("x", 300)},
-		&robots.Entry{})
+		&fleet.Entry{})
 }
 
 // checkRoundTrip fails t unless got is want, field by field, with a
 // non-nil Body for a robots.txt that was fetched.
-func checkRoundTrip(t *testing.T, what string, got, want *robots.Entry) {
+func checkRoundTrip(t *testing.T, what string, got, want *fleet.Entry) {
 	t.Helper()
 	switch {
 	case got == nil:
@@ -116,7 +116,7 @@ func checkRoundTrip(t *testing.T, what string, got, want *robots.Entry) {
 		t.Errorf("%s: Access %v, want %v", what, got.Access, want.Access)
 	case !bytes.Equal(got.Body, want.Body):
 		t.Errorf("%s: a body of %d bytes, want the %d put", what, len(got.Body), len(want.Body))
-	case want.Access == robots.AccessSuccess && got.Body == nil:
+	case want.Access == fleet.AccessSuccess && got.Body == nil:
 		t.Errorf("%s: a nil Body, want the (empty) robots.txt", what)
 	case !got.FetchedAt.Equal(want.FetchedAt):
 		t.Errorf("%s: FetchedAt %v, want %v", what, got.FetchedAt, want.FetchedAt)
@@ -132,7 +132,7 @@ func checkRoundTrip(t *testing.T, what string, got, want *robots.Entry) {
 }
 
 // entryName names the i-th entry of roundTripEntries(files).
-func entryName(files []corpusFile, i int, e *robots.Entry) string {
+func entryName(files []corpusFile, i int, e *fleet.Entry) string {
 	if i < len(files) {
 		return files[i].name
 	}
@@ -203,7 +203,7 @@ func frameOf(t testing.TB, v []byte) []byte {
 
 // withFrame returns the encoding of e with z as its compressed body: a
 // value that encode may not write, for decode to read.
-func withFrame(e *robots.Entry, z []byte) []byte {
+func withFrame(e *fleet.Entry, z []byte) []byte {
 	head := *e
 	head.Body = nil
 	v := encode(&head)
@@ -226,7 +226,7 @@ var legacyEncoder = sync.OnceValue(func() *zstd.Encoder {
 
 // legacyEncode returns e as the encoder before single segments wrote it,
 // and whether its frame declares no content size.
-func legacyEncode(e *robots.Entry) (v []byte, noSize bool) {
+func legacyEncode(e *fleet.Entry) (v []byte, noSize bool) {
 	if len(e.Body) < minCompress {
 		return encode(e), false
 	}
@@ -327,7 +327,7 @@ func TestStoreRoundTripCorpus(t *testing.T) {
 func TestStoreReadsLegacyEntries(t *testing.T) {
 	addr := redisAddr(t)
 	body := "User-agent: *\nDisallow: /private\nDisallow: /private-too\nDisallow: /private-three\n"
-	v, noSize := legacyEncode(&robots.Entry{Access: robots.AccessSuccess, Body: []byte(body),
+	v, noSize := legacyEncode(&fleet.Entry{Access: fleet.AccessSuccess, Body: []byte(body),
 		FetchedAt: time.Now(), Expires: time.Now().Add(time.Hour)})
 	if !noSize {
 		t.Fatalf("the %d-byte body's frame declares its size: the test checks nothing", len(body))

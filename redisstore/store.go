@@ -3,7 +3,7 @@
 // each robots.txt once between them, and space their requests to each origin
 // by its crawl-delay between them.
 //
-// A [Store] is a [robots.Store], a [robots.Locker] and a [robots.Pacer]. Give
+// A [Store] is a [fleet.Store], a [fleet.Locker] and a [fleet.Pacer]. Give
 // each process's [robots.Transport] a Store on the same Redis:
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
@@ -28,7 +28,7 @@
 // crawl-delay costs two Redis commands: a Lua script that takes the turn and
 // returns the wait for it (the Transport does the waiting), and one that
 // releases it at the answer. A request to an origin with
-// no crawl-delay costs none: the Store is a [robots.PauseWatcher], which
+// no crawl-delay costs none: the Store is a [fleet.PauseWatcher], which
 // keeps a copy of the fleet's pauses in the process through Redis pub/sub
 // (see WatchInterval for how soon a pause reaches it), and the Transport
 // asks Redis only when the copy holds a pause of the origin or may be stale.
@@ -65,9 +65,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/f9014239/robots/fleet"
 
-	"github.com/f9014239/robots"
+	"github.com/redis/go-redis/v9"
 )
 
 const (
@@ -104,7 +104,7 @@ var ErrUnreadable = errors.New("redisstore: unreadable entry")
 // without trying Redis, during the Cooldown that follows a failed command.
 var ErrUnavailable = errors.New("redisstore: redis unavailable")
 
-// Store is a [robots.Store], [robots.Locker] and [robots.Pacer] on Redis.
+// Store is a [fleet.Store], [fleet.Locker] and [fleet.Pacer] on Redis.
 // Entries are kept under Prefix+"entry:{"+origin+"}", fetch locks under
 // Prefix+"lock:{"+origin+"}", pauses under Prefix+"pause:{"+origin+"}", and
 // turns under Prefix+"pace:{"+origin+"}": the origin is the hash tag of
@@ -172,8 +172,8 @@ type Store struct {
 }
 
 var (
-	_ robots.Store  = (*Store)(nil)
-	_ robots.Locker = (*Store)(nil)
+	_ fleet.Store  = (*Store)(nil)
+	_ fleet.Locker = (*Store)(nil)
 )
 
 // config is a Store's fields, with defaults applied, frozen at first use.
@@ -302,12 +302,12 @@ func (s *Store) log(ctx context.Context, level slog.Level, msg string, args ...a
 func (s *Store) entryKey(origin string) string { return s.cfg.prefix + "entry:{" + origin + "}" }
 func (s *Store) lockKey(origin string) string  { return s.cfg.prefix + "lock:{" + origin + "}" }
 
-// Get implements [robots.Store]. For a value it cannot read as an entry (of
+// Get implements [fleet.Store]. For a value it cannot read as an entry (of
 // another type, larger than MaxEntrySize, of another format or format
 // version, cut short or altered), it returns an error that matches
 // ErrUnreadable and names the key and the cause, and logs it to Logger too.
 // Such a value does not start the Cooldown: Redis answered.
-func (s *Store) Get(ctx context.Context, origin string) (*robots.Entry, error) {
+func (s *Store) Get(ctx context.Context, origin string) (*fleet.Entry, error) {
 	s.once.Do(s.init)
 	var val string
 	var foreign error
@@ -332,7 +332,7 @@ func (s *Store) Get(ctx context.Context, origin string) (*robots.Entry, error) {
 			foreign = fmt.Errorf("value exceeds MaxEntrySize (%d bytes)", s.cfg.maxEntry)
 		}
 	}
-	var e *robots.Entry
+	var e *fleet.Entry
 	if foreign == nil {
 		e, foreign = decode([]byte(val), s.cfg.maxEntry)
 	}
@@ -344,9 +344,9 @@ func (s *Store) Get(ctx context.Context, origin string) (*robots.Entry, error) {
 	return e, nil
 }
 
-// Put implements [robots.Store]. The entry stays in Redis until Retain
+// Put implements [fleet.Store]. The entry stays in Redis until Retain
 // after e.Expires.
-func (s *Store) Put(ctx context.Context, origin string, e *robots.Entry) error {
+func (s *Store) Put(ctx context.Context, origin string, e *fleet.Entry) error {
 	s.once.Do(s.init)
 	if len(e.Body) > s.cfg.maxEntry {
 		return fmt.Errorf("redisstore: body of %s is %d bytes, more than MaxEntrySize (%d)", origin, len(e.Body), s.cfg.maxEntry)
@@ -403,7 +403,7 @@ return 0
 // Put take.
 const maxLockHold = time.Hour
 
-// TryLock implements [robots.Locker] with a random token, set with an
+// TryLock implements [fleet.Locker] with a random token, set with an
 // expiry of ttl if the lock is free (one script, like SET NX PX).
 // While the caller holds the lock, the Store extends it to ttl from now every
 // ttl/3 (one command each time), so that a fetch that waits long for its turn

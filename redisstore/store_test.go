@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/f9014239/robots/fleet"
 
-	"github.com/f9014239/robots"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestGetPut(t *testing.T) {
@@ -29,8 +29,8 @@ func TestGetPut(t *testing.T) {
 		t.Fatalf("Get of an empty store = %+v, %v; want nil, nil", e, err)
 	}
 	now := time.Now()
-	want := &robots.Entry{
-		Access:    robots.AccessSuccess,
+	want := &fleet.Entry{
+		Access:    fleet.AccessSuccess,
 		Body:      []byte(disallowPrivate),
 		FetchedAt: now,
 		Expires:   now.Add(time.Hour),
@@ -78,7 +78,7 @@ func TestPutTooLarge(t *testing.T) {
 	s := newStore(t, newClient(t, addr))
 	s.Prefix, s.MaxEntrySize = testPrefix(t, addr), 100
 	ctx := context.Background()
-	e := &robots.Entry{Access: robots.AccessSuccess, Body: make([]byte, 200), Expires: time.Now().Add(time.Hour)}
+	e := &fleet.Entry{Access: fleet.AccessSuccess, Body: make([]byte, 200), Expires: time.Now().Add(time.Hour)}
 	if err := s.Put(ctx, "https://example.com", e); err == nil || !strings.HasPrefix(err.Error(), "redisstore: ") {
 		t.Errorf("Put of an entry above MaxEntrySize: %v, want an error", err)
 	}
@@ -370,7 +370,7 @@ func TestRedisRecovers(t *testing.T) {
 	s := newStore(t, client)
 	s.Prefix, s.Cooldown, s.Logger = prefix, 100*time.Millisecond, slog.New(log)
 	ctx := context.Background()
-	e := &robots.Entry{Access: robots.AccessUnavailable, Expires: time.Now().Add(time.Hour)}
+	e := &fleet.Entry{Access: fleet.AccessUnavailable, Expires: time.Now().Add(time.Hour)}
 	if err := s.Put(ctx, "https://example.com", e); err == nil || errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Put with redis down: %v, want the dial error", err)
 	}
@@ -397,7 +397,7 @@ func TestRedisRecovers(t *testing.T) {
 // that follows overwrites it.
 func TestUnreadableValues(t *testing.T) {
 	addr := redisAddr(t)
-	valid := encode(&robots.Entry{Access: robots.AccessSuccess, Body: []byte("User-agent: *\nDisallow: /\n"), Expires: time.Now().Add(time.Hour)})
+	valid := encode(&fleet.Entry{Access: fleet.AccessSuccess, Body: []byte("User-agent: *\nDisallow: /\n"), Expires: time.Now().Add(time.Hour)})
 	for _, c := range []struct {
 		name string
 		set  func(ctx context.Context, c redis.UniversalClient, key string) error
@@ -467,7 +467,7 @@ func TestNoClient(t *testing.T) {
 	}
 }
 
-func entriesEqual(a, b *robots.Entry) bool {
+func entriesEqual(a, b *fleet.Entry) bool {
 	if a == nil || b == nil {
 		return a == b
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/f9014239/robots"
@@ -22,7 +24,7 @@ type countingPacer struct {
 	reserves atomic.Int64
 }
 
-func (p *countingPacer) Reserve(ctx context.Context, origin string, r robots.TurnRequest) (robots.Turn, error) {
+func (p *countingPacer) Reserve(ctx context.Context, origin string, r fleet.TurnRequest) (fleet.Turn, error) {
 	p.reserves.Add(1)
 	return p.Store.Reserve(ctx, origin, r)
 }

@@ -13,12 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/f9014239/robots/fleet"
 
-	"github.com/f9014239/robots"
+	"github.com/redis/go-redis/v9"
 )
 
-var _ robots.PauseWatcher = (*Store)(nil)
+var _ fleet.PauseWatcher = (*Store)(nil)
 
 const (
 	// DefaultWatchInterval is the WatchInterval of a Store whose
@@ -181,7 +181,7 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// WatchedPause implements [robots.PauseWatcher]: it returns when origin's
+// WatchedPause implements [fleet.PauseWatcher]: it returns when origin's
 // pause ends in the Store's copy of the pauses of every origin, or the zero
 // time, and ok false when the copy may be stale. It does no I/O; the first
 // call starts the watch (one subscription and one goroutine per Store, until

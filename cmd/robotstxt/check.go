@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"github.com/f9014239/robots"
 	"github.com/f9014239/robots/matcher"
 )
@@ -367,12 +369,12 @@ func (c *siteChecker) check(ctx context.Context, target string) (*verdict, error
 	}
 	src := &source{robots: rt.File, groups: seen.groups}
 	switch rt.Access {
-	case robots.AccessUnavailable:
+	case fleet.AccessUnavailable:
 		src.reason = "robots.txt is unavailable: no restrictions"
 		if strings.HasPrefix(seen.reason, "robots.txt is unavailable") {
 			src.reason = seen.reason // with its status
 		}
-	case robots.AccessUnreachable:
+	case fleet.AccessUnreachable:
 		src.reason = "robots.txt unreachable"
 		if rt.Err != nil {
 			src.reason += ": " + errorText(rt.Err)

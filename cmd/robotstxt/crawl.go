@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/f9014239/robots/fleet"
+
 	"golang.org/x/net/html"
 
 	"github.com/f9014239/robots"
@@ -622,9 +624,9 @@ func obeying(ctx context.Context, tr *robots.Transport, u *url.URL, agent string
 	}
 	var s string
 	switch rt.Access {
-	case robots.AccessUnavailable:
+	case fleet.AccessUnavailable:
 		s = "robots.txt is unavailable: everything is allowed"
-	case robots.AccessSuccess:
+	case fleet.AccessSuccess:
 		s = obeyedGroups(rt.File, agent)
 		if rt.Err != nil {
 			s = "robots.txt unreachable (" + unreachableText(rt.Err) + "); obeying the copy fetched at " +
