@@ -100,23 +100,17 @@
 // origins that are ready (package frontier does this).
 // [Transport.NextTurn] says when an origin's next turn is, without taking it.
 //
-// A [Pacer] shares the turns, pauses and back-offs of each origin between
+// A [fleet.Pacer] shares the turns, pauses and back-offs of each origin between
 // Transports, for example across the processes of a fleet, so that the site
-// sees one request at a time from all of them; a [Store] shares the fetched
+// sees one request at a time from all of them; a [fleet.Store] shares the fetched
 // files.
 //
 // # Usage preferences
 //
 // A robots.txt may say how what is crawled may be used: Content-Usage lines
-// (draft-ietf-aipref-attach, with the labels of draft-ietf-aipref-vocab) and
-// Content-Signal lines (Cloudflare's Content Signals Policy). They never
-// change what may be fetched. For a URL, the most specific matching line of
-// each kind applies; preferences are combined label by label, "n" over "y",
-// and Content-Signal's "use" takes the least of immediate < reference <
-// full. Content-Signal's "ai-train" is read as "train-ai".
-//
-// [UsageOf] returns the preference for a response, with its own
-// Content-Usage header; [Transport.CheckUsage] returns it for a URL. Set
+// (draft-ietf-aipref-attach) and Content-Signal lines, read by package
+// usage. They never change what may be fetched. [UsageOf] returns the
+// preference for a response, [Transport.CheckUsage] for a URL; set
 // [Transport.Uses] to refuse, before they are sent, the requests whose URL
 // is marked "n" for a use the crawler makes.
 package robots
