@@ -141,9 +141,15 @@ func (s *Store) Reserve(ctx context.Context, origin string, r fleet.TurnRequest)
 	}
 	var id uint64
 	recorded := turn
-	if r.Hold > 0 && keep > 0 {
+	// An origin backing off is held one request at a time until its
+	// back-off is forgiven, as in redisstore.
+	backingOff := p.boLevel > 0 && now < p.boUntil-backoffMargin
+	if r.Hold > 0 && (keep > 0 || backingOff) {
 		recorded = addSat(turn, r.Hold)
-		id = uint64(turn)
+		id = r.ID
+		if id == 0 {
+			id = uint64(turn)
+		}
 		p.heldID, p.heldAt, p.heldUntil = id, turn, recorded
 	}
 	p.last, p.lastEvery = recorded, keep
