@@ -347,10 +347,9 @@ func (p *pace) paused(now time.Duration) bool {
 }
 
 // heeded reports whether a request at now with no interval must take a
-// turn: p is paused, in a back-off or its forgiveness, or dropped.
+// turn: p is paused, or in a back-off or its forgiveness.
 func (p *pace) heeded(now time.Duration) bool {
-	u := p.heedUntil.Load()
-	return u != 0 && u > int64(now) || p.dropped.Load()
+	return p.heedUntil.Load() > int64(now)
 }
 
 // pause pauses p until until for the reason why, unless it is paused
