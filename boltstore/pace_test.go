@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/f9014239/robots"
+	"github.com/f9014239/robots/fleet"
 )
 
 // The Pacer's rules, on a clock that moves only when the test moves it: the
@@ -250,4 +251,37 @@ func TestPushBack(t *testing.T) {
 	}
 	c.advance(5*time.Second + time.Minute + time.Millisecond)
 	within("after forgiveness", push(time.Now()), time.Second)
+}
+
+// TestBackingOffHolds: while an origin is backing off, until its back-off
+// is forgiven, a turn with no interval holds it, one request at a time, and
+// takes the ID its caller drew.
+func TestBackingOffHolds(t *testing.T) {
+	c := newFakeClock()
+	s := openTest(t, tempPath(t), withClock(c.now))
+	ctx := context.Background()
+	const origin = "https://example.com"
+	b := robots.Backoff{First: time.Second, Max: time.Second, Forgive: time.Minute}
+	ask := fleet.TurnRequest{Known: true, MaxWait: time.Hour, Hold: time.Minute, ID: 42}
+	if r, err := s.Reserve(ctx, origin, ask); err != nil || !r.OK || r.ID != 0 {
+		t.Fatalf("Reserve before any pushback = %+v, %v; want a turn that holds nothing", r, err)
+	}
+	if _, err := s.PushBack(ctx, origin, time.Now(), b); err != nil {
+		t.Fatal(err)
+	}
+	c.advance(2 * time.Second) // the pause is over; forgiven in a minute
+	r, err := s.Reserve(ctx, origin, ask)
+	if err != nil || !r.OK || r.ID != 42 {
+		t.Fatalf("Reserve while backing off = %+v, %v; want a held turn with ID 42", r, err)
+	}
+	if r, _ := s.Reserve(ctx, origin, ask); !r.InFlight {
+		t.Errorf("second Reserve while backing off = %+v, want InFlight", r)
+	}
+	if err := s.Release(ctx, origin, 42, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	c.advance(2 * time.Minute) // forgiven
+	if r, err := s.Reserve(ctx, origin, ask); err != nil || !r.OK || r.ID != 0 {
+		t.Errorf("Reserve once forgiven = %+v, %v; want a turn that holds nothing", r, err)
+	}
 }
