@@ -9,9 +9,25 @@
 // disallow rule's is, then a statement: a structured-field Dictionary
 // (RFC 9651) such as "train-ai=n, search=y" (Content-Signal says yes and
 // no: "ai-train=no, search=yes"). A label stated with another value, or a
-// statement that does not parse, states nothing. Content-Signal's ai-train
-// is the label train-ai, and its use key (immediate, reference or full)
-// the label "use=<token>".
+// statement that does not parse, states nothing.
+//
+// # Labels
+//
+// The vocabulary of draft-ietf-aipref-vocab-08 has three labels: train-ai,
+// the training of generative AI models (§4.1); ai-use, use as input to a
+// generative AI model that its user did not provide, as in AI answers
+// grounded on fetched pages (§4.2); and search (§4.3). None implies another.
+// For a use that qualifies as search, search overrides the other two: a
+// search engine reads search alone, even where train-ai or ai-use is "n"
+// (a robots.Transport does so when its Uses name search alone).
+// Content-Signal's ai-train is reported as train-ai, its ai-input as ai-use,
+// and its use key (immediate, reference or full) as the label "use=<token>".
+//
+// Any other label is kept as written, for a crawler that knows labels
+// defined later; so are the labels of earlier drafts (bots, all, tdm, ai,
+// genai, train-genai, ai-output, inference), which -08 no longer defines:
+// they state nothing about the three, and [Lint] says what to write
+// instead.
 //
 // Package matcher finds the lines that apply to a URL, as it parses the
 // file once; [Preference] is what they state.
@@ -141,7 +157,7 @@ type header struct {
 
 // String returns the canonical text of p: the labels stated, sorted, each
 // as "label=y" or "label=n" ("use=reference" for Content-Signal's use
-// key), joined by ", ", as in "ai-input=n, search=y, train-ai=n"; "" when
+// key), joined by ", ", as in "ai-use=n, search=y, train-ai=n"; "" when
 // p states nothing.
 func (p Preference) String() string {
 	if p.hdr != nil || p.more != nil {
