@@ -182,3 +182,43 @@ func sampleURLs(body []byte) []string {
 	}
 	return urls
 }
+
+// TestPolicyGroup: the group of a policy token
+// (draft-kelley-aipref-training-preference-signal) is found as a crawler's
+// is, and the "*" groups answer a token no group names only when asked to.
+func TestPolicyGroup(t *testing.T) {
+	const token = "Example-Training-Token" // a placeholder: the draft's token is not published
+	for _, c := range []struct {
+		name, robots string
+		star         bool
+		want         map[string]int // URL: 1 allowed, 0 disallowed, -1 no group answers
+	}{
+		{"named", "User-agent: *\nDisallow: /\n\nUser-agent: example-training-token\nDisallow: /no/\n", false, map[string]int{"/a": 1, "/no/x": 0}},
+		{"named, star asked", "User-agent: *\nDisallow: /\n\nUser-agent: Example-Training-Token\nDisallow: /no/\n", true, map[string]int{"/a": 1, "/no/x": 0}},
+		{"named twice", "User-agent: Example-Training-Token\nDisallow: /a\n\nUser-agent: Example-Training-Token\nDisallow: /b\n", false, map[string]int{"/a": 0, "/b": 0, "/c": 1}},
+		{"star", "User-agent: *\nDisallow: /private/\n\nUser-agent: OtherBot\nAllow: /\n", true, map[string]int{"/a": 1, "/private/x": 0}},
+		{"star not asked", "User-agent: *\nDisallow: /private/\n", false, map[string]int{"/a": -1, "/private/x": -1}},
+		{"no star", "User-agent: OtherBot\nDisallow: /\n", true, map[string]int{"/a": -1}},
+		{"file-level usage only", "Content-Usage: train-ai=n\n", true, map[string]int{"/a": -1}},
+		{"empty", "", true, map[string]int{"/a": -1}},
+		{"a prefix is not the token", "User-agent: Example-Training\nDisallow: /\n", false, map[string]int{"/a": -1}},
+	} {
+		r := Parse([]byte(c.robots))
+		g := r.PolicyGroup(token, c.star)
+		for url, want := range c.want {
+			got := -1
+			if g != nil {
+				got = 0
+				if g.Allowed(url) {
+					got = 1
+				}
+			}
+			if got != want {
+				t.Errorf("%s: PolicyGroup(star %v) on %s = %d want %d", c.name, c.star, url, got, want)
+			}
+		}
+		if n := testing.AllocsPerRun(50, func() { r.PolicyGroup(token, c.star) }); n != 0 {
+			t.Errorf("%s: PolicyGroup allocates %v times", c.name, n)
+		}
+	}
+}

@@ -149,10 +149,13 @@ type Preference struct {
 	hdr  *header
 }
 
-// header is a Content-Usage header of a response.
+// header is what was added to the lines that the matcher found: a
+// Content-Usage header of a response, and lines added with WithRule.
 type header struct {
-	lv   []usagetab.LabelValue // sorted
-	text string                // its field lines as received, joined by ", "
+	lv    []usagetab.LabelValue // all of it, combined, sorted
+	hlv   []usagetab.LabelValue // the header's, sorted; nil for none
+	text  string                // the header's field lines as received, joined by ", "
+	lines []source              // lines added with WithRule, in the order added
 }
 
 // String returns the canonical text of p: the labels stated, sorted, each
@@ -311,9 +314,12 @@ func (p *Preference) sources() []source {
 	for _, id := range p.more {
 		add(id)
 	}
-	slices.SortFunc(out, func(a, b source) int { return a.rule.Line - b.rule.Line })
 	if p.hdr != nil {
-		out = append(out, source{Rule{ContentUsage.String() + ": " + p.hdr.text, 0}, p.hdr.lv})
+		out = append(out, p.hdr.lines...)
+	}
+	slices.SortStableFunc(out, func(a, b source) int { return a.rule.Line - b.rule.Line })
+	if p.hdr != nil && p.hdr.hlv != nil {
+		out = append(out, source{Rule{ContentUsage.String() + ": " + p.hdr.text, 0}, p.hdr.hlv})
 	}
 	return out
 }
@@ -332,10 +338,47 @@ func (p Preference) WithHeader(lines []string) Preference {
 	if err != nil || len(lv) == 0 {
 		return p
 	}
+	h := header{hlv: lv, text: text}
 	if p.hdr != nil {
-		lv = usagetab.MergeLabels(append(slices.Clone(p.hdr.lv), lv...))
-		text = p.hdr.text + ", " + text
+		h = *p.hdr
+		if h.hlv != nil {
+			h.hlv = usagetab.MergeLabels(append(slices.Clone(h.hlv), lv...))
+			h.text += ", " + text
+		} else {
+			h.hlv, h.text = lv, text
+		}
 	}
-	p.hdr = &header{lv: lv, text: text}
+	p.hdr = h.combined()
 	return p
+}
+
+// WithRule returns p combined with what another line of robots.txt, rule,
+// says of label: v, Allowed or Disallowed, most restrictive first. It is
+// how a robots.Transport reports what the group of a policy token says of
+// the use that the token stands for
+// (draft-kelley-aipref-training-preference-signal): label "train-ai", v
+// whether the group allows the URL, and rule the deciding allow or disallow
+// line. Labels and Rules name rule for label. Any other v, or an empty
+// label, changes nothing.
+func (p Preference) WithRule(label string, v Value, rule Rule) Preference {
+	if label == "" || v != Allowed && v != Disallowed {
+		return p
+	}
+	var h header
+	if p.hdr != nil {
+		h = *p.hdr
+	}
+	h.lines = append(slices.Clip(h.lines), source{rule, []usagetab.LabelValue{{Label: label, No: v == Disallowed}}})
+	p.hdr = h.combined()
+	return p
+}
+
+// combined returns h with lv set to all it says, label by label.
+func (h header) combined() *header {
+	lv := slices.Clone(h.hlv)
+	for _, l := range h.lines {
+		lv = append(lv, l.lv...)
+	}
+	h.lv = usagetab.MergeLabels(lv)
+	return &h
 }
