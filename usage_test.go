@@ -193,17 +193,20 @@ func BenchmarkRoundTripUsage(b *testing.B) {
 		name    string
 		base    http.RoundTripper
 		uses    []string
+		tokens  map[string]string
 		usageOf bool
 	}{
-		{"no-preference", usageBase{}, nil, false},
-		{"preference", usageBase{}, nil, false},
-		{"preference+UsageOf", usageBase{}, nil, true},
-		{"preference+Uses", usageBase{}, []string{"ai-input"}, false},
+		{"no-preference", usageBase{}, nil, nil, false},
+		{"preference", usageBase{}, nil, nil, false},
+		{"preference+UsageOf", usageBase{}, nil, nil, true},
+		{"preference+Uses", usageBase{}, []string{"ai-input"}, nil, false},
+		{"preference+UseTokens+Uses", usageBase{}, []string{"search"}, map[string]string{"search": placeholderToken}, false},
+		{"preference+UseTokens+UsageOf", usageBase{}, nil, map[string]string{"train-ai": placeholderToken}, true},
 	} {
 		if c.name == "no-preference" {
 			c.base = benchBase{page: &http.Response{StatusCode: 200, Body: http.NoBody}}
 		}
-		tr := &Transport{Base: c.base, Agent: "ExampleBot", IgnoreCrawlDelay: true, IgnoreRetryAfter: true, Uses: c.uses}
+		tr := &Transport{Base: c.base, Agent: "ExampleBot", IgnoreCrawlDelay: true, IgnoreRetryAfter: true, Uses: c.uses, UseTokens: c.tokens}
 		if _, err := tr.RoundTrip(req); err != nil { // warm the cache
 			b.Fatal(err)
 		}

@@ -76,20 +76,20 @@ func TestVocab08(t *testing.T) {
 // and what to write instead.
 func TestLintVocab08(t *testing.T) {
 	for _, c := range []struct{ line, want string }{
-		{"Content-Usage: bots=n", `content-usage label "bots" is from an earlier draft: draft-ietf-aipref-vocab-08 does not define it, so crawlers ignore it; write each use: train-ai, ai-use and search instead`},
-		{"Content-Usage: all=n", "write each use: train-ai, ai-use and search instead"},
-		{"Content-Usage: tdm=y", "write each use: train-ai, ai-use and search instead"},
-		{"Content-Usage: ai=n", "write train-ai instead"},
-		{"Content-Usage: genai=n", "write train-ai instead"},
+		{"Content-Usage: bots=n", `content-usage label "bots" is from an earlier draft: draft-ietf-aipref-vocab-08 does not define it, so crawlers ignore it; instead write each use it covered: train-ai, ai-use and search`},
+		{"Content-Usage: all=n", "instead write each use it covered: train-ai, ai-use and search"},
+		{"Content-Usage: tdm=y", "instead write each use it covered: train-ai, ai-use and search"},
+		{"Content-Usage: ai=n", "instead write train-ai"},
+		{"Content-Usage: genai=n", "instead write train-ai"},
 		{"Content-Usage: train-genai=n", `"train-genai" is from an earlier draft`},
-		{"Content-Usage: ai-output=n", "write ai-use instead"},
-		{"Content-Usage: inference=n", "write ai-use instead"},
-		{"Content-Usage: ai-input=n", `content-usage label "ai-input" is Content-Signal's name, not the IETF vocabulary's: crawlers ignore it in a Content-Usage line; write ai-use instead`},
-		{"Content-Usage: ai-train=n", "write train-ai instead"},
-		{"Content-Signal: train-ai=no", `content-signal label "train-ai" is the IETF vocabulary's name, not Content-Signal's: write ai-train instead, or use a Content-Usage line`},
-		{"Content-Signal: ai-use=no", "write ai-input instead"},
-		{"Content-Signal: genai=no", `content-signal label "genai" is not Content-Signal's: crawlers ignore it; write ai-train instead`},
-		{"Content-Signal: tdm=no", "write each use: search, ai-train and ai-input instead"},
+		{"Content-Usage: ai-output=n", "instead write ai-use"},
+		{"Content-Usage: inference=n", "instead write ai-use"},
+		{"Content-Usage: ai-input=n", `content-usage label "ai-input" is Content-Signal's name, not the IETF vocabulary's: crawlers ignore it in a Content-Usage line; instead write ai-use`},
+		{"Content-Usage: ai-train=n", "instead write train-ai"},
+		{"Content-Signal: train-ai=no", `content-signal label "train-ai" is the IETF vocabulary's name, not Content-Signal's: instead write ai-train, or use a Content-Usage line`},
+		{"Content-Signal: ai-use=no", "instead write ai-input"},
+		{"Content-Signal: genai=no", `content-signal label "genai" is not Content-Signal's: crawlers ignore it; instead write ai-train`},
+		{"Content-Signal: tdm=no", "instead write each use it covered: search, ai-train and ai-input"},
 	} {
 		rep := Lint([]byte("User-agent: *\n" + c.line + "\n"))
 		var msgs []string

@@ -92,10 +92,10 @@ func lintLabel(name, key string) string {
 		case "train-ai", "ai-use":
 			// Read as written, it happens to name the same label,
 			// but it is not Content-Signal's.
-			return fmt.Sprintf("content-signal label %q is the IETF vocabulary's name, not Content-Signal's: write %s instead, or use a Content-Usage line", key, signalName(key))
+			return fmt.Sprintf("content-signal label %q is the IETF vocabulary's name, not Content-Signal's: instead write %s, or use a Content-Usage line", key, signalName(key))
 		}
 		if instead, ok := usagetab.Legacy(key); ok {
-			return fmt.Sprintf("content-signal label %q is not Content-Signal's: crawlers ignore it; write %s instead", key, signalName(instead))
+			return fmt.Sprintf("content-signal label %q is not Content-Signal's: crawlers ignore it; instead write %s", key, signalName(instead))
 		}
 		return ""
 	}
@@ -104,9 +104,9 @@ func lintLabel(name, key string) string {
 	case !ok:
 		return ""
 	case usagetab.SignalLabel(key) != key:
-		return fmt.Sprintf("content-usage label %q is Content-Signal's name, not the IETF vocabulary's: crawlers ignore it in a Content-Usage line; write %s instead", key, instead)
+		return fmt.Sprintf("content-usage label %q is Content-Signal's name, not the IETF vocabulary's: crawlers ignore it in a Content-Usage line; instead write %s", key, instead)
 	}
-	return fmt.Sprintf("content-usage label %q is from an earlier draft: draft-ietf-aipref-vocab-08 does not define it, so crawlers ignore it; write %s instead", key, instead)
+	return fmt.Sprintf("content-usage label %q is from an earlier draft: draft-ietf-aipref-vocab-08 does not define it, so crawlers ignore it; instead write %s", key, instead)
 }
 
 // signalName returns what Legacy says to write, in Content-Signal's names.
@@ -119,5 +119,5 @@ func signalName(instead string) string {
 	case "search":
 		return "search"
 	}
-	return "each use: search, ai-train and ai-input"
+	return "each use it covered: search, ai-train and ai-input"
 }

@@ -92,7 +92,7 @@ func TestLint(t *testing.T) {
 		{ContentSignal, "use=reference, ai-input=no", nil},
 		{ContentSignal, "use=all", []string{`content-signal value of "use" is all, not immediate, reference or full: unknown`}},
 		{ContentUsage, "train-genai=n, search=maybe", []string{
-			`content-usage label "train-genai" is from an earlier draft: draft-ietf-aipref-vocab-08 does not define it, so crawlers ignore it; write train-ai instead`,
+			`content-usage label "train-genai" is from an earlier draft: draft-ietf-aipref-vocab-08 does not define it, so crawlers ignore it; instead write train-ai`,
 			`content-usage value of "search" is maybe, not y or n: unknown`}},
 	} {
 		if got := Lint(tt.k, []byte(tt.value)); !slices.Equal(got, tt.want) {

@@ -119,7 +119,7 @@ func Legacy(label string) (instead string, ok bool) {
 	case "bots", "all", "tdm":
 		// Broad categories of earlier drafts: -08 has no label that
 		// covers every use.
-		return "each use: train-ai, ai-use and search", true
+		return "each use it covered: train-ai, ai-use and search", true
 	case "ai", "genai", "train-genai", "ai-train":
 		return "train-ai", true // §4.1: training of generative AI models
 	case "ai-output", "inference", "ai-input":
