@@ -23,8 +23,9 @@ import (
 // starAnswersTokens says whether the "*" groups of a robots.txt answer for a
 // policy token of Transport.UseTokens that no group names. They do, as for
 // any product token under RFC 9309 §2.2.1:
-// draft-kelley-aipref-training-preference-signal keeps robots.txt's group
-// structure and matching unchanged; a path that a site disallows to every
+// draft-kelley-aipref-training-preference-signal changes neither the path
+// language, nor longest-match precedence, nor the group structure of
+// robots.txt; a path that a site disallows to every
 // crawler is one it has not offered for any use (fail closed: where unsure
 // whether a rule applies, refuse); and a token that sites have not yet
 // learnt to name is still answered by what they wrote for everyone. If the
