@@ -118,8 +118,8 @@ func (s *useSet) usageWithTokens(u usage.Preference, r *matcher.Robots, target s
 			// No rule decides: the group allows it, as every group
 			// allows what none of its rules disallows.
 			rule.Rule = "User-agent: *"
-			if r.Group(t.token) == g {
-				rule.Rule = "User-agent: " + t.token
+			if r.PolicyGroup(t.token, false) != nil {
+				rule.Rule = "User-agent: " + t.token // a group names it
 			}
 			if lines := g.Lines(); len(lines) > 0 {
 				rule.Line = lines[0]

@@ -130,19 +130,25 @@ func TestUseTokensStar(t *testing.T) {
 	for _, c := range []struct {
 		name, robots, path, want string
 		refused                  bool
+		rule                     usage.Rule // that decides train-ai, if not zero
 	}{
-		{"star answers", "User-agent: *\nDisallow: /private/\n\nUser-agent: ExampleBot\nAllow: /\n", "/private/x", "train-ai=n", true},
-		{"star allows", "User-agent: *\nDisallow: /private/\n\nUser-agent: ExampleBot\nAllow: /\n", "/page", "train-ai=y", false},
-		{"named, star ignored", "User-agent: *\nDisallow: /\n\nUser-agent: ExampleBot\nAllow: /\n\nUser-agent: " + placeholderToken + "\nDisallow: /x\n", "/page", "train-ai=y", false},
-		{"no star, no token", "User-agent: ExampleBot\nDisallow: /private/\n", "/page", "", false},
-		{"empty file", "", "/page", "", false},
-		{"file-level lines only", "Content-Usage: search=y\n", "/page", "search=y", false},
+		{"star answers", "User-agent: *\nDisallow: /private/\n\nUser-agent: ExampleBot\nAllow: /\n", "/private/x", "train-ai=n", true, usage.Rule{Rule: "Disallow: /private/", Line: 2}},
+		{"star allows", "User-agent: *\nDisallow: /private/\n\nUser-agent: ExampleBot\nAllow: /\n", "/page", "train-ai=y", false, usage.Rule{Rule: "User-agent: *", Line: 1}},
+		{"named, star ignored", "User-agent: *\nDisallow: /\n\nUser-agent: ExampleBot\nAllow: /\n\nUser-agent: " + placeholderToken + "\nDisallow: /x\n", "/page", "train-ai=y", false, usage.Rule{Rule: "User-agent: " + placeholderToken, Line: 7}},
+		{"no star, no token", "User-agent: ExampleBot\nDisallow: /private/\n", "/page", "", false, usage.Rule{}},
+		{"empty file", "", "/page", "", false, usage.Rule{}},
+		{"file-level lines only", "Content-Usage: search=y\n", "/page", "search=y", false, usage.Rule{}},
 	} {
 		mock := tokenMock(c.robots)
 		tr := &Transport{Base: mock, Agent: "ExampleBot", UseTokens: map[string]string{"train-ai": placeholderToken}}
 		u := UsageOf(getResp(t, &http.Client{Transport: tr}, "https://example.com"+c.path))
 		if u.String() != c.want {
 			t.Errorf("%s: UsageOf = %q want %q", c.name, u, c.want)
+		}
+		if c.rule != (usage.Rule{}) {
+			if l := u.Labels(); len(l) != 1 || len(l[0].Rules) != 1 || l[0].Rules[0] != c.rule {
+				t.Errorf("%s: Labels = %+v, want decided by %+v", c.name, l, c.rule)
+			}
 		}
 		tr = &Transport{Base: mock, Agent: "ExampleBot", UseTokens: map[string]string{"train-ai": placeholderToken}, Uses: []string{"train-ai"}}
 		err := get(&http.Client{Transport: tr}, "https://example.com"+c.path)

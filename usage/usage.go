@@ -136,7 +136,7 @@ type Label struct {
 // crawler: what the lines that decide it state, combined label by label,
 // most restrictive first ("n" over "y", the least use), and with a
 // response's own Content-Usage header if one was added with
-// [Preference.WithHeader]. Package matcher says which lines decide.
+// [Preference.WithHeader], and lines added with [Preference.WithRule]. Package matcher says which lines decide.
 //
 // The zero Preference states nothing. A Preference is a small value, safe
 // for concurrent use; getting one from package matcher and its String does

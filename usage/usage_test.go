@@ -126,3 +126,38 @@ func ExamplePreference_WithHeader() {
 	fmt.Println(p, p.Get("train-ai"), p.Rules()[0].Rule)
 	// Output: search=y, train-ai=n n Content-Usage: train-ai=n, search=y
 }
+
+// TestWithRule: a line added says its label, most restrictive first, and
+// is named among the deciding lines in line order, before a header.
+func TestWithRule(t *testing.T) {
+	p := Preference{}.WithHeader([]string{"search=y"})
+	p = p.WithRule("train-ai", Allowed, Rule{Rule: "Allow: /a", Line: 9})
+	p = p.WithRule("train-ai", Disallowed, Rule{Rule: "Disallow: /a/b", Line: 4})
+	if got := p.String(); got != "search=y, train-ai=n" {
+		t.Errorf("String = %q", got)
+	}
+	if got, want := fmt.Sprint(p.Rules()), "[{Disallow: /a/b 4} {Allow: /a 9} {Content-Usage: search=y 0}]"; got != want {
+		t.Errorf("Rules = %s want %s", got, want)
+	}
+	if got, want := fmt.Sprint(p.Labels()), "[{search y [{Content-Usage: search=y 0}]} {train-ai n [{Disallow: /a/b 4}]}]"; got != want {
+		t.Errorf("Labels = %s want %s", got, want)
+	}
+	// A header added after keeps the lines.
+	if q := p.WithHeader([]string{"search=n"}); q.String() != "search=n, train-ai=n" || len(q.Rules()) != 3 {
+		t.Errorf("with a header after: %q %v", q, q.Rules())
+	}
+	// Nothing else is a value a line states.
+	for _, v := range []Value{Unknown, Reference} {
+		if q := (Preference{}).WithRule("train-ai", v, Rule{}); !q.IsZero() {
+			t.Errorf("WithRule(%v) = %q", v, q)
+		}
+	}
+	if q := (Preference{}).WithRule("", Disallowed, Rule{}); !q.IsZero() {
+		t.Errorf("WithRule of no label = %q", q)
+	}
+	// p is a value: adding to a copy leaves it.
+	_ = p.WithRule("ai-use", Disallowed, Rule{Rule: "Disallow: /", Line: 1})
+	if p.Get("ai-use") != Unknown {
+		t.Error("WithRule changed the Preference it was called on")
+	}
+}
