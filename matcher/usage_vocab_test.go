@@ -118,8 +118,9 @@ const badUsage = "Content-Usage: bots=n, all=n, tdm=n, ai=n, genai=n, train-gena
 	"Content-Signal: /x ai-input\n"
 
 // TestBadUsageSameVerdicts: usage lines with every legacy and unknown
-// label, however malformed, change no verdict of any real file, and
-// querying their preference does not allocate.
+// label, however malformed, change no verdict of any real file, state what
+// the reference (every usage rule scanned) says, and querying their
+// preference does not allocate.
 func TestBadUsageSameVerdicts(t *testing.T) {
 	bodies, _ := readCorpus(t)
 	agents := []string{"Googlebot", "bingbot", "AnyBot", "GPTBot"}
@@ -145,6 +146,9 @@ func TestBadUsageSameVerdicts(t *testing.T) {
 				got := bad.Usage(agent, url)
 				if s := got.String(); !bad.Allowed(agent, url) && s != "" {
 					t.Fatalf("corpus file %d: %s %q disallowed but usage %q", i, agent, url, s)
+				}
+				if want := bruteUsage(bad.Group(agent), url); got.String() != want {
+					t.Fatalf("corpus file %d: %s %q: usage %q, every usage rule scanned says %q", i, agent, url, got, want)
 				}
 				if v := got.Get("train-ai"); v != usage.Unknown {
 					t.Fatalf("corpus file %d: %s %q: train-ai %v, from lines that state none", i, agent, url, v)
