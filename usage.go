@@ -25,11 +25,11 @@ import (
 // any product token under RFC 9309 §2.2.1:
 // draft-kelley-aipref-training-preference-signal changes neither the path
 // language, nor longest-match precedence, nor the group structure of
-// robots.txt; a path that a site disallows to every
-// crawler is one it has not offered for any use (fail closed: where unsure
-// whether a rule applies, refuse); and a token that sites have not yet
-// learnt to name is still answered by what they wrote for everyone. If the
-// draft's published text says otherwise, this is the one switch.
+// robots.txt; a path that a site disallows to every crawler is one it has
+// not offered for any use (fail closed: where unsure whether a rule
+// applies, refuse); and a token that sites have not yet learnt to name is
+// still answered by what they wrote for everyone. If the draft's published
+// text says otherwise, this is the one switch.
 const starAnswersTokens = true
 
 // useSet is Transport.Uses and Transport.UseTokens as a Transport reads
@@ -145,7 +145,7 @@ type responseUsage struct {
 }
 
 // attachUsage records on resp the copy of robots.txt that st holds, for
-// UsageOf, if it states a preference (see reportsUsage): for the others,
+// UsageOf, if it states a preference (see useSet.states): for the others,
 // responses carry nothing.
 func (t *Transport) attachUsage(resp *http.Response, req *http.Request, st *state, agent string) {
 	if st == nil || !t.cfg.uses.states(st.robots) {
