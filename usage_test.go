@@ -182,7 +182,8 @@ func (usageBase) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // BenchmarkRoundTripUsage is what a request costs to an origin whose
 // robots.txt states a preference, with UsageOf asked of every response,
-// and with Uses set, against the same request to an origin that states
+// and with Uses set, each also with a policy token (UseTokens) that the
+// "*" group answers, against the same request to an origin that states
 // none (BenchmarkRoundTrip's robots-no-pacing).
 //
 //	go test -run '^$' -bench 'RoundTripUsage' -benchmem .
