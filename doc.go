@@ -112,5 +112,8 @@
 // usage. They never change what may be fetched. [UsageOf] returns the
 // preference for a response, [Transport.CheckUsage] for a URL; set
 // [Transport.Uses] to refuse, before they are sent, the requests whose URL
-// is marked "n" for a use the crawler makes.
+// is marked "n" for a use the crawler makes (a search engine names "search"
+// alone, which overrides train-ai and ai-use, draft-ietf-aipref-vocab-08
+// §4.3). [Transport.UseTokens] also reads the groups of a policy token as
+// what a site says of a use (draft-kelley-aipref-training-preference-signal).
 package robots

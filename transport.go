@@ -179,10 +179,23 @@ type Transport struct {
 	IgnoreBackoff bool
 
 	// Uses names the uses the crawler makes of what it fetches ("train-ai",
-	// "search", "ai-input", "use=reference", ...): a request whose URL
-	// robots.txt marks "n" for one of them is refused with a
-	// [*DisallowedError] that names the use. If empty, none is refused.
+	// "ai-use", "search", "use=reference", ...; Content-Signal's "ai-train"
+	// and "ai-input" are read as "train-ai" and "ai-use"): a request whose
+	// URL robots.txt marks "n" for one of them, or that the group of its
+	// policy token (UseTokens) disallows, is refused with a
+	// [*DisallowedError] that names the use. If empty, none is refused. A
+	// crawler whose use qualifies as search names "search" alone: search
+	// then overrides train-ai and ai-use (draft-ietf-aipref-vocab-08 §4.3).
 	Uses []string
+
+	// UseTokens names, per use, a policy token whose robots.txt groups say
+	// where that use is allowed (draft-kelley-aipref-training-preference-signal):
+	// {"train-ai": TOKEN} reads a group "User-agent: TOKEN" with its allow
+	// and disallow lines as train-ai=y or n for each URL, answered by the
+	// "*" groups where no group names TOKEN. UsageOf and CheckUsage report
+	// it; Uses refuses by it. A token must be a product token. Empty by
+	// default: no token is read.
+	UseTokens map[string]string
 
 	// MaxWait, if positive, is the longest a request waits for its turn:
 	// one whose turn is further away fails at once with a [*TurnError]
@@ -241,8 +254,7 @@ type config struct {
 	backoff          Backoff // First is 0 if IgnoreBackoff
 	pacer            fleet.Pacer
 	watcher          fleet.PauseWatcher // pacer, if it is one
-	// Transport.Uses, "ai-train" read as "train-ai"
-	uses []string
+	uses             useSet             // Transport.Uses and UseTokens
 }
 
 // netDefaultTransport is http.DefaultTransport as net/http made it, for a
@@ -309,13 +321,11 @@ func (t *Transport) init() {
 		c.backoff = Backoff{}
 	}
 	c.watcher, _ = c.pacer.(fleet.PauseWatcher)
-	for _, u := range t.Uses {
-		if u == "ai-train" {
-			u = "train-ai" // Content-Signal's name of the same category
-		}
-		c.uses = append(c.uses, u)
-	}
+	c.uses = newUseSet(t.Uses, t.UseTokens)
 	c.agent, c.err = tokenOf(t.Agent)
+	if c.err == nil {
+		c.err = c.uses.err
+	}
 	if c.err == nil && c.agent == "" && t.named {
 		c.err = errors.New("robots: NewTransport: empty agent (for a token from each request's User-Agent, use a Transport with Agent empty)")
 	}
@@ -450,9 +460,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 			t.turns.pushedBack(ctx, s, resp.StatusCode, resp.Header, sent)
 		}
-		if st != nil && st.robots != nil && st.robots.HasUsage() {
-			t.attachUsage(resp, req, st, agent) // see UsageOf
-		}
+		t.attachUsage(resp, req, st, agent) // see UsageOf
 	}
 	return resp, err
 }

@@ -3,9 +3,13 @@ package robots
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 
+	"github.com/f9014239/robots/internal/usagetab"
 	"github.com/f9014239/robots/matcher"
 	"github.com/f9014239/robots/usage"
 )
@@ -16,6 +20,116 @@ import (
 // used. They never change whether a request is sent, unless Transport.Uses
 // asks for it.
 
+// starAnswersTokens says whether the "*" groups of a robots.txt answer for a
+// policy token of Transport.UseTokens that no group names. They do, as for
+// any product token under RFC 9309 §2.2.1:
+// draft-kelley-aipref-training-preference-signal changes neither the path
+// language, nor longest-match precedence, nor the group structure of
+// robots.txt; a path that a site disallows to every crawler is one it has
+// not offered for any use (fail closed: where unsure whether a rule
+// applies, refuse); and a token that sites have not yet learnt to name is
+// still answered by what they wrote for everyone. If the draft's published
+// text says otherwise, this is the one switch.
+const starAnswersTokens = true
+
+// useSet is Transport.Uses and Transport.UseTokens as a Transport reads
+// them.
+type useSet struct {
+	uses   []string   // Transport.Uses, Content-Signal's names read as the vocabulary's
+	tokens []useToken // Transport.UseTokens, sorted by use
+	err    error      // what is wrong with them, or nil
+}
+
+// useToken is a policy token and the use whose group it names.
+type useToken struct{ use, token string }
+
+// newUseSet returns the useSet of Transport.Uses uses and
+// Transport.UseTokens tokens.
+func newUseSet(uses []string, tokens map[string]string) useSet {
+	var s useSet
+	for _, u := range uses {
+		s.uses = append(s.uses, usagetab.SignalLabel(u)) // ai-train is train-ai, ai-input ai-use
+	}
+	for use, tok := range tokens {
+		s.tokens = append(s.tokens, useToken{use, tok})
+	}
+	slices.SortFunc(s.tokens, func(a, b useToken) int { return strings.Compare(a.use, b.use) })
+	for i, t := range s.tokens {
+		switch {
+		case s.err != nil:
+		case t.use == "" || useRank(t.use) > 0:
+			s.err = fmt.Errorf("robots: UseTokens: %q is not a use a policy token can stand for", t.use)
+		case t.token == "" || tokenPrefix(t.token) != t.token:
+			s.err = fmt.Errorf("robots: UseTokens[%q] = %q is not a product token (want letters, digits, '-' and '_')", t.use, t.token)
+		}
+		s.tokens[i].use = usagetab.SignalLabel(t.use)
+	}
+	return s
+}
+
+// token returns the policy token of use, or "".
+func (s *useSet) token(use string) string {
+	for _, t := range s.tokens {
+		if t.use == use {
+			return t.token
+		}
+	}
+	return ""
+}
+
+// states reports whether r states something about a use: a usage line, or
+// a group that answers one of the policy tokens.
+func (s *useSet) states(r *matcher.Robots) bool {
+	if r == nil {
+		return false
+	}
+	if r.HasUsage() {
+		return true
+	}
+	for _, t := range s.tokens {
+		if r.PolicyGroup(t.token, starAnswersTokens) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// decides reports whether the Transport's Uses can refuse a request that
+// st's robots.txt allows.
+func (s *useSet) decides(st *state) bool {
+	return len(s.uses) > 0 && st.robots != nil && s.states(st.robots)
+}
+
+// usageWithTokens returns u, the preference that r's usage lines state for
+// target, with what the group of each policy token says of its use.
+func (s *useSet) usageWithTokens(u usage.Preference, r *matcher.Robots, target string) usage.Preference {
+	for _, t := range s.tokens {
+		g := r.PolicyGroup(t.token, starAnswersTokens)
+		if g == nil {
+			continue
+		}
+		m := g.Match(target)
+		v := usage.Allowed
+		if !m.Allowed {
+			v = usage.Disallowed
+		}
+		rule := usage.Rule{Rule: m.Rule, Line: m.Line}
+		if m.Rule == "" {
+			// No rule decides: the group allows it, as every group
+			// allows what none of its rules disallows.
+			rule.Rule = "User-agent: *"
+			if r.PolicyGroup(t.token, false) != nil {
+				rule.Rule = "User-agent: " + t.token // a group names it
+			}
+			if lines := g.Lines(); len(lines) > 0 {
+				rule.Line = lines[0]
+			}
+		}
+		u = u.WithRule(t.use, v, rule)
+	}
+	return u
+}
+
 // usageKey is the context key of a responseUsage, on the context of the
 // Request of a response whose origin's robots.txt states a preference.
 type usageKey struct{}
@@ -24,15 +138,20 @@ type usageKey struct{}
 // use when a response was fetched: a preference applies to the copy in
 // use when the response was fetched, so holding it keeps that copy.
 type responseUsage struct {
+	robots *matcher.Robots
 	group  *matcher.Group
 	target string
+	uses   *useSet // for the policy tokens
 }
 
 // attachUsage records on resp the copy of robots.txt that st holds, for
-// UsageOf. It is called only for origins whose robots.txt states a
-// preference: for the others, responses carry nothing.
+// UsageOf, if it states a preference (see useSet.states): for the others,
+// responses carry nothing.
 func (t *Transport) attachUsage(resp *http.Response, req *http.Request, st *state, agent string) {
-	ru := &responseUsage{group: st.groupOf(t.groupAgent(agent)), target: target(req.URL)}
+	if st == nil || !t.cfg.uses.states(st.robots) {
+		return
+	}
+	ru := &responseUsage{robots: st.robots, group: st.groupOf(t.groupAgent(agent)), target: target(req.URL), uses: &t.cfg.uses}
 	sent := resp.Request
 	if sent == nil {
 		sent = req
@@ -41,10 +160,21 @@ func (t *Transport) attachUsage(resp *http.Response, req *http.Request, st *stat
 }
 
 // decideUses refuses a request for target, which robots.txt allows, when
-// st's usage preference marks it "n" for one of the Transport's Uses.
+// st's usage preference marks it "n" for one of the Transport's Uses, or
+// the group of the use's policy token disallows it.
 func (t *Transport) decideUses(st *state, agent, target string) decision {
+	for _, use := range t.cfg.uses.uses {
+		tok := t.cfg.uses.token(use)
+		if tok == "" {
+			continue
+		}
+		if g := st.robots.PolicyGroup(tok, starAnswersTokens); g != nil && !g.Allowed(target) {
+			m := g.Match(target)
+			return decision{use: use, rule: m.Rule, line: m.Line}
+		}
+	}
 	u := st.groupOf(agent).Usage(target)
-	for _, use := range t.cfg.uses {
+	for _, use := range t.cfg.uses.uses {
 		label, want := use, usage.Unknown
 		if r := useRank(use); r > 0 {
 			// "use=full": refused where the site allows less.
@@ -99,7 +229,7 @@ func UsageOf(resp *http.Response) usage.Preference {
 	var u usage.Preference
 	if resp.Request != nil {
 		if ru, ok := resp.Request.Context().Value(usageKey{}).(*responseUsage); ok {
-			u = ru.group.Usage(ru.target)
+			u = ru.uses.usageWithTokens(ru.group.Usage(ru.target), ru.robots, ru.target)
 		}
 	}
 	return u.WithHeader(resp.Header.Values("Content-Usage"))
@@ -114,8 +244,8 @@ func (t *Transport) CheckUsage(ctx context.Context, u *url.URL) (usage.Preferenc
 		return usage.Preference{}, errors.New("robots: nil URL")
 	}
 	st, group, err := t.checkRequest(ctx, u, "", nil)
-	if err != nil || st == nil || st.robots == nil || !st.robots.HasUsage() {
+	if err != nil || st == nil || !t.cfg.uses.states(st.robots) {
 		return usage.Preference{}, err
 	}
-	return st.groupOf(group).Usage(target(u)), nil
+	return t.cfg.uses.usageWithTokens(st.groupOf(group).Usage(target(u)), st.robots, target(u)), nil
 }

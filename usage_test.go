@@ -182,7 +182,8 @@ func (usageBase) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // BenchmarkRoundTripUsage is what a request costs to an origin whose
 // robots.txt states a preference, with UsageOf asked of every response,
-// and with Uses set, against the same request to an origin that states
+// and with Uses set, each also with a policy token (UseTokens) that the
+// "*" group answers, against the same request to an origin that states
 // none (BenchmarkRoundTrip's robots-no-pacing).
 //
 //	go test -run '^$' -bench 'RoundTripUsage' -benchmem .
@@ -193,17 +194,20 @@ func BenchmarkRoundTripUsage(b *testing.B) {
 		name    string
 		base    http.RoundTripper
 		uses    []string
+		tokens  map[string]string
 		usageOf bool
 	}{
-		{"no-preference", usageBase{}, nil, false},
-		{"preference", usageBase{}, nil, false},
-		{"preference+UsageOf", usageBase{}, nil, true},
-		{"preference+Uses", usageBase{}, []string{"ai-input"}, false},
+		{"no-preference", usageBase{}, nil, nil, false},
+		{"preference", usageBase{}, nil, nil, false},
+		{"preference+UsageOf", usageBase{}, nil, nil, true},
+		{"preference+Uses", usageBase{}, []string{"ai-input"}, nil, false},
+		{"preference+UseTokens+Uses", usageBase{}, []string{"search"}, map[string]string{"search": placeholderToken}, false},
+		{"preference+UseTokens+UsageOf", usageBase{}, nil, map[string]string{"train-ai": placeholderToken}, true},
 	} {
 		if c.name == "no-preference" {
 			c.base = benchBase{page: &http.Response{StatusCode: 200, Body: http.NoBody}}
 		}
-		tr := &Transport{Base: c.base, Agent: "ExampleBot", IgnoreCrawlDelay: true, IgnoreRetryAfter: true, Uses: c.uses}
+		tr := &Transport{Base: c.base, Agent: "ExampleBot", IgnoreCrawlDelay: true, IgnoreRetryAfter: true, Uses: c.uses, UseTokens: c.tokens}
 		if _, err := tr.RoundTrip(req); err != nil { // warm the cache
 			b.Fatal(err)
 		}

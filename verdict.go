@@ -81,7 +81,7 @@ func (t *Transport) check(ctx context.Context, u *url.URL, host, agent string, u
 	}
 	group := t.groupAgent(agent)
 	d := st.decide(now, group, target(u))
-	if d.allowed && len(t.cfg.uses) > 0 && st.robots != nil && st.robots.HasUsage() {
+	if d.allowed && t.cfg.uses.decides(st) {
 		d = t.decideUses(st, group, target(u)) // see Transport.Uses
 	}
 	if d.allowed {

@@ -512,6 +512,25 @@ func (r *Robots) Usage(agent, url string) usage.Preference {
 	return r.Group(agent).Usage(url)
 }
 
+// PolicyGroup returns the group that answers for a policy token, a product
+// token that stands for a use rather than a crawler, as
+// draft-kelley-aipref-training-preference-signal binds a use such as AI
+// training to the groups that name its token: the groups that name token,
+// combined, as [Robots.Group] finds them; or else, if star is true, the "*"
+// groups, combined, as for a crawler (RFC 9309 §2.2.1); or else nil, when
+// the file says nothing to the token. Its Allowed says whether the use is
+// allowed for a URL. It does not allocate.
+func (r *Robots) PolicyGroup(token string, star bool) *Group {
+	g, all := r.Group(token), r.Group("*")
+	switch {
+	case g != all:
+		return g // a group names token
+	case !star || all == emptyGroup || r.usage != nil && all == &r.usage.none:
+		return nil // no group names it, and no "*" group answers
+	}
+	return all
+}
+
 // HasUsage reports whether the file has a Content-Usage or Content-Signal
 // line, so that a caller can skip asking about usage when it has none.
 func (r *Robots) HasUsage() bool { return r.usage != nil }

@@ -24,10 +24,10 @@ Content-Usage: /ai-ok/ train-ai=y
 		fmt.Println(l.Label, l.Value, l.Rules[0].Line, l.Rules[0].Rule)
 	}
 	// Output:
-	// /test        "ai-input=n, search=y, train-ai=n"
-	// /ai-ok/test  "ai-input=n, search=y, train-ai=y"
+	// /test        "ai-use=n, search=y, train-ai=n"
+	// /ai-ok/test  "ai-use=n, search=y, train-ai=y"
 	// /never/test  ""
-	// ai-input n 1 Content-Signal: search=yes, ai-input=no
+	// ai-use n 1 Content-Signal: search=yes, ai-input=no
 	// search y 1 Content-Signal: search=yes, ai-input=no
 	// train-ai y 5 Content-Usage: /ai-ok/ train-ai=y
 }

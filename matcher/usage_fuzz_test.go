@@ -22,6 +22,8 @@ func FuzzUsage(f *testing.F) {
 	f.Add("user-agent: *\ncontent-usage: /a* search=y\ncontent-usage: /*b train-ai=n, search=n\ncontent-signal: ai-input=no\n", "a", "/ab")
 	f.Add("content-usage: /a train-ai=n\nuser-agent: *\ncontent-usage: /a search=y;x=1, foo=(y n)\n", "a", "/a?q")
 	f.Add("user-agent: *\ncontent-usage: train-ai=\"n\", search=?1, x=n, x=y\ncontent-usage: /%C3%A9$ *=n\n", "z", "/é")
+	f.Add(badUsage+"user-agent: *\ndisallow: /x\n"+badUsage, "AnyBot", "/a")
+	f.Add("user-agent: *\ndisallow: /p/\n\nuser-agent: tok\ndisallow: /t/\ncontent-usage: ai-use=n, train-genai=n, bots\ncontent-signal: ai-input=no, ai-train=\"no\"\n", "tok", "/t/x")
 	f.Fuzz(func(t *testing.T, body, agent, url string) {
 		r := Parse([]byte(body))
 		g := r.Group(agent)
@@ -43,6 +45,26 @@ func FuzzUsage(f *testing.F) {
 		}
 		if s != "" && !g.Allowed(url) {
 			t.Fatalf("disallowed %q has usage %q", url, s)
+		}
+		// agent as a policy token: its group is the crawler's, or none
+		// (the "*" groups only when asked to answer).
+		pg, pgNamed := r.PolicyGroup(agent, true), r.PolicyGroup(agent, false)
+		switch {
+		case pg != nil && pg.Allowed(url) != g.Allowed(url):
+			t.Fatalf("PolicyGroup(%q).Allowed(%q) = %v, Group's %v", agent, url, pg.Allowed(url), g.Allowed(url))
+		case pgNamed != nil && pgNamed != pg, pgNamed == nil && pg != nil && pg != r.Group("*"):
+			t.Fatalf("PolicyGroup(%q) with and without star disagree", agent)
+		}
+		// A line added says its label, most restrictive first, and
+		// changes no other.
+		w := u.WithRule("train-ai", usage.Disallowed, usage.Rule{Rule: "Disallow: /", Line: 1})
+		if w.Get("train-ai") != usage.Disallowed || labelsText(w) != w.String() {
+			t.Fatalf("%q with train-ai=n added: %q, Labels %q", s, w, labelsText(w))
+		}
+		for _, l := range u.Labels() {
+			if l.Label != "train-ai" && w.Get(l.Label) != l.Value {
+				t.Fatalf("%q with train-ai=n added: %s is %v", s, l.Label, w.Get(l.Label))
+			}
 		}
 		if s == "" {
 			return

@@ -142,7 +142,7 @@ func TestUsageTable(t *testing.T) {
 		{"tie one matches", "user-agent: *\ncontent-usage: /a* search=y\ncontent-usage: /*b train-ai=n\n", "a", "/ax", "search=y"},
 		{"unparsed most specific", "user-agent: *\ncontent-usage: train-ai=n\ncontent-usage: /a Bad=n\n", "a", "/a", ""},
 		{"unparsed tie", "user-agent: *\ncontent-usage: /a Bad=n\ncontent-usage: /a train-ai=n\n", "a", "/a", "train-ai=n"},
-		{"kinds combined", "user-agent: *\ncontent-usage: /a train-ai=y\ncontent-signal: search=yes, ai-train=yes, ai-input=no\n", "a", "/a", "ai-input=n, search=y, train-ai=y"},
+		{"kinds combined", "user-agent: *\ncontent-usage: /a train-ai=y\ncontent-signal: search=yes, ai-train=yes, ai-input=no\n", "a", "/a", "ai-use=n, search=y, train-ai=y"},
 		{"kinds restrictive", "user-agent: *\ncontent-usage: train-ai=y\ncontent-signal: ai-train=no\n", "a", "/", "train-ai=n"},
 		{"percent", "user-agent: *\ncontent-usage: /%7Euser/ train-ai=n\n", "a", "/~user/x", "train-ai=n"},
 		{"raw non-ASCII url", "user-agent: *\ncontent-usage: /caf%c3%a9 train-ai=n\n", "a", "/café", "train-ai=n"},
@@ -177,8 +177,8 @@ func TestUsageManyRules(t *testing.T) {
 		{"/d1", "train-ai=n"},
 		{"/d1/x", "train-ai=n"},
 		{"/d2/x", "train-ai=y"},
-		{"/d2/x.pdf", "ai-input=n, train-ai=y"},
-		{"/d39/y/z.pdf", "ai-input=n, train-ai=n"},
+		{"/d2/x.pdf", "ai-use=n, train-ai=y"},
+		{"/d39/y/z.pdf", "ai-use=n, train-ai=n"},
 		{"/d40/", "search=y"},
 	} {
 		if got := r.Usage("bot", tt.url).String(); got != tt.want {
@@ -272,7 +272,7 @@ func TestContentUsageDoesNotAllocate(t *testing.T) {
 	for _, tt := range []struct{ agent, url, want string }{
 		{"OtherBot", "https://example.com/test", "search=y, train-ai=n"},
 		{"OtherBot", "/ai-ok/x?y=1", "search=y, train-ai=n"},
-		{"ExampleBot", "/caf%C3%A9", "ai-input=n, search=y, train-ai=n"},
+		{"ExampleBot", "/caf%C3%A9", "ai-use=n, search=y, train-ai=n"},
 		{"NoBot", "/never/x", ""},
 	} {
 		var got string
@@ -391,7 +391,7 @@ func TestContentSignalUse(t *testing.T) {
 	for _, c := range []struct{ robots, url, want, use string }{
 		{"User-agent: *\nContent-Signal: search=yes, ai-train=no, use=reference\n", "/a", "search=y, train-ai=n, use=reference", "reference"},
 		{"User-agent: *\nContent-Signal: use=immediate\n", "/a", "use=immediate", "immediate"},
-		{"User-agent: *\nContent-Signal: use=all, ai-input=no\n", "/a", "ai-input=n", ""},
+		{"User-agent: *\nContent-Signal: use=all, ai-input=no\n", "/a", "ai-use=n", ""},
 		{"User-agent: *\nContent-Signal: use=\"full\"\n", "/a", "", ""},
 		{"User-agent: *\nContent-Signal: use=reference\nContent-Signal: use=full\n", "/a", "use=reference", "reference"},
 		{"User-agent: *\nContent-Signal: use=full\nContent-Signal: /x/ use=immediate\nContent-Signal: /x/ use=reference\n", "/x/1", "use=immediate", "immediate"},

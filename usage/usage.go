@@ -9,9 +9,25 @@
 // disallow rule's is, then a statement: a structured-field Dictionary
 // (RFC 9651) such as "train-ai=n, search=y" (Content-Signal says yes and
 // no: "ai-train=no, search=yes"). A label stated with another value, or a
-// statement that does not parse, states nothing. Content-Signal's ai-train
-// is the label train-ai, and its use key (immediate, reference or full)
-// the label "use=<token>".
+// statement that does not parse, states nothing.
+//
+// # Labels
+//
+// The vocabulary of draft-ietf-aipref-vocab-08 has three labels: train-ai,
+// the training of generative AI models (§4.1); ai-use, use as input to a
+// generative AI model that its user did not provide, as in AI answers
+// grounded on fetched pages (§4.2); and search (§4.3). None implies another.
+// For a use that qualifies as search, search overrides the other two: a
+// search engine reads search alone, even where train-ai or ai-use is "n"
+// (a robots.Transport does so when its Uses name search alone).
+// Content-Signal's ai-train is reported as train-ai, its ai-input as ai-use,
+// and its use key (immediate, reference or full) as the label "use=<token>".
+//
+// Any other label is kept as written, for a crawler that knows labels
+// defined later; so are the labels of earlier drafts (bots, all, tdm, ai,
+// genai, train-genai, ai-output, inference), which -08 no longer defines:
+// they state nothing about the three, and [Lint] says what to write
+// instead.
 //
 // Package matcher finds the lines that apply to a URL, as it parses the
 // file once; [Preference] is what they state.
@@ -120,7 +136,7 @@ type Label struct {
 // crawler: what the lines that decide it state, combined label by label,
 // most restrictive first ("n" over "y", the least use), and with a
 // response's own Content-Usage header if one was added with
-// [Preference.WithHeader]. Package matcher says which lines decide.
+// [Preference.WithHeader], and lines added with [Preference.WithRule]. Package matcher says which lines decide.
 //
 // The zero Preference states nothing. A Preference is a small value, safe
 // for concurrent use; getting one from package matcher and its String does
@@ -133,15 +149,18 @@ type Preference struct {
 	hdr  *header
 }
 
-// header is a Content-Usage header of a response.
+// header is what was added to the lines that the matcher found: a
+// Content-Usage header of a response, and lines added with WithRule.
 type header struct {
-	lv   []usagetab.LabelValue // sorted
-	text string                // its field lines as received, joined by ", "
+	lv    []usagetab.LabelValue // all of it, combined, sorted
+	hlv   []usagetab.LabelValue // the header's, sorted; nil for none
+	text  string                // the header's field lines as received, joined by ", "
+	lines []source              // lines added with WithRule, in the order added
 }
 
 // String returns the canonical text of p: the labels stated, sorted, each
 // as "label=y" or "label=n" ("use=reference" for Content-Signal's use
-// key), joined by ", ", as in "ai-input=n, search=y, train-ai=n"; "" when
+// key), joined by ", ", as in "ai-use=n, search=y, train-ai=n"; "" when
 // p states nothing.
 func (p Preference) String() string {
 	if p.hdr != nil || p.more != nil {
@@ -295,9 +314,12 @@ func (p *Preference) sources() []source {
 	for _, id := range p.more {
 		add(id)
 	}
-	slices.SortFunc(out, func(a, b source) int { return a.rule.Line - b.rule.Line })
 	if p.hdr != nil {
-		out = append(out, source{Rule{ContentUsage.String() + ": " + p.hdr.text, 0}, p.hdr.lv})
+		out = append(out, p.hdr.lines...)
+	}
+	slices.SortStableFunc(out, func(a, b source) int { return a.rule.Line - b.rule.Line })
+	if p.hdr != nil && p.hdr.hlv != nil {
+		out = append(out, source{Rule{ContentUsage.String() + ": " + p.hdr.text, 0}, p.hdr.hlv})
 	}
 	return out
 }
@@ -316,10 +338,47 @@ func (p Preference) WithHeader(lines []string) Preference {
 	if err != nil || len(lv) == 0 {
 		return p
 	}
+	h := header{hlv: lv, text: text}
 	if p.hdr != nil {
-		lv = usagetab.MergeLabels(append(slices.Clone(p.hdr.lv), lv...))
-		text = p.hdr.text + ", " + text
+		h = *p.hdr
+		if h.hlv != nil {
+			h.hlv = usagetab.MergeLabels(append(slices.Clone(h.hlv), lv...))
+			h.text += ", " + text
+		} else {
+			h.hlv, h.text = lv, text
+		}
 	}
-	p.hdr = &header{lv: lv, text: text}
+	p.hdr = h.combined()
 	return p
+}
+
+// WithRule returns p combined with what another line of robots.txt, rule,
+// says of label: v, Allowed or Disallowed, most restrictive first. It is
+// how a robots.Transport reports what the group of a policy token says of
+// the use that the token stands for
+// (draft-kelley-aipref-training-preference-signal): label "train-ai", v
+// whether the group allows the URL, and rule the deciding allow or disallow
+// line. Labels and Rules name rule for label. Any other v, or an empty
+// label, changes nothing.
+func (p Preference) WithRule(label string, v Value, rule Rule) Preference {
+	if label == "" || v != Allowed && v != Disallowed {
+		return p
+	}
+	var h header
+	if p.hdr != nil {
+		h = *p.hdr
+	}
+	h.lines = append(slices.Clip(h.lines), source{rule, []usagetab.LabelValue{{Label: label, No: v == Disallowed}}})
+	p.hdr = h.combined()
+	return p
+}
+
+// combined returns h with lv set to all it says, label by label.
+func (h header) combined() *header {
+	lv := slices.Clone(h.hlv)
+	for _, l := range h.lines {
+		lv = append(lv, l.lv...)
+	}
+	h.lv = usagetab.MergeLabels(lv)
+	return &h
 }

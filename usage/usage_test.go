@@ -54,7 +54,7 @@ func TestTable(t *testing.T) {
 	tab := b.Table()
 
 	p := usagetab.Of[Preference](tab, [4]usagetab.ID{a, set}, nil)
-	if got, want := p.String(), "ai-input=n, search=y, train-ai=n, use=reference"; got != want {
+	if got, want := p.String(), "ai-use=n, search=y, train-ai=n, use=reference"; got != want {
 		t.Errorf("String = %q want %q", got, want)
 	}
 	if n := testing.AllocsPerRun(100, func() { _ = p.String() }); n != 0 {
@@ -63,7 +63,7 @@ func TestTable(t *testing.T) {
 	if got := fmt.Sprint(p.Rules()); got != "[{Content-Usage: /a/ train-ai=n 1} {Content-Signal: ai-train=yes, search=yes, use=full 2} {Content-Signal: use=reference, ai-input=no 3}]" {
 		t.Errorf("Rules = %s", got)
 	}
-	if got := fmt.Sprint(p.Labels()); got != "[{ai-input n [{Content-Signal: use=reference, ai-input=no 3}]} {search y [{Content-Signal: ai-train=yes, search=yes, use=full 2}]} {train-ai n [{Content-Usage: /a/ train-ai=n 1}]} {use reference [{Content-Signal: use=reference, ai-input=no 3}]}]" {
+	if got := fmt.Sprint(p.Labels()); got != "[{ai-use n [{Content-Signal: use=reference, ai-input=no 3}]} {search y [{Content-Signal: ai-train=yes, search=yes, use=full 2}]} {train-ai n [{Content-Usage: /a/ train-ai=n 1}]} {use reference [{Content-Signal: use=reference, ai-input=no 3}]}]" {
 		t.Errorf("Labels = %s", got)
 	}
 	if p.Use() != "reference" || p.Get("use") != Unknown || p.Get("train-ai") != Disallowed {
@@ -89,6 +89,11 @@ func TestLint(t *testing.T) {
 		{ContentSignal, "/x", []string{"content-signal line has no statement; it states nothing"}},
 		{ContentUsage, "Train-AI=n", []string{"content-usage statement has a key in upper case (keys are lower case): it does not parse and states nothing"}},
 		{ContentSignal, "search=y", []string{`content-signal value of "search" is y, not yes or no: unknown`}},
+		{ContentSignal, "use=reference, ai-input=no", nil},
+		{ContentSignal, "use=all", []string{`content-signal value of "use" is all, not immediate, reference or full: unknown`}},
+		{ContentUsage, "train-genai=n, search=maybe", []string{
+			`content-usage label "train-genai" is from an earlier draft: draft-ietf-aipref-vocab-08 does not define it, so crawlers ignore it; instead write train-ai`,
+			`content-usage value of "search" is maybe, not y or n: unknown`}},
 	} {
 		if got := Lint(tt.k, []byte(tt.value)); !slices.Equal(got, tt.want) {
 			t.Errorf("Lint(%v, %q) = %q want %q", tt.k, tt.value, got, tt.want)
@@ -120,4 +125,39 @@ func ExamplePreference_WithHeader() {
 	p := Preference{}.WithHeader([]string{"train-ai=n, search=y"})
 	fmt.Println(p, p.Get("train-ai"), p.Rules()[0].Rule)
 	// Output: search=y, train-ai=n n Content-Usage: train-ai=n, search=y
+}
+
+// TestWithRule: a line added says its label, most restrictive first, and
+// is named among the deciding lines in line order, before a header.
+func TestWithRule(t *testing.T) {
+	p := Preference{}.WithHeader([]string{"search=y"})
+	p = p.WithRule("train-ai", Allowed, Rule{Rule: "Allow: /a", Line: 9})
+	p = p.WithRule("train-ai", Disallowed, Rule{Rule: "Disallow: /a/b", Line: 4})
+	if got := p.String(); got != "search=y, train-ai=n" {
+		t.Errorf("String = %q", got)
+	}
+	if got, want := fmt.Sprint(p.Rules()), "[{Disallow: /a/b 4} {Allow: /a 9} {Content-Usage: search=y 0}]"; got != want {
+		t.Errorf("Rules = %s want %s", got, want)
+	}
+	if got, want := fmt.Sprint(p.Labels()), "[{search y [{Content-Usage: search=y 0}]} {train-ai n [{Disallow: /a/b 4}]}]"; got != want {
+		t.Errorf("Labels = %s want %s", got, want)
+	}
+	// A header added after keeps the lines.
+	if q := p.WithHeader([]string{"search=n"}); q.String() != "search=n, train-ai=n" || len(q.Rules()) != 3 {
+		t.Errorf("with a header after: %q %v", q, q.Rules())
+	}
+	// Nothing else is a value a line states.
+	for _, v := range []Value{Unknown, Reference} {
+		if q := (Preference{}).WithRule("train-ai", v, Rule{}); !q.IsZero() {
+			t.Errorf("WithRule(%v) = %q", v, q)
+		}
+	}
+	if q := (Preference{}).WithRule("", Disallowed, Rule{}); !q.IsZero() {
+		t.Errorf("WithRule of no label = %q", q)
+	}
+	// p is a value: adding to a copy leaves it.
+	_ = p.WithRule("ai-use", Disallowed, Rule{Rule: "Disallow: /", Line: 1})
+	if p.Get("ai-use") != Unknown {
+		t.Error("WithRule changed the Preference it was called on")
+	}
 }

@@ -92,7 +92,7 @@ func usageSources(u usage.Preference) []usageSourceJSON {
 }
 
 // usageText describes a usage preference with what decided each label, the
-// labels decided alike together, as in "ai-input=n, search=y from robots.txt
+// labels decided alike together, as in "ai-use=n, search=y from robots.txt
 // line 12 (Content-Signal); train-ai=n from the response's Content-Usage
 // header".
 func usageText(srcs []usageSourceJSON) string {

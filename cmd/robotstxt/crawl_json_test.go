@@ -37,10 +37,10 @@ func TestCrawlJSON(t *testing.T) {
 		t.Errorf("/gone: %+v", r)
 	}
 	r := byPath["/blog/first-post"]
-	if r.Outcome != "fetched" || r.Status != 200 || r.Usage != "ai-input=n, search=y, train-ai=n, use=reference" || r.Use != "reference" {
+	if r.Outcome != "fetched" || r.Status != 200 || r.Usage != "ai-use=n, search=y, train-ai=n, use=reference" || r.Use != "reference" {
 		t.Errorf("/blog/first-post: %+v", r)
 	}
-	want := map[string]string{"ai-input=n": "[12] false", "search=y": "[12] false", "train-ai=n": "[] true", "use=reference": "[12] false"}
+	want := map[string]string{"ai-use=n": "[12] false", "search=y": "[12] false", "train-ai=n": "[] true", "use=reference": "[12] false"}
 	for _, l := range r.UsageSources {
 		if got := fmt.Sprint(l.Lines, l.Header); got != want[l.Label+"="+l.Value] {
 			t.Errorf("/blog/first-post: %s=%s from lines %v, header %v", l.Label, l.Value, l.Lines, l.Header)

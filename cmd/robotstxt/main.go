@@ -117,7 +117,7 @@
 // decided each label: a line of robots.txt (Content-Usage or Content-Signal,
 // with its number) or the response's own Content-Usage header, as in
 //
-//	200      /blog/first-post  usage ai-input=n, search=y, use=reference from robots.txt line 12 (Content-Signal); train-ai=n from the response's Content-Usage header
+//	200      /blog/first-post  usage ai-use=n, search=y, use=reference from robots.txt line 12 (Content-Signal); train-ai=n from the response's Content-Usage header
 //
 // With -json, crawl writes one JSON object per URL on standard output, one a
 // line, with the fields url, outcome ("fetched", "disallowed",

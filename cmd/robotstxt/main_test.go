@@ -445,13 +445,13 @@ func TestCrawlDemo(t *testing.T) {
 	}
 	got := lines(stdout)
 	for _, want := range []string{
-		"200 / usage ai-input=n, search=y, use=reference from robots.txt line 12 (Content-Signal); train-ai=n from robots.txt line 10 (Content-Usage)",
-		"200 /blog/ usage ai-input=n, search=y, use=reference from robots.txt line 12 (Content-Signal); train-ai=y from robots.txt line 11 (Content-Usage)",
+		"200 / usage ai-use=n, search=y, use=reference from robots.txt line 12 (Content-Signal); train-ai=n from robots.txt line 10 (Content-Usage)",
+		"200 /blog/ usage ai-use=n, search=y, use=reference from robots.txt line 12 (Content-Signal); train-ai=y from robots.txt line 11 (Content-Usage)",
 		"refused /private/ Disallow: /private/ (line 6)",
-		"200 /private/press/launch usage ai-input=n, search=y, use=reference from robots.txt line 12 (Content-Signal); train-ai=n from robots.txt line 10 (Content-Usage)",
+		"200 /private/press/launch usage ai-use=n, search=y, use=reference from robots.txt line 12 (Content-Signal); train-ai=n from robots.txt line 10 (Content-Usage)",
 		"404 /gone",
 		// robots.txt says y for /blog/, the page's own header n: the header decides.
-		"200 /blog/first-post usage ai-input=n, search=y, use=reference from robots.txt line 12 (Content-Signal); train-ai=n from the response's Content-Usage header",
+		"200 /blog/first-post usage ai-use=n, search=y, use=reference from robots.txt line 12 (Content-Signal); train-ai=n from the response's Content-Usage header",
 		"refused /blog/?sort=date Disallow: /*?sort= (line 7)",
 		"refused /blog/?sort=title Disallow: /*?sort= (line 7)",
 		"refused /files/report.pdf Disallow: /*.pdf$ (line 8)",

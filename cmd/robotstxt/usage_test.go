@@ -61,8 +61,8 @@ func TestCheckUsageSite(t *testing.T) {
 		t.Errorf("check = %d, stderr %s", code, stderr)
 	}
 	for _, want := range []string{
-		"allowed " + s.URL + "/blog/ no rule matched; group robotstxt, examplebot (line 3); usage ai-input=n, search=y, train-ai=y, use=reference (lines 11, 12)",
-		"allowed " + s.URL + "/ no rule matched; group robotstxt, examplebot (line 3); usage ai-input=n, search=y, train-ai=n, use=reference (lines 10, 12)",
+		"allowed " + s.URL + "/blog/ no rule matched; group robotstxt, examplebot (line 3); usage ai-use=n, search=y, train-ai=y, use=reference (lines 11, 12)",
+		"allowed " + s.URL + "/ no rule matched; group robotstxt, examplebot (line 3); usage ai-use=n, search=y, train-ai=n, use=reference (lines 10, 12)",
 	} {
 		if !contains(lines(stdout), want) {
 			t.Errorf("check output lacks %q:\n%s", want, stdout)

@@ -87,12 +87,45 @@ func ParseStatement(k Kind, stmt string) ([]LabelValue, error) {
 		default:
 			continue // any other token: unknown
 		}
-		if k == ContentSignal && name == "ai-train" {
-			name = "train-ai" // Content-Signal's name for the same use
+		if k == ContentSignal {
+			name = SignalLabel(name)
 		}
 		lv = append(lv, LabelValue{name, no})
 	}
 	return MergeLabels(lv), nil
+}
+
+// SignalLabel returns the label that a Content-Signal key states: its
+// ai-train is the vocabulary's train-ai (draft-ietf-aipref-vocab-08 §4.1)
+// and its ai-input, use as live input to AI answers, the vocabulary's
+// ai-use (§4.2); any other key is itself.
+func SignalLabel(key string) string {
+	switch key {
+	case "ai-train":
+		return "train-ai"
+	case "ai-input":
+		return "ai-use"
+	}
+	return key
+}
+
+// Legacy returns, for a label of a draft before draft-ietf-aipref-vocab-08
+// that -08 no longer defines, what to write instead, and whether label is
+// such a label. Under -08 such a label is unknown: it is kept as written
+// and states nothing about any use of -08. Content-Signal's own names in
+// a Content-Usage line (ai-train, ai-input) are reported here too.
+func Legacy(label string) (instead string, ok bool) {
+	switch label {
+	case "bots", "all", "tdm":
+		// Broad categories of earlier drafts: -08 has no label that
+		// covers every use.
+		return "each use it covered: train-ai, ai-use and search", true
+	case "ai", "genai", "train-genai", "ai-train":
+		return "train-ai", true // §4.1: training of generative AI models
+	case "ai-output", "inference", "ai-input":
+		return "ai-use", true // §4.2: use as input to a generative AI model
+	}
+	return "", false
 }
 
 // MergeLabels sorts lv by label and combines each label's values, most
