@@ -10,7 +10,6 @@ import (
 	"math"
 	"net/url"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -158,7 +157,7 @@ func (f *Frontier) init() {
 //
 // The URL is kept and handed out as given; its site is its [Origin].
 func (f *Frontier) Push(rawURL string) error {
-	origin, err := originOf(rawURL)
+	_, origin, err := parse(rawURL)
 	if err != nil {
 		return err
 	}
@@ -172,7 +171,7 @@ func (f *Frontier) Push(rawURL string) error {
 	f.counts.Pushed++
 	s := f.sites[origin]
 	if s == nil {
-		s = &site{origin: strings.Clone(origin)} // not rawURL's bytes: the site may outlive the URL
+		s = &site{origin: origin}
 		f.sites[origin] = s
 		f.sitesPeak = max(f.sitesPeak, len(f.sites))
 		s.q.push(rawURL)
