@@ -164,34 +164,10 @@ func (f *Frontier) Push(rawURL string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.init()
-	if !f.in.add(maphash.String(f.seed, rawURL)) {
+	if !f.add(rawURL, origin) {
 		return ErrDuplicate
 	}
-	f.queued++
 	f.counts.Pushed++
-	s := f.sites[origin]
-	if s == nil {
-		s = &site{origin: origin}
-		f.sites[origin] = s
-		f.sitesPeak = max(f.sitesPeak, len(f.sites))
-		s.q.push(rawURL)
-		if f.Turns == nil {
-			f.makeReady(s)
-			return nil
-		}
-		s.state, s.seq = fresh, f.seq
-		f.seq++
-		heap.Push(&f.fresh, s)
-		f.probe()
-		return nil
-	}
-	s.q.push(rawURL)
-	switch s.state {
-	case ready:
-		heap.Fix(&f.ready, s.i) // a longer chain
-	case fresh:
-		heap.Fix(&f.fresh, s.i)
-	}
 	return nil
 }
 
@@ -629,6 +605,15 @@ func (r *ring) pushFront(s string) {
 }
 
 func (r *ring) front() string { return r.buf[r.head] }
+
+// at returns the URL i places after the head.
+func (r *ring) at(i int) string {
+	i += r.head
+	if i >= len(r.buf) {
+		i -= len(r.buf)
+	}
+	return r.buf[i]
+}
 
 func (r *ring) pop() string {
 	s := r.buf[r.head]
