@@ -81,6 +81,23 @@
 // the caller's: the Frontier follows nothing, and a Location is pushed
 // like a link.
 //
+// # What an operator sees
+//
+// Under a Frontier with Turns, the waiting for the sites' turns is done by
+// the Frontier, not by the Transport: a URL is handed out at its site's
+// turn, so the Transport's Stats show next to no turn waits. [Counts]
+// shows that waiting instead: Held, the sites with URLs queued that wait
+// for their turn now, and Ready, those whose turn has come and that wait
+// for a worker; TurnWaits and TurnWaitTime, the turns sites with
+// URLs waited for and for how long (the pacing a crawl gets: crawl-delays,
+// pauses, back-offs, retry delays, robots.txt fetches); IdleWaits and
+// IdleTime, the calls of Next that found nothing to send yet and how long
+// they waited (workers idle: more workers than sites ready). Report them
+// beside the Transport's Stats (for example as gauges and counters read at
+// each collection, as package otelrobots reads Stats). A crawl slowed by
+// politeness shows as TurnWaitTime growing with IdleTime; one short of
+// workers, as Ready sites and no idle time.
+//
 // # Retrying what the site deferred
 //
 // A page answered 429 (Too Many Requests) or 503 (Service Unavailable) is
