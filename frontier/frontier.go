@@ -63,7 +63,8 @@ type Frontier struct {
 
 	// MaxRetries is how many times Answered queues again a URL whose
 	// answer the site deferred (see Answered) before it gives up on it.
-	// If zero, DefaultMaxRetries is used; if negative, none is retried.
+	// If zero, DefaultMaxRetries is used; if negative, none is retried:
+	// Answered gives up a deferred URL at once.
 	MaxRetries int
 
 	// RetryDelay is the least time between a deferred answer and its
