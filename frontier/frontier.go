@@ -4,13 +4,11 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
-	"errors"
 	"hash/maphash"
 	"maps"
 	"math"
 	"net/url"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -63,6 +61,19 @@ type Frontier struct {
 	// If zero, DefaultProbes is used.
 	Probes int
 
+	// MaxRetries is how many times Answered queues again a URL whose
+	// answer the site deferred (see Answered) before it gives up on it.
+	// If zero, DefaultMaxRetries is used; if negative, none is retried:
+	// Answered gives up a deferred URL at once.
+	MaxRetries int
+
+	// RetryDelay is the least time between a deferred answer and its
+	// first retry; it doubles at each retry of the URL, up to
+	// MaxRetryDelay. The retry waits longer if its site's turn is later
+	// (a Retry-After pause, the Transport's back-off). If zero,
+	// DefaultRetryDelay is used.
+	RetryDelay time.Duration
+
 	mu     sync.Mutex
 	sites  map[string]*site // by origin: those with a URL queued or out, or a turn to wait for
 	in     set              // the hash (with seed) of every URL queued or out
@@ -78,8 +89,8 @@ type Frontier struct {
 	seq     uint64 // counts the sites that became ready, for ties
 	queued  int    // URLs queued
 	// sitesPeak is the most sites has held since it was made: a map
-	// keeps the room of its peak, so it is made again once it holds a
-	// quarter of that (see shrink).
+	// keeps the room of its peak, so it is made again once it holds
+	// half of that (see shrink).
 	sitesPeak int
 	counts    Counts // the totals
 }
@@ -95,7 +106,29 @@ type Counts struct {
 	Refused     uint64 // of which refused by a rule of robots.txt
 	Unreachable uint64 // of which refused because robots.txt is unreachable
 	NotYet      uint64 // URLs Done with robots.ErrNotYet and queued again
-	Requeued    uint64 // URLs given back with Requeue
+	Requeued    uint64 // URLs given back with Requeue, or Answered with a canceled context
+	Retried     uint64 // answers deferred by the site and queued again by Answered
+	GaveUp      uint64 // of Finished, URLs whose answer was deferred MaxRetries+1 times
+
+	// The waiting the Frontier does for the sites' turns, which a
+	// Transport under it then does not (its Stats.TurnWaits stay near 0).
+	//
+	// Held is how many sites with URLs queued wait now for their turn
+	// (their crawl-delay, a pause, a back-off or a retry delay since their
+	// latest answer, or the fetch of their robots.txt). TurnWaits counts
+	// the turns a site with URLs queued waited for, TurnWaitTime the time
+	// from when each was put to wait (its answer, refusal or first probe)
+	// to its turn, summed.
+	Held         int
+	Ready        int // sites whose URL may be sent now, waiting for a call of Next
+	TurnWaits    uint64
+	TurnWaitTime time.Duration
+	// IdleWaits counts the calls of Next that waited because no URL could
+	// be sent yet, IdleTime their time waiting, summed: workers idle
+	// because the crawl's sites are all held or busy (more workers than
+	// the sites allow), or because nothing is queued but URLs are out.
+	IdleWaits uint64
+	IdleTime  time.Duration
 }
 
 // Site is what a Frontier holds of one site, for a progress bar.
@@ -123,7 +156,9 @@ type site struct {
 	origin string
 	q      ring
 	out    string        // the URL out, or ""
+	tries  uint32        // the deferred answers the URL at the head (or out) has had
 	due    time.Time     // when waiting: when it may be offered
+	wait   time.Duration // when waiting: from when it was put to wait to due
 	every  time.Duration // the interval learned from Turns, if known
 	known  bool          // every is known: a request of the site was answered
 	state  uint8
@@ -158,41 +193,17 @@ func (f *Frontier) init() {
 //
 // The URL is kept and handed out as given; its site is its [Origin].
 func (f *Frontier) Push(rawURL string) error {
-	origin, err := originOf(rawURL)
+	_, origin, err := parse(rawURL)
 	if err != nil {
 		return err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.init()
-	if !f.in.add(maphash.String(f.seed, rawURL)) {
+	if !f.add(rawURL, origin) {
 		return ErrDuplicate
 	}
-	f.queued++
 	f.counts.Pushed++
-	s := f.sites[origin]
-	if s == nil {
-		s = &site{origin: strings.Clone(origin)} // not rawURL's bytes: the site may outlive the URL
-		f.sites[origin] = s
-		f.sitesPeak = max(f.sitesPeak, len(f.sites))
-		s.q.push(rawURL)
-		if f.Turns == nil {
-			f.makeReady(s)
-			return nil
-		}
-		s.state, s.seq = fresh, f.seq
-		f.seq++
-		heap.Push(&f.fresh, s)
-		f.probe()
-		return nil
-	}
-	s.q.push(rawURL)
-	switch s.state {
-	case ready:
-		heap.Fix(&f.ready, s.i) // a longer chain
-	case fresh:
-		heap.Fix(&f.fresh, s.i)
-	}
 	return nil
 }
 
@@ -241,7 +252,10 @@ func (f *Frontier) ask(s *site, u string, turns Turns) {
 // a site that has no URL out and whose turn has come, the site with the
 // longest chain first (see the package doc). It waits for one until ctx is
 // done, and then returns ctx.Err(). It returns [ErrEmpty] when no URL is
-// queued or out, and so none can come but by Push.
+// queued or out, and so none can come but by Push: at once, and to every
+// call waiting as soon as the last URL is Done, whatever Turns is and
+// however far its site's next turn (a worker may stop after its last Done
+// without leaving the others waiting).
 //
 // Every URL it returns must be given back with Done, or Requeue; until
 // then no other URL of its site is handed out.
@@ -251,6 +265,7 @@ func (f *Frontier) Next(ctx context.Context) (string, error) {
 	}
 	var w *waiter
 	var timer *time.Timer
+	var since time.Time // when it began to wait
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -259,12 +274,14 @@ func (f *Frontier) Next(ctx context.Context) (string, error) {
 	f.mu.Lock()
 	f.init()
 	for {
-		if s := f.take(time.Now()); s != nil {
+		now := time.Now()
+		if s := f.take(now); s != nil {
 			u := s.q.pop()
 			f.queued--
 			s.out, s.state = u, busy
 			f.out[u] = s
 			f.leave(w)
+			f.idle(w, since, now)
 			if f.ready.Len() > 0 || f.timed.Len() > 0 {
 				f.wake() // the next waiter takes the next site, or waits for its turn
 			}
@@ -273,6 +290,7 @@ func (f *Frontier) Next(ctx context.Context) (string, error) {
 		}
 		if f.queued == 0 && len(f.out) == 0 {
 			f.leave(w)
+			f.idle(w, since, now)
 			for _, o := range f.waiters {
 				wake(o)
 			}
@@ -280,6 +298,7 @@ func (f *Frontier) Next(ctx context.Context) (string, error) {
 			return "", ErrEmpty
 		}
 		if w == nil {
+			since = now
 			w = &waiter{c: make(chan struct{}, 1)}
 			f.waiters = append(f.waiters, w)
 		}
@@ -300,11 +319,21 @@ func (f *Frontier) Next(ctx context.Context) (string, error) {
 		case <-ctx.Done():
 			f.mu.Lock()
 			f.leave(w)
+			f.idle(w, since, time.Now())
 			f.wake() // the first waiter now may be another
 			f.mu.Unlock()
 			return "", ctx.Err()
 		}
 		f.mu.Lock()
+	}
+}
+
+// idle counts a call of Next that waited, from since to now, if w is not
+// nil. f.mu must be held.
+func (f *Frontier) idle(w *waiter, since, now time.Time) {
+	if w != nil {
+		f.counts.IdleWaits++
+		f.counts.IdleTime += now.Sub(since)
 	}
 }
 
@@ -318,6 +347,8 @@ func (f *Frontier) take(now time.Time) *site {
 			f.drop(s)
 			continue
 		}
+		f.counts.TurnWaits++
+		f.counts.TurnWaitTime += s.wait
 		f.makeReady(s)
 	}
 	if f.ready.Len() == 0 {
@@ -340,7 +371,7 @@ func (f *Frontier) makeReady(s *site) {
 func (f *Frontier) schedule(s *site, at, now time.Time) {
 	switch {
 	case at.After(now):
-		s.state, s.due = waiting, at
+		s.state, s.due, s.wait = waiting, at, at.Sub(now)
 		heap.Push(&f.timed, s)
 		if s.i == 0 {
 			f.wake() // the first waiter's timer is for a later turn
@@ -359,12 +390,12 @@ func (f *Frontier) drop(s *site) {
 	f.sites, f.sitesPeak = shrink(f.sites, f.sitesPeak)
 }
 
-// shrink returns m, or a copy of m if m holds less than a quarter of peak,
-// the most it has held: a map does not give back the room it grew to. It
-// returns the new peak. A copy costs len(m), paid for by the 3×len(m)
+// shrink returns m, or a copy of m if m holds less than half of peak, the
+// most it has held: a map does not give back the room it grew to. It
+// returns the new peak. A copy costs len(m), paid for by the len(m)
 // deletions since the peak.
 func shrink[K comparable, V any](m map[K]V, peak int) (map[K]V, int) {
-	if peak < 64 || len(m) >= peak/4 {
+	if peak < 64 || len(m) >= peak/2 {
 		return m, peak
 	}
 	c := make(map[K]V, len(m))
@@ -412,57 +443,8 @@ func (f *Frontier) leave(w *waiter) {
 // Push the links found in the page before its Done, so that a crawl that
 // waits for Next's ErrEmpty does not end before them.
 func (f *Frontier) Done(rawURL string, err error) error {
-	now := time.Now()
-	f.mu.Lock()
-	s := f.out[rawURL]
-	if s == nil {
-		f.mu.Unlock()
-		return ErrNotOut
-	}
-	delete(f.out, rawURL)
-	s.out = ""
-	if te, ok := errors.AsType[*robots.TurnError](err); ok {
-		f.counts.NotYet++
-		f.requeue(s, rawURL, te.RetryAt, now)
-		f.mu.Unlock()
-		return nil
-	}
-	f.in.remove(maphash.String(f.seed, rawURL))
-	f.counts.Finished++
-	sent := false
-	switch {
-	case errors.Is(err, robots.ErrUnreachable):
-		f.counts.Unreachable++
-	case errors.Is(err, robots.ErrDisallowed):
-		f.counts.Refused++
-	default:
-		sent = !errors.Is(err, robots.ErrNotYet)
-	}
-	if f.Turns == nil {
-		f.schedule(s, now, now)
-		f.mu.Unlock()
-		return nil
-	}
-	ask := rawURL // its site's turn, if it has no other URL
-	if s.q.n > 0 {
-		ask = s.q.front()
-	}
-	f.mu.Unlock()
-
-	at, known := now, false
-	if u, err := url.Parse(ask); err == nil {
-		ctx := robots.WithMaxWait(context.Background(), askMaxWait)
-		if t, err := f.Turns.NextTurn(ctx, u); err == nil {
-			at, known = t, true
-		}
-	}
-	f.mu.Lock()
-	if known && sent {
-		s.every, s.known = max(at.Sub(now), 0), true
-	}
-	f.schedule(s, at, time.Now())
-	f.mu.Unlock()
-	return nil
+	_, err = f.answer(rawURL, nil, err, false)
+	return err
 }
 
 // Requeue gives back rawURL, handed out by Next and not sent, or sent and
@@ -500,13 +482,21 @@ func (f *Frontier) Len() int {
 
 // Counts returns f's numbers.
 func (f *Frontier) Counts() Counts {
+	now := time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.counts
-	c.Queued, c.Out = f.queued, len(f.out)
+	c.Queued, c.Out, c.Ready = f.queued, len(f.out), f.ready.Len()
 	for _, s := range f.sites {
 		if s.q.n > 0 || s.out != "" {
 			c.Sites++
+		}
+		if s.state == waiting && s.q.n > 0 {
+			if s.due.After(now) {
+				c.Held++
+			} else {
+				c.Ready++ // its turn has come: Next takes it
+			}
 		}
 	}
 	return c
@@ -577,20 +567,23 @@ func (h *timedHeap) Push(x any)        { s := x.(*site); s.i = len(*h); *h = app
 func (h *timedHeap) Pop() any          { return pop((*[]*site)(h)) }
 
 // pop removes the last site of *h and returns it. Once *h uses less than
-// a quarter of its room, it is moved to a slice half as big.
+// half of its room, it is moved to a slice a third bigger than it needs.
 func pop(h *[]*site) *site {
 	old := *h
 	s := old[len(old)-1]
 	old[len(old)-1] = nil
 	*h = old[:len(old)-1]
-	if cap(old) > 64 && len(*h) < cap(old)/4 {
-		*h = append(make([]*site, 0, cap(old)/2), *h...)
+	if n := len(*h); cap(old) > 64 && n < cap(old)/2 {
+		*h = append(make([]*site, 0, n+n/3), *h...)
 	}
 	return s
 }
 
-// ring is a FIFO of URLs that can also take one back at its head. Its
-// capacity is a power of two, or 0 when it is empty.
+// ring is a FIFO of URLs that can also take one back at its head. It
+// grows by half when full, and once fewer than half of its slots are used
+// it shrinks to a third more than its URLs: it holds 16 to 32 bytes a URL
+// (a slot is a string header), each resize paid for by the n/3 pushes or
+// pops since the one before. An empty ring holds no buffer.
 type ring struct {
 	buf  []string
 	head int
@@ -599,33 +592,50 @@ type ring struct {
 
 func (r *ring) push(s string) {
 	if r.n == len(r.buf) {
-		r.resize(max(4, 2*len(r.buf)))
+		r.resize(max(4, len(r.buf)+len(r.buf)/2))
 	}
-	r.buf[(r.head+r.n)&(len(r.buf)-1)] = s
+	i := r.head + r.n
+	if i >= len(r.buf) {
+		i -= len(r.buf)
+	}
+	r.buf[i] = s
 	r.n++
 }
 
 func (r *ring) pushFront(s string) {
 	if r.n == len(r.buf) {
-		r.resize(max(4, 2*len(r.buf)))
+		r.resize(max(4, len(r.buf)+len(r.buf)/2))
 	}
-	r.head = (r.head - 1) & (len(r.buf) - 1)
+	if r.head--; r.head < 0 {
+		r.head += len(r.buf)
+	}
 	r.buf[r.head] = s
 	r.n++
 }
 
 func (r *ring) front() string { return r.buf[r.head] }
 
+// at returns the URL i places after the head.
+func (r *ring) at(i int) string {
+	i += r.head
+	if i >= len(r.buf) {
+		i -= len(r.buf)
+	}
+	return r.buf[i]
+}
+
 func (r *ring) pop() string {
 	s := r.buf[r.head]
 	r.buf[r.head] = ""
-	r.head = (r.head + 1) & (len(r.buf) - 1)
+	if r.head++; r.head == len(r.buf) {
+		r.head = 0
+	}
 	r.n--
 	switch {
 	case r.n == 0:
 		r.buf, r.head = nil, 0
-	case len(r.buf) > 16 && r.n < len(r.buf)/4:
-		r.resize(len(r.buf) / 2)
+	case len(r.buf) > 8 && r.n*2 < len(r.buf):
+		r.resize(r.n + r.n/3 + 1)
 	}
 	return s
 }
@@ -633,8 +643,7 @@ func (r *ring) pop() string {
 // resize moves the URLs to a buffer of capacity c, head first.
 func (r *ring) resize(c int) {
 	buf := make([]string, c)
-	for i := range r.n {
-		buf[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
-	}
+	k := copy(buf, r.buf[r.head:min(r.head+r.n, len(r.buf))])
+	copy(buf[k:], r.buf[:r.n-k])
 	r.buf, r.head = buf, 0
 }

@@ -56,9 +56,10 @@ func held(t *testing.T, urls []string) (uint64, *frontier.Frontier) {
 }
 
 // TestMemory checks that a Frontier holds at most maxBytesPerURL a queued
-// URL and maxBytesPerSite a site, beyond the URLs' own bytes, and gives it
-// back as URLs are Done. 100,000 URLs over 1,000 sites; with
-// ROBOTS_LONG_TESTS=1, 1,000,000 over 10,000 sites (about 10 s).
+// URL and maxBytesPerSite a site, beyond the URLs' own bytes, full and as
+// URLs are Done: at half and at 80% Done, and next to nothing once every
+// URL is. 100,000 URLs over 1,000 sites; with ROBOTS_LONG_TESTS=1,
+// 1,000,000 over 10,000 sites (about 10 s).
 func TestMemory(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes what the heap holds")
@@ -78,16 +79,31 @@ func TestMemory(t *testing.T) {
 		t.Errorf("%.1f bytes a URL, %.0f a site; want at most %d and %d", perURL, perSite1, maxBytesPerURL, maxBytesPerSite)
 	}
 
-	// Handed out and Done, every URL is forgotten, and so is each site
-	// once its turn has passed.
+	// Handed out and Done, a URL is forgotten, and so is each site once
+	// its turn has passed. At each level, what is held beyond the sites'
+	// bound is within the bound a URL still queued.
 	base := heapAfter() - all
 	ctx := context.Background()
-	for range len(urls) {
-		u, err := f.Next(ctx)
-		if err != nil {
-			t.Fatal(err)
+	done := 0
+	for _, level := range []int{50, 80, 100} {
+		for ; done < len(urls)*level/100; done++ {
+			u, err := f.Next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Done(u, nil)
 		}
-		f.Done(u, nil)
+		now := int64(heapAfter()) - int64(base)
+		c := f.Counts()
+		if c.Queued == 0 {
+			break
+		}
+		perURL := float64(now-int64(c.Sites)*maxBytesPerSite) / float64(c.Queued)
+		t.Logf("%d%% Done: %d URLs queued on %d sites, %.1f MB: %.1f bytes a queued URL beyond %d a site (%.1f beyond none)",
+			level, c.Queued, c.Sites, float64(now)/1e6, perURL, maxBytesPerSite, float64(now)/float64(c.Queued))
+		if perURL > maxBytesPerURL {
+			t.Errorf("%d%% Done: %.1f bytes a queued URL, want at most %d", level, perURL, maxBytesPerURL)
+		}
 	}
 	if _, err := f.Next(ctx); err != frontier.ErrEmpty {
 		t.Fatalf("Next = %v, want ErrEmpty", err)
@@ -106,7 +122,7 @@ func (nowTurns) NextTurn(context.Context, *url.URL) (time.Time, error) { return 
 
 // The benchmarks run on a frontier of 1,000,000 URLs over 10,000 sites:
 //
-//	go test -run '^$' -bench . -benchmem ./frontier/
+//	go test -run '^$' -bench 'Push|NextDone' -benchmem ./frontier/
 func BenchmarkPush(b *testing.B) {
 	urls := urlsOf(10000, 100)
 	f := new(frontier.Frontier)
@@ -165,4 +181,40 @@ func BenchmarkNextDone(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestMemorySites checks that a Frontier gives back the room of the sites
+// it forgets: once most sites are done, what it holds a site left (one URL
+// queued each) is within the bounds still.
+func TestMemorySites(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes what the heap holds")
+	}
+	sites := 20000
+	if os.Getenv("ROBOTS_LONG_TESTS") == "1" {
+		sites = 200000
+	}
+	urls := urlsOf(sites, 1)
+	base := heapAfter()
+	f := new(frontier.Frontier)
+	for _, u := range urls {
+		f.Push(u)
+	}
+	for _, level := range []int{30, 50, 74, 90} {
+		for f.Len() > sites*(100-level)/100 { // a URL a site
+			u, err := f.Next(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Done(u, nil)
+		}
+		left := f.Counts().Sites
+		per := float64(int64(heapAfter())-int64(base)) / float64(left)
+		t.Logf("%d%% of %d sites done: %.0f bytes a site left, its URL's slots included", level, sites, per)
+		if per > maxBytesPerSite+maxBytesPerURL {
+			t.Errorf("%d%% of sites done: %.0f bytes a site left, want at most %d", level, per, maxBytesPerSite+maxBytesPerURL)
+		}
+	}
+	runtime.KeepAlive(f)
+	runtime.KeepAlive(urls)
 }
