@@ -123,7 +123,7 @@ func TestCrawlNotHeldUp(t *testing.T) {
 				t.Errorf("output lacks %q:\n%s", want, stdout)
 			}
 		}
-		if sum := got[len(got)-2]; !strings.HasPrefix(sum, "15 URLs in ") || !strings.HasSuffix(sum, ": 13 fetched (11 × 200, 2 × 301), 2 disallowed by rules, 0 errors") {
+		if sum := got[len(got)-2]; !strings.HasPrefix(sum, "15 URLs in ") || !strings.HasSuffix(sum, ": 13 fetched (11 × 200, 2 × 301), 2 disallowed by rules, 0 errors; finished") {
 			t.Errorf("summary = %q", sum)
 		}
 
