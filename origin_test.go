@@ -482,3 +482,71 @@ func FuzzOriginKey(f *testing.F) {
 		}
 	})
 }
+
+// TestOriginOf: OriginOf gives the name the Transport gives an origin,
+// whatever the spelling of its URL, and a request's Host names the origin
+// its URL would with that host.
+func TestOriginOf(t *testing.T) {
+	base := rtFunc(func(req *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 404, Body: http.NoBody, Request: req}, nil
+	})
+	tr := &Transport{Base: base, Agent: "ExampleBot"}
+	for _, c := range []struct{ url, host, want string }{
+		{"http://bücher.example/a", "", "http://xn--bcher-kva.example"},
+		{"http://BÜCHER.Example:8080/a", "", "http://xn--bcher-kva.example:8080"},
+		{"http://xn--bcher-kva.example/", "", "http://xn--bcher-kva.example"},
+		{"HTTP://Example.COM/a?q#f", "", "http://example.com"},
+		{"http://user:pw@example.com/", "", "http://example.com"},
+		{"http://example.com:80/", "", "http://example.com"},
+		{"http://example.com:080/", "", "http://example.com"},
+		{"http://example.com:0080/", "", "http://example.com"},
+		{"http://example.com:/", "", "http://example.com"},
+		{"https://example.com:443/", "", "https://example.com"},
+		{"https://example.com:80/", "", "https://example.com:80"},
+		{"http://example.com:08080/", "", "http://example.com:8080"},
+		{"http://[0:0::1]/", "", "http://[::1]"},
+		{"http://[0:0:0:0:0:0:0:1]:80/", "", "http://[::1]"},
+		{"http://[2001:DB8::0:1]:8443/", "", "http://[2001:db8::1]:8443"},
+		{"http://[fe80::1%25en0]/", "", "http://[fe80::1%25en0]"},
+		{"http://example.com./", "", "http://example.com."},
+		{"http://Bücher.Example.:81/", "", "http://xn--bcher-kva.example.:81"},
+		// The Request.Host route: the origin is the Host's, with the
+		// URL's scheme, and the URL's port if the Host has none.
+		{"http://10.0.0.1/p", "shop.test", "http://shop.test"},
+		{"http://10.0.0.1:8080/p", "Shop.Test", "http://shop.test:8080"},
+		{"http://10.0.0.1:8080/p", "shop.test:080", "http://shop.test"},
+		{"https://10.0.0.1/p", "bücher.example", "https://xn--bcher-kva.example"},
+		{"http://[::1]:81/p", "[0::1]", "http://[::1]:81"},
+		{"http://example.com/p", "EXAMPLE.com:80", "http://example.com"},
+	} {
+		u := mustURL(c.url)
+		if c.host == "" {
+			got, err := OriginOf(u)
+			if got != c.want || err != nil {
+				t.Errorf("OriginOf(%s) = %q, %v; want %q", c.url, got, err, c.want)
+			}
+			o, err := tr.Origin(context.Background(), u)
+			if err != nil || o.Name != got {
+				t.Errorf("the Transport names %s %v (%v), OriginOf %q", c.url, o, err, got)
+			}
+			continue
+		}
+		k, _, err := authorityOf(u, c.host)
+		if err != nil || k.String() != c.want {
+			t.Errorf("the Transport names %s with Host %s %q, %v; want %q", c.url, c.host, k, err, c.want)
+		}
+		a := &url.URL{Scheme: u.Scheme, Host: c.host}
+		if a.Port() == "" && u.Port() != "" {
+			a.Host += ":" + u.Port()
+		}
+		if got, err := OriginOf(a); got != c.want || err != nil {
+			t.Errorf("OriginOf(%s with Host %s) = %q, %v; want %q", c.url, c.host, got, err, c.want)
+		}
+	}
+	for _, u := range []*url.URL{{Path: "/a"}, {Scheme: "http", Path: "/a"}, mustURL("http://:80/"),
+		mustURL("http://h:65536/"), mustURL("http://[::%25a!b]/"), {Scheme: "http", Host: "x::"}} {
+		if got, err := OriginOf(u); err == nil || got != "" || !strings.HasPrefix(err.Error(), "robots: ") {
+			t.Errorf("OriginOf(%s) = %q, %v; want a robots: error", u, got, err)
+		}
+	}
+}

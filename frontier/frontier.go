@@ -10,7 +10,6 @@ import (
 	"math"
 	"net/url"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -158,7 +157,7 @@ func (f *Frontier) init() {
 //
 // The URL is kept and handed out as given; its site is its [Origin].
 func (f *Frontier) Push(rawURL string) error {
-	origin, err := originOf(rawURL)
+	_, origin, err := parse(rawURL)
 	if err != nil {
 		return err
 	}
@@ -172,7 +171,7 @@ func (f *Frontier) Push(rawURL string) error {
 	f.counts.Pushed++
 	s := f.sites[origin]
 	if s == nil {
-		s = &site{origin: strings.Clone(origin)} // not rawURL's bytes: the site may outlive the URL
+		s = &site{origin: origin}
 		f.sites[origin] = s
 		f.sitesPeak = max(f.sitesPeak, len(f.sites))
 		s.q.push(rawURL)
@@ -241,7 +240,10 @@ func (f *Frontier) ask(s *site, u string, turns Turns) {
 // a site that has no URL out and whose turn has come, the site with the
 // longest chain first (see the package doc). It waits for one until ctx is
 // done, and then returns ctx.Err(). It returns [ErrEmpty] when no URL is
-// queued or out, and so none can come but by Push.
+// queued or out, and so none can come but by Push: at once, and to every
+// call waiting as soon as the last URL is Done, whatever Turns is and
+// however far its site's next turn (a worker may stop after its last Done
+// without leaving the others waiting).
 //
 // Every URL it returns must be given back with Done, or Requeue; until
 // then no other URL of its site is handed out.
@@ -429,6 +431,9 @@ func (f *Frontier) Done(rawURL string, err error) error {
 	}
 	f.in.remove(maphash.String(f.seed, rawURL))
 	f.counts.Finished++
+	if f.queued == 0 && len(f.out) == 0 {
+		f.wake() // the last URL: every Next waiting returns ErrEmpty now, not at the site's turn
+	}
 	sent := false
 	switch {
 	case errors.Is(err, robots.ErrUnreachable):

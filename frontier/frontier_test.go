@@ -30,14 +30,29 @@ func TestOrigin(t *testing.T) {
 		{"http://user:pw@example.com/a", "http://example.com"},
 		{"http://[0:0::1]:8080/", "http://[::1]:8080"},
 		{"http://[::1]/", "http://[::1]"},
-		{"http://EXÄMPLE.com/", "http://exämple.com"},
+		{"http://EXÄMPLE.com/", "http://xn--exmple-cua.com"},
+		{"http://bücher.example/", "http://xn--bcher-kva.example"},
+		{"http://example.com./", "http://example.com."},
 		{"https://a.example#frag", "https://a.example"},
 	}
 	for _, c := range cases {
 		if got, err := frontier.Origin(c.in); got != c.want || err != nil {
 			t.Errorf("Origin(%q) = %q, %v want %q", c.in, got, err, c.want)
 		}
+		// The name a robots.Transport gives it.
+		if o, err := robots.OriginOf(mustParse(t, c.in)); o != c.want || err != nil {
+			t.Errorf("robots.OriginOf(%q) = %q, %v want %q", c.in, o, err, c.want)
+		}
 	}
+}
+
+func mustParse(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
 
 // TestBadInput: each kind of bad input is a clear error, and changes
