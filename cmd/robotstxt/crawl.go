@@ -113,7 +113,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	} else {
 		for _, arg := range fs.Args() {
 			u, err := parseSite(arg)
-			if err != nil || u.Scheme != "http" && u.Scheme != "https" {
+			if err != nil || u.Scheme != "http" && u.Scheme != "https" || originOf(u) == "" {
 				fmt.Fprintf(stderr, "robotstxt: %q is not an http or https URL\n", arg)
 				return exitUsage
 			}
