@@ -25,8 +25,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if _, err := os.Stat("../shared/corpus"); err != nil {
-		fmt.Fprintln(os.Stderr, "robots: ../shared/corpus is absent: the fuzz seeds from it are not added")
+	if _, err := os.Stat("testdata/shared/corpus"); err != nil {
+		fmt.Fprintln(os.Stderr, "robots: testdata/shared/corpus (../shared/corpus) is absent: the fuzz seeds from it are not added")
 	}
 	goleak.VerifyTestMain(m)
 }

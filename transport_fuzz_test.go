@@ -257,7 +257,7 @@ func fuzzRoundTrip(t *testing.T, tr *Transport, u *url.URL) (*http.Response, err
 // fuzzSeedBodies returns a few real robots.txt files from the shared corpus,
 // when it is there: small and large ones, an HTML page among them.
 func fuzzSeedBodies() [][]byte {
-	files, _ := filepath.Glob("../shared/corpus/*/*")
+	files, _ := filepath.Glob("testdata/shared/corpus/*/*")
 	slices.Sort(files)
 	var bodies [][]byte
 	for i, file := range files {

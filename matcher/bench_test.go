@@ -8,10 +8,11 @@ import (
 	"testing"
 )
 
-// corpusDir holds real robots.txt files, relative to this package. It is
-// absent outside the project's workspace. The bench module compares this
-// package with other parsers on it; these benchmarks measure ours alone.
-const corpusDir = "../../shared/corpus"
+// corpusDir holds real robots.txt files, through the link testdata/shared
+// (see testdata/README.md). It is absent outside the project's workspace.
+// The bench module compares this package with other parsers on it; these
+// benchmarks measure ours alone.
+const corpusDir = "../testdata/shared/corpus"
 
 func readCorpus(tb testing.TB) (bodies [][]byte, size int64) {
 	tb.Helper()

@@ -9,9 +9,10 @@ import (
 	"testing"
 )
 
-// conformanceDir holds the shared conformance cases, relative to this
-// package. It is absent outside the project's workspace.
-const conformanceDir = "../../shared/conformance"
+// conformanceDir holds the shared conformance cases, through the link
+// testdata/shared (see testdata/README.md). It is absent outside the
+// project's workspace.
+const conformanceDir = "../testdata/shared/conformance"
 
 // conformanceCase is one line of a conformance file.
 type conformanceCase struct {

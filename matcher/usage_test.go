@@ -14,9 +14,10 @@ import (
 	"github.com/f9014239/robots/usage"
 )
 
-// usageDir holds the shared usage-preference cases, relative to this
-// package. It is absent outside the project's workspace.
-const usageDir = "../../shared/usage"
+// usageDir holds the shared usage-preference cases, through the link
+// testdata/shared (see testdata/README.md). It is absent outside the
+// project's workspace.
+const usageDir = "../testdata/shared/usage"
 
 // usageCase is one line of a usage file.
 type usageCase struct {

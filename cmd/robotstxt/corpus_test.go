@@ -9,9 +9,10 @@ import (
 	"testing"
 )
 
-// corpusDir holds real robots.txt files, relative to this package. It is
-// absent outside the project's workspace; TestMain says so.
-const corpusDir = "../../../shared/corpus"
+// corpusDir holds real robots.txt files, through the link testdata/shared
+// (see testdata/README.md). It is absent outside the project's workspace;
+// TestMain says so.
+const corpusDir = "../../testdata/shared/corpus"
 
 // emptyDisallow is a line that allows everything: "Disallow:" with no path.
 var emptyDisallow = regexp.MustCompile(`(?i)^\s*disallow\s*:?\s*(#.*)?$`)
