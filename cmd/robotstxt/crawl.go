@@ -203,6 +203,7 @@ type crawler struct {
 	journal   *journal
 	resume    *resume
 	resumed   *resumedJSON
+	others    []string // the unfinished crawls of other journals beside the state file
 
 	timeout time.Duration // of each request, once its response has begun
 	ua      string        // the User-Agent header sent
@@ -316,6 +317,9 @@ func (c *crawler) crawl(ctx context.Context, starts []*url.URL) int {
 		names[i] = start.String()
 	}
 	fmt.Fprintf(c.out, "crawling %s as %s, at most %d URLs, %s\n", strings.Join(names, ", "), c.agent, c.max, c.stateText())
+	for _, o := range c.others {
+		fmt.Fprintln(c.out, o)
+	}
 	c.out.Flush()
 	// No robots.txt is fetched here: the frontier asks the Transport
 	// about each site, which fetches its robots.txt, and hands out the
@@ -365,6 +369,10 @@ func (c *crawler) crawl(ctx context.Context, starts []*url.URL) int {
 // it waits (see stalled).
 func (c *crawler) run(ctx context.Context, done func(outcome)) int {
 	parent := ctx
+	// The requests out when the crawl is interrupted are let end (each
+	// within -timeout), so that none is sent for nothing and sent again
+	// by a resumed crawl.
+	send := context.WithoutCancel(ctx)
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	c.mu.Lock()
@@ -378,12 +386,16 @@ func (c *crawler) run(ctx context.Context, done func(outcome)) int {
 				if err != nil {
 					return // frontier.ErrEmpty: the crawl is over; or ctx is done
 				}
+				if ctx.Err() != nil {
+					c.front.Requeue(raw, time.Now()) // for a resumed crawl
+					return
+				}
 				u, _ := url.Parse(raw) // it parsed when it was queued
 				c.mu.Lock()
 				j := job{u: u, start: c.starts[raw], requeued: c.requeued[raw], retries: c.retries[raw]}
 				c.prog.show(fmt.Sprintf("[%d/%d, %d queued] %s", c.visited+1, c.max, c.front.Len()-1, u.RequestURI()))
 				c.mu.Unlock()
-				o := c.fetch(ctx, j)
+				o := c.fetch(send, j)
 				c.mu.Lock()
 				switch {
 				case o.notYet:
@@ -396,7 +408,7 @@ func (c *crawler) run(ctx context.Context, done func(outcome)) int {
 					continue
 				case deferred(o) && o.retries < maxRetries:
 					// Sent again once the site's pause ends.
-					at := c.retryAt(ctx, u)
+					at := c.retryAt(send, u)
 					c.retries[raw]++
 					c.retried++
 					if c.json == nil {
@@ -409,7 +421,7 @@ func (c *crawler) run(ctx context.Context, done func(outcome)) int {
 					delete(c.requeued, raw)
 					delete(c.retries, raw)
 					c.visited++
-					c.record(ctx, o) // queues its links before Done, so that the crawl does not end before them
+					c.record(send, o) // queues its links before Done, so that the crawl does not end before them
 					c.note(c.journal.add("-", raw))
 					done(o)
 				}

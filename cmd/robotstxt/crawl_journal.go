@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -219,4 +220,39 @@ func (j *journal) failure() error {
 		return nil
 	}
 	return j.err
+}
+
+// otherJournals describes the journals beside the state file statePath
+// other than mine: unfinished crawls of other start URLs (or agents), which
+// their own command resumes.
+func otherJournals(statePath, mine string) []string {
+	names, _ := filepath.Glob(statePath + ".crawl-*")
+	var out []string
+	for _, name := range names {
+		if name == mine || len(out) == 5 {
+			continue
+		}
+		f, err := os.Open(name)
+		if err != nil {
+			continue
+		}
+		head := make([]byte, 16<<10)
+		n, _ := io.ReadFull(f, head)
+		f.Close()
+		lines := strings.Split(string(head[:n]), "\n")
+		if len(lines) < 3 || lines[0] != journalHeader || !strings.HasPrefix(lines[1], "agent ") {
+			continue
+		}
+		var starts []string
+		for _, l := range lines[2 : len(lines)-1] {
+			s, ok := strings.CutPrefix(l, "start ")
+			if !ok {
+				break
+			}
+			starts = append(starts, s)
+		}
+		out = append(out, fmt.Sprintf("an unfinished crawl of %s as %s is kept in %s: \"robotstxt crawl -agent %s %s\" resumes it; delete the file to drop it",
+			strings.Join(starts, ", "), lines[1][len("agent "):], name, lines[1][len("agent "):], strings.Join(starts, " ")))
+	}
+	return out
 }

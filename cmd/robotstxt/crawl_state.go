@@ -85,6 +85,7 @@ func (c *crawler) openState(path string, starts []*url.URL, journal bool) (close
 		return nil, err
 	}
 	c.journal, c.resume = j, r
+	c.others = otherJournals(path, j.path)
 	return func() error {
 		err := c.journal.close(c.keepJournal())
 		if cerr := st.Close(); err == nil {
