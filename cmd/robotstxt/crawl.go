@@ -48,7 +48,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	asJSON := fs.Bool("json", false, "write one JSON object per URL, one a line; the rest goes to standard error")
 	max := fs.Int("max", defaultMax, "stop after `N` URLs, fetched or refused")
 	demo := fs.Bool("demo", false, "start a demo site on 127.0.0.1 and crawl it")
-	timeout := fs.Duration("timeout", fetchTimeout, "time limit for fetching robots.txt and for each request")
+	timeout := fs.Duration("timeout", fetchTimeout, "time limit for fetching robots.txt, and for each request: for its answer, then for its body")
 	workers := fs.Int("workers", defaultWorkers, "send up to `N` requests at a time")
 	statePath := fs.String("state", stateDefault(), "keep the crawl's state in `FILE`, and resume an interrupted crawl; \"\" for none")
 	fs.Usage = func() {
@@ -216,6 +216,10 @@ func newCrawler(agent, token string, max, workers int, timeout time.Duration, st
 	tr.FetchTimeout = timeout
 	tr.UserAgent = sentAgent(agent, token) // for robots.txt fetched before any request
 	tr.MaxWait = crawlMaxWait
+	// A request of the crawl gets its answer within -timeout of its turn
+	// or fails (see try), so a turn held longer is of a process that
+	// died: the site is not held for longer after a kill.
+	tr.TurnTimeout = timeout + time.Second
 	c := &crawler{
 		tr:       tr,
 		timeout:  timeout,
@@ -607,10 +611,14 @@ func (c *crawler) fetch(ctx context.Context, j job) outcome {
 func (c *crawler) try(ctx context.Context, j job) outcome {
 	o := outcome{job: j}
 	u := j.u
-	// The request may first wait for robots.txt and for its turn, up to
-	// crawlMaxWait; the time limit starts once the response has begun.
+	// The request may first wait for its turn, up to crawlMaxWait; then
+	// its answer (the response's headers) must come within -timeout, and
+	// its body within -timeout after that. So no request holds its site
+	// longer than turnTimeout (see newCrawler).
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	timer := time.AfterFunc(crawlMaxWait+c.timeout, cancel)
+	defer timer.Stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		o.kind, o.what, o.note = outError, "error", err.Error()
@@ -651,8 +659,7 @@ func (c *crawler) try(ctx context.Context, j job) outcome {
 		o.rec.Error = o.note
 		return o
 	}
-	timer := time.AfterFunc(c.timeout, cancel)
-	defer timer.Stop()
+	timer.Reset(c.timeout) // for the body
 	defer resp.Body.Close()
 
 	o.kind, o.status, o.what = outFetched, resp.StatusCode, strconv.Itoa(resp.StatusCode)

@@ -134,7 +134,9 @@ func (s *pagedSite) minGap() time.Duration {
 // each run again with the same command, resume where they stopped: across
 // the runs each page is fetched once (after the kill, the page out at the
 // kill at most twice) and robots.txt once, and no two requests come closer
-// than the Crawl-delay, whichever run sent them.
+// than the Crawl-delay, whichever run sent them. (After a kill, the state
+// holds the site until -timeout after the turn of the request that was
+// out: -timeout is short here.)
 func TestCrawlResume(t *testing.T) {
 	const pages = 6
 	const delay = 100 * time.Millisecond
@@ -144,7 +146,7 @@ func TestCrawlResume(t *testing.T) {
 			env := cacheEnv(home)
 			state := filepath.Join(home, "state.db")
 			s := newPagedSite(t, pages, delay, nil)
-			args := []string{"crawl", "-workers", "2", "-state", state, s.URL + "/"}
+			args := []string{"crawl", "-workers", "2", "-timeout", "2s", "-state", state, s.URL + "/"}
 			c := startChild(t, env, args...)
 			for range 3 { // /, /1, /2
 				select {
@@ -204,7 +206,11 @@ func TestCrawlResume(t *testing.T) {
 }
 
 // TestCrawlDefaultState: the default state file is where crawl -h says,
-// under the user's cache directory, and the first line of a crawl names it.
+// under the user's cache directory, and the first line of a crawl names
+// it. The crawl, of two sites, retries what they defer: a page answered
+// 429 with Retry-After: 2 is fetched after the pause and counted as
+// fetched; one answered 503 every time is given up after maxRetries
+// retries, each after the pause.
 func TestCrawlDefaultState(t *testing.T) {
 	home := t.TempDir()
 	env := cacheEnv(home)
@@ -217,13 +223,59 @@ func TestCrawlDefaultState(t *testing.T) {
 	if !strings.HasPrefix(path, home) || filepath.Base(path) != "state.db" {
 		t.Errorf("default state file %s, want state.db under %s", path, home)
 	}
-	s := newPagedSite(t, 1, 0, nil)
-	c, code := runChild(t, env, "crawl", s.URL+"/")
-	first, _, _ := strings.Cut(c.stdout.String(), "\n")
+	a := newPagedSite(t, 1, 0, func(w http.ResponseWriter, r *http.Request, count int) bool {
+		if r.URL.Path == "/1" && count == 1 {
+			w.Header().Set("Retry-After", "2")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return true
+		}
+		return false
+	})
+	b := newPagedSite(t, 1, 0, func(w http.ResponseWriter, r *http.Request, count int) bool {
+		if r.URL.Path == "/1" {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	})
+	c, code := runChild(t, env, "crawl", "-json", a.URL+"/", b.URL+"/")
+	recs, sum := decodeCrawl(t, c.stdout.String())
+	first, _, _ := strings.Cut(c.stderr.String(), "\n")
 	if code != exitOK || !strings.HasSuffix(first, ", state in "+path) {
 		t.Errorf("crawl = %d, first line %q, want it to end with the state file %s", code, first, path)
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Errorf("no state file where crawl -h says: %v", err)
+	}
+	byURL := map[string]crawlRecord{}
+	for _, r := range recs {
+		byURL[r.URL] = r
+	}
+	if r := byURL[a.URL+"/1"]; r.Outcome != "fetched" || r.Status != 200 || r.Retries != 1 {
+		t.Errorf("the page answered 429 once: %+v, want fetched after 1 retry", r)
+	}
+	if r := byURL[b.URL+"/1"]; r.Outcome != "given-up" || r.Status != 503 || r.Retries != maxRetries {
+		t.Errorf("the page answered 503 every time: %+v, want given up after %d retries", r, maxRetries)
+	}
+	if sum.Fetched != 3 || sum.Retried != 1+maxRetries || sum.GivenUp != 1 || sum.Stopped != "finished" {
+		t.Errorf("summary %+v", sum)
+	}
+	for _, s := range []struct {
+		site  *pagedSite
+		n     int
+		pause time.Duration
+	}{{a, 2, 2 * time.Second}, {b, 1 + maxRetries, time.Second}} {
+		s.site.mu.Lock()
+		ts := s.site.times["/1"]
+		s.site.mu.Unlock()
+		if len(ts) != s.n {
+			t.Errorf("/1 requested %d times, want %d", len(ts), s.n)
+		}
+		for i := 1; i < len(ts); i++ {
+			if d := ts[i].Sub(ts[i-1]); d < s.pause {
+				t.Errorf("/1 requested again %v after a Retry-After of %v", d, s.pause)
+			}
+		}
 	}
 }

@@ -123,8 +123,18 @@ func TestCrawlJournalCut(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state.db")
 	journal := journalPath(state, "robotstxt", []string{start})
 	write(t, journal, journalHeader+"\nagent robotstxt\nstart "+start+"\n+ "+start+"\n+ "+s.URL+"/a\n+ "+s.URL+"/b\n- "+start+"\n- "+s.URL+"/a\n- "+s.URL+"/b")
+	// Another crawl's journal beside the state file: it is named, with
+	// its command, and left alone.
+	other := journalPath(state, "robotstxt", []string{"http://elsewhere.test/"})
+	write(t, other, journalHeader+"\nagent robotstxt\nstart http://elsewhere.test/\n+ http://elsewhere.test/\n")
 	code, stdout, stderr := runCmd(t, "", "crawl", "-json", "-state", state, start)
 	recs, sum := decodeCrawl(t, stdout)
+	if !strings.Contains(stderr, "\nan unfinished crawl of http://elsewhere.test/ as robotstxt is kept in "+other+": \"robotstxt crawl -agent robotstxt http://elsewhere.test/\" resumes it") {
+		t.Errorf("the other crawl's journal is not named:\n%s", stderr)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("the other crawl's journal: %v", err)
+	}
 	if code != exitOK || sum.Resumed == nil || *sum.Resumed != (resumedJSON{Visited: 2, Queued: 1}) || len(recs) != 1 || recs[0].URL != s.URL+"/b" {
 		t.Errorf("crawl = %d, %+v, resumed %+v; want /b visited, resumed from 2 visited, 1 queued\nstderr: %s", code, recs, sum.Resumed, stderr)
 	}

@@ -95,9 +95,7 @@ func (c *crawler) summary(done int, d time.Duration) crawlSummary {
 	st := c.tr.Stats()
 	s.RobotsTxtFetches = st.FetchSuccess + st.FetchUnavailable + st.FetchUnreachable
 	s.Requeued = c.front.Counts().NotYet
-	if c.journal != nil {
-		s.State = c.statePath
-	}
+	s.State = c.statePath
 	return s
 }
 

@@ -5,7 +5,7 @@
 //
 //	robotstxt check [-agent TOKEN] [-json] [-timeout D] FILE|URL|- [URL...]
 //	robotstxt lint [-json] [-all] [-timeout D] FILE|URL|-
-//	robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-demo] [URL...]
+//	robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-state FILE] [-demo] [URL...]
 //	robotstxt version
 //	robotstxt help [COMMAND]
 //
@@ -130,10 +130,36 @@
 // Every response body is read up to a fixed size and every request has a
 // time limit (-timeout, which also bounds the fetch of robots.txt). Crawl
 // stops after -max URLs (fetched or refused). On a terminal, a progress line
-// is kept on standard error.
+// is kept on standard error. A start URL that redirects to another origin
+// is followed, and that origin crawled too, as its own robots.txt allows.
 //
-// Exit status: 0 when the crawl ran, 1 when a start URL could not be fetched
-// (refused, or a network error), 2 on bad usage.
+// The summary says why the crawl stopped: it finished, it stopped at -max,
+// it was interrupted (SIGINT or SIGTERM: the requests out are let end; a
+// second signal ends the process at once), every site refused the crawler,
+// or every URL left waits for a pause of its site (Retry-After, a back-off)
+// further away than twice -timeout, which the crawl does not wait for. With
+// -json it is also the last line of standard output, {"summary": {...}}.
+//
+// A page answered 429 or 503 is sent again when its site's pause ends, up
+// to 3 times, and then printed as given up. A 404, a 500 or a refusal is
+// not retried.
+//
+// Crawl keeps its state (the robots.txt cache, the paces, pauses and
+// back-offs of the sites) in a file of package boltstore, by default
+// robotstxt/state.db in the user's cache directory ([os.UserCacheDir]),
+// which the first line names; -state FILE keeps it in another, -state ""
+// in none. Beside it a journal, one per crawl (by -agent and the start
+// URLs), records each URL queued and visited: a crawl interrupted or killed
+// resumes when the same command runs again, each URL visited once across
+// the runs but the one a kill cut short. A crawl that ran to its end
+// removes its journal, and the same command then crawls again. A state
+// file in use by another crawl, damaged or of another format, and a
+// journal damaged or of another format, are a message and exit status 2.
+//
+// Exit status: 0 when the crawl ran to its end, 1 when a start URL could not
+// be fetched (refused, or a network error) or the crawl stopped before its
+// end (interrupted, or only pauses beyond -timeout left: the same command
+// resumes it), 2 on bad usage or a state file that cannot be used.
 //
 // # version
 //
@@ -184,7 +210,7 @@ const (
 const mainUsage = `usage:
   robotstxt check [-agent TOKEN] [-json] [-timeout D] FILE|URL|- [URL...]
   robotstxt lint [-json] [-all] [-timeout D] FILE|URL|-
-  robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-demo] [URL...]
+  robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-state FILE] [-demo] [URL...]
   robotstxt version
 
 Run "robotstxt COMMAND -h" for the flags of a command.
