@@ -195,11 +195,25 @@ func TestCrawlResume(t *testing.T) {
 				t.Errorf("two requests %v apart, closer than the Crawl-delay of %v", gap, delay)
 			}
 			// A crawl that ran to its end starts over when run again.
-			if _, err := filepath.Glob(state + ".crawl-*"); err != nil {
-				t.Fatal(err)
-			}
 			if m, _ := filepath.Glob(state + ".crawl-*"); len(m) != 0 {
 				t.Errorf("the journal of a finished crawl is left: %v", m)
+			}
+			if sig != syscall.SIGINT {
+				return
+			}
+			// Run again, the crawl starts over, with robots.txt from the
+			// state and its Crawl-delay kept from the run before.
+			third, code := runChild(t, env, args...)
+			if out := third.stdout.String(); code != exitOK || strings.Contains(out, "resuming") || !strings.Contains(out, "; finished\n") {
+				t.Errorf("a finished crawl run again = %d:\n%s", code, out)
+			}
+			after := s.counts()
+			if after["/"] != got["/"]+1 || after["/robots.txt"] != 1 {
+				t.Errorf("run again, the crawl fetched / %d times more and robots.txt %d times in all; want once more, and once",
+					after["/"]-got["/"], after["/robots.txt"])
+			}
+			if gap := s.minGap(); gap < delay {
+				t.Errorf("two requests %v apart, closer than the Crawl-delay of %v", gap, delay)
 			}
 		})
 	}
