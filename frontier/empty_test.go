@@ -46,7 +46,9 @@ func TestLastDoneEndsEveryWait(t *testing.T) {
 		{"no Turns", func() frontier.Turns { return nil }},
 		{"now", func() frontier.Turns { return nowTurns{} }},
 		{"an hour away", func() frontier.Turns { return laterTurns{} }},
-		{"Transport", func() frontier.Turns { return &robots.Transport{Base: site(""), Agent: "ExampleBot", MaxWait: time.Millisecond} }},
+		{"Transport", func() frontier.Turns {
+			return &robots.Transport{Base: site(""), Agent: "ExampleBot", MaxWait: time.Millisecond}
+		}},
 		{"Transport crawl-delay", func() frontier.Turns {
 			return &robots.Transport{Base: site("Crawl-delay: 30\n"), Agent: "ExampleBot", MaxWait: time.Millisecond}
 		}},

@@ -164,34 +164,10 @@ func (f *Frontier) Push(rawURL string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.init()
-	if !f.in.add(maphash.String(f.seed, rawURL)) {
+	if !f.add(rawURL, origin) {
 		return ErrDuplicate
 	}
-	f.queued++
 	f.counts.Pushed++
-	s := f.sites[origin]
-	if s == nil {
-		s = &site{origin: origin}
-		f.sites[origin] = s
-		f.sitesPeak = max(f.sitesPeak, len(f.sites))
-		s.q.push(rawURL)
-		if f.Turns == nil {
-			f.makeReady(s)
-			return nil
-		}
-		s.state, s.seq = fresh, f.seq
-		f.seq++
-		heap.Push(&f.fresh, s)
-		f.probe()
-		return nil
-	}
-	s.q.push(rawURL)
-	switch s.state {
-	case ready:
-		heap.Fix(&f.ready, s.i) // a longer chain
-	case fresh:
-		heap.Fix(&f.fresh, s.i)
-	}
 	return nil
 }
 
@@ -594,8 +570,11 @@ func pop(h *[]*site) *site {
 	return s
 }
 
-// ring is a FIFO of URLs that can also take one back at its head. Its
-// capacity is a power of two, or 0 when it is empty.
+// ring is a FIFO of URLs that can also take one back at its head. It
+// grows by half when full, and once fewer than half of its slots are used
+// it shrinks to a third more than its URLs: it holds 16 to 32 bytes a URL
+// (a slot is a string header), each resize paid for by the n/3 pushes or
+// pops since the one before. An empty ring holds no buffer.
 type ring struct {
 	buf  []string
 	head int
@@ -604,33 +583,50 @@ type ring struct {
 
 func (r *ring) push(s string) {
 	if r.n == len(r.buf) {
-		r.resize(max(4, 2*len(r.buf)))
+		r.resize(max(4, len(r.buf)+len(r.buf)/2))
 	}
-	r.buf[(r.head+r.n)&(len(r.buf)-1)] = s
+	i := r.head + r.n
+	if i >= len(r.buf) {
+		i -= len(r.buf)
+	}
+	r.buf[i] = s
 	r.n++
 }
 
 func (r *ring) pushFront(s string) {
 	if r.n == len(r.buf) {
-		r.resize(max(4, 2*len(r.buf)))
+		r.resize(max(4, len(r.buf)+len(r.buf)/2))
 	}
-	r.head = (r.head - 1) & (len(r.buf) - 1)
+	if r.head--; r.head < 0 {
+		r.head += len(r.buf)
+	}
 	r.buf[r.head] = s
 	r.n++
 }
 
 func (r *ring) front() string { return r.buf[r.head] }
 
+// at returns the URL i places after the head.
+func (r *ring) at(i int) string {
+	i += r.head
+	if i >= len(r.buf) {
+		i -= len(r.buf)
+	}
+	return r.buf[i]
+}
+
 func (r *ring) pop() string {
 	s := r.buf[r.head]
 	r.buf[r.head] = ""
-	r.head = (r.head + 1) & (len(r.buf) - 1)
+	if r.head++; r.head == len(r.buf) {
+		r.head = 0
+	}
 	r.n--
 	switch {
 	case r.n == 0:
 		r.buf, r.head = nil, 0
-	case len(r.buf) > 16 && r.n < len(r.buf)/4:
-		r.resize(len(r.buf) / 2)
+	case len(r.buf) > 8 && r.n*2 < len(r.buf):
+		r.resize(r.n + r.n/3 + 1)
 	}
 	return s
 }
@@ -638,8 +634,7 @@ func (r *ring) pop() string {
 // resize moves the URLs to a buffer of capacity c, head first.
 func (r *ring) resize(c int) {
 	buf := make([]string, c)
-	for i := range r.n {
-		buf[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
-	}
+	k := copy(buf, r.buf[r.head:min(r.head+r.n, len(r.buf))])
+	copy(buf[k:], r.buf[:r.n-k])
 	r.buf, r.head = buf, 0
 }

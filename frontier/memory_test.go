@@ -56,9 +56,10 @@ func held(t *testing.T, urls []string) (uint64, *frontier.Frontier) {
 }
 
 // TestMemory checks that a Frontier holds at most maxBytesPerURL a queued
-// URL and maxBytesPerSite a site, beyond the URLs' own bytes, and gives it
-// back as URLs are Done. 100,000 URLs over 1,000 sites; with
-// ROBOTS_LONG_TESTS=1, 1,000,000 over 10,000 sites (about 10 s).
+// URL and maxBytesPerSite a site, beyond the URLs' own bytes, full and as
+// URLs are Done: at half and at 80% Done, and next to nothing once every
+// URL is. 100,000 URLs over 1,000 sites; with ROBOTS_LONG_TESTS=1,
+// 1,000,000 over 10,000 sites (about 10 s).
 func TestMemory(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes what the heap holds")
@@ -78,16 +79,31 @@ func TestMemory(t *testing.T) {
 		t.Errorf("%.1f bytes a URL, %.0f a site; want at most %d and %d", perURL, perSite1, maxBytesPerURL, maxBytesPerSite)
 	}
 
-	// Handed out and Done, every URL is forgotten, and so is each site
-	// once its turn has passed.
+	// Handed out and Done, a URL is forgotten, and so is each site once
+	// its turn has passed. At each level, what is held beyond the sites'
+	// bound is within the bound a URL still queued.
 	base := heapAfter() - all
 	ctx := context.Background()
-	for range len(urls) {
-		u, err := f.Next(ctx)
-		if err != nil {
-			t.Fatal(err)
+	done := 0
+	for _, level := range []int{50, 80, 100} {
+		for ; done < len(urls)*level/100; done++ {
+			u, err := f.Next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Done(u, nil)
 		}
-		f.Done(u, nil)
+		now := int64(heapAfter()) - int64(base)
+		c := f.Counts()
+		if c.Queued == 0 {
+			break
+		}
+		perURL := float64(now-int64(c.Sites)*maxBytesPerSite) / float64(c.Queued)
+		t.Logf("%d%% Done: %d URLs queued on %d sites, %.1f MB: %.1f bytes a queued URL beyond %d a site (%.1f beyond none)",
+			level, c.Queued, c.Sites, float64(now)/1e6, perURL, maxBytesPerSite, float64(now)/float64(c.Queued))
+		if perURL > maxBytesPerURL {
+			t.Errorf("%d%% Done: %.1f bytes a queued URL, want at most %d", level, perURL, maxBytesPerURL)
+		}
 	}
 	if _, err := f.Next(ctx); err != frontier.ErrEmpty {
 		t.Fatalf("Next = %v, want ErrEmpty", err)

@@ -2,6 +2,7 @@ package frontier
 
 import (
 	"math/rand/v2"
+	"strconv"
 	"testing"
 )
 
@@ -18,6 +19,9 @@ func TestSet(t *testing.T) {
 			s.remove(h)
 			delete(m, max(h, 1))
 			continue
+		}
+		if s.n > 0 && len(s.slots) > minSlots && (s.n*8 < len(s.slots)*3 || s.n*4 > len(s.slots)*3) {
+			t.Fatalf("set of %d hashes in %d slots", s.n, len(s.slots))
 		}
 		if added := s.add(h); added == m[max(h, 1)] {
 			t.Fatalf("add(%#x) = %v, but the map says it is there: %v", h, added, m[max(h, 1)])
@@ -37,5 +41,48 @@ func TestSet(t *testing.T) {
 	}
 	if s.n != 0 || len(s.slots) > 16 {
 		t.Errorf("emptied set holds %d in %d slots", s.n, len(s.slots))
+	}
+}
+
+// TestRing checks ring against a slice, through growth, shrinking and
+// wrapping, and that it holds at most two slots a URL once past its least
+// size.
+func TestRing(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var r ring
+	var m []string
+	for i := range 60000 {
+		// Fill up to a few thousand, drain, fill again.
+		grow := (i/6000)%2 == 0
+		switch op := rng.IntN(10); {
+		case len(m) > 0 && (op < 3 || !grow && op < 8):
+			if got := r.pop(); got != m[0] {
+				t.Fatalf("pop = %q, want %q", got, m[0])
+			}
+			m = m[1:]
+		case op == 9:
+			s := strconv.Itoa(i)
+			r.pushFront(s)
+			m = append([]string{s}, m...)
+		default:
+			s := strconv.Itoa(i)
+			r.push(s)
+			m = append(m, s)
+		}
+		if r.n != len(m) || r.n > 0 && r.front() != m[0] {
+			t.Fatalf("ring holds %d, the slice %d", r.n, len(m))
+		}
+		if len(r.buf) > 8 && len(r.buf) > 2*r.n {
+			t.Fatalf("ring of %d URLs in %d slots", r.n, len(r.buf))
+		}
+	}
+	for len(m) > 0 {
+		if got := r.pop(); got != m[0] {
+			t.Fatalf("pop = %q, want %q", got, m[0])
+		}
+		m = m[1:]
+	}
+	if r.buf != nil {
+		t.Errorf("empty ring keeps %d slots", len(r.buf))
 	}
 }
