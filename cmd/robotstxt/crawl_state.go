@@ -28,26 +28,28 @@ its expiry; the pace of its requests; the pauses it asked for with
 Retry-After and the back-offs after 429 and 503 answers) in the state file,
 so that the next run fetches no robots.txt it has and sends no request
 sooner than the site's Crawl-delay after the last one, whichever run sent
-it. One crawl at a time uses a state file: a second fails at once (exit 2).
--state FILE keeps it in another file; -state "" keeps none.
+it. One crawl at a time uses a state file: a second fails within a second
+(exit 2). -state FILE keeps it in another file; -state "" keeps none.
 
 Resume. Beside the state file, a journal (FILE.crawl-HASH) records the
 URLs the crawl queues and visits. A crawl interrupted (Ctrl-C, SIGTERM, a
 kill, or stopped by a pause beyond -timeout) resumes where it stopped when
 the same command runs again (the same -agent and start URLs; other flags
-may differ): each URL is visited once across the runs, but for those a kill
-cut short. A crawl that ran to its end removes its journal: the same
-command then crawls again, from the start URLs. -demo keeps no journal.
+may differ): each URL is visited once across the runs, but those out at a
+kill (one a site at most). After a kill, a site whose request was out waits until -timeout
+after it. A crawl that ran to its end removes its journal: the same
+command then crawls again, from the start URLs. Another command is another
+crawl; its first lines name the unfinished ones. -demo keeps no journal.
 
 Retries. A page answered 429 or 503 is sent again when the site's pause
 (Retry-After, or the back-off) ends, up to 3 times, then counted as given
-up. A pause further away than -timeout is not waited for: when only such
-URLs are left, the crawl stops (exit 1), and they stay in the journal.
+up. A pause further away than twice -timeout (and than the site's
+Crawl-delay) is not waited for: when only such URLs are left, the crawl
+stops (exit 1), and they stay in the journal for the next run.
 `
 
-// openState opens the state file at path, creating its directory, for a
-// crawl. It returns a message for the user, and an exit status, if it
-// cannot.
+// stateError returns what to tell the user when the state file at path
+// cannot be opened, for err.
 func stateError(path string, err error) string {
 	switch {
 	case errors.Is(err, errLocked):
