@@ -400,6 +400,11 @@ func (c *crawler) run(ctx context.Context, done func(outcome)) int {
 				c.prog.show(fmt.Sprintf("[%d/%d, %d queued] %s", c.visited+1, c.max, c.front.Len()-1, u.RequestURI()))
 				c.mu.Unlock()
 				o := c.fetch(send, j)
+				retry := deferred(o) && o.retries < maxRetries
+				var at time.Time
+				if retry {
+					at = c.retryAt(send, u) // outside c.mu: it may wait for robots.txt
+				}
 				c.mu.Lock()
 				switch {
 				case o.notYet:
@@ -410,9 +415,8 @@ func (c *crawler) run(ctx context.Context, done func(outcome)) int {
 					c.mu.Unlock()
 					c.front.Requeue(raw, time.Now())
 					continue
-				case deferred(o) && o.retries < maxRetries:
+				case retry:
 					// Sent again once the site's pause ends.
-					at := c.retryAt(send, u)
 					c.retries[raw]++
 					c.retried++
 					if c.json == nil {
