@@ -419,9 +419,9 @@ func (c *crawler) run(ctx context.Context, done func(outcome)) int {
 					// Sent again once the site's pause ends.
 					c.retries[raw]++
 					c.retried++
-					if c.json == nil {
-						c.line(o.what, u, fmt.Sprintf("deferred: retry %d of %d at %s", o.retries+1, maxRetries, clock(at)))
-					}
+					// (With -json, on standard error: the URL's object
+					// comes with its last answer.)
+					c.line(o.what, u, fmt.Sprintf("deferred: retry %d of %d at %s", o.retries+1, maxRetries, clock(at)))
 					c.mu.Unlock()
 					c.front.Requeue(raw, at)
 					continue
