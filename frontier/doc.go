@@ -20,7 +20,7 @@
 //		}
 //		resp, err := client.Get(u)
 //		// ... read resp, Push the links found ...
-//		f.Done(u, err) // its site is offered again at its next turn
+//		f.Answered(u, resp, err) // a 429 or 503 is retried after the site's pause; else as Done
 //	}
 //
 // # Next blocks
@@ -80,6 +80,21 @@
 // robots.txt at [robots.DisallowedError.RetryAt]. Redirects and links stay
 // the caller's: the Frontier follows nothing, and a Location is pushed
 // like a link.
+//
+// # Retrying what the site deferred
+//
+// A page answered 429 (Too Many Requests) or 503 (Service Unavailable) is
+// a response, and Done forgets it like any other. Answered, given the
+// response, queues it again instead, at the head of its site's queue, to
+// be handed out once the pause the answer set is over (the Transport
+// keeps it, and tells it as the site's next turn: Retry-After, RateLimit,
+// or its back-off) and no sooner than RetryDelay (1 s), doubling at each
+// retry; after MaxRetries (3) retries it gives the URL up and counts it in
+// Counts.GaveUp. A network failure that may pass (a timeout, a connection
+// refused or reset) is retried the same way. A 404 or any other status, a
+// refusal by robots.txt, and an error that will not pass are never
+// retried. The site's other URLs wait behind the one retried: the site
+// asked for a pause.
 //
 // # Bad input
 //

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
-	"errors"
 	"hash/maphash"
 	"maps"
 	"math"
@@ -62,6 +61,18 @@ type Frontier struct {
 	// If zero, DefaultProbes is used.
 	Probes int
 
+	// MaxRetries is how many times Answered queues again a URL whose
+	// answer the site deferred (see Answered) before it gives up on it.
+	// If zero, DefaultMaxRetries is used; if negative, none is retried.
+	MaxRetries int
+
+	// RetryDelay is the least time between a deferred answer and its
+	// first retry; it doubles at each retry of the URL, up to
+	// MaxRetryDelay. The retry waits longer if its site's turn is later
+	// (a Retry-After pause, the Transport's back-off). If zero,
+	// DefaultRetryDelay is used.
+	RetryDelay time.Duration
+
 	mu     sync.Mutex
 	sites  map[string]*site // by origin: those with a URL queued or out, or a turn to wait for
 	in     set              // the hash (with seed) of every URL queued or out
@@ -94,7 +105,9 @@ type Counts struct {
 	Refused     uint64 // of which refused by a rule of robots.txt
 	Unreachable uint64 // of which refused because robots.txt is unreachable
 	NotYet      uint64 // URLs Done with robots.ErrNotYet and queued again
-	Requeued    uint64 // URLs given back with Requeue
+	Requeued    uint64 // URLs given back with Requeue, or Answered with a canceled context
+	Retried     uint64 // answers deferred by the site and queued again by Answered
+	GaveUp      uint64 // of Finished, URLs whose answer was deferred MaxRetries+1 times
 }
 
 // Site is what a Frontier holds of one site, for a progress bar.
@@ -122,6 +135,7 @@ type site struct {
 	origin string
 	q      ring
 	out    string        // the URL out, or ""
+	tries  uint32        // the deferred answers the URL at the head (or out) has had
 	due    time.Time     // when waiting: when it may be offered
 	every  time.Duration // the interval learned from Turns, if known
 	known  bool          // every is known: a request of the site was answered
@@ -390,60 +404,8 @@ func (f *Frontier) leave(w *waiter) {
 // Push the links found in the page before its Done, so that a crawl that
 // waits for Next's ErrEmpty does not end before them.
 func (f *Frontier) Done(rawURL string, err error) error {
-	now := time.Now()
-	f.mu.Lock()
-	s := f.out[rawURL]
-	if s == nil {
-		f.mu.Unlock()
-		return ErrNotOut
-	}
-	delete(f.out, rawURL)
-	s.out = ""
-	if te, ok := errors.AsType[*robots.TurnError](err); ok {
-		f.counts.NotYet++
-		f.requeue(s, rawURL, te.RetryAt, now)
-		f.mu.Unlock()
-		return nil
-	}
-	f.in.remove(maphash.String(f.seed, rawURL))
-	f.counts.Finished++
-	if f.queued == 0 && len(f.out) == 0 {
-		f.wake() // the last URL: every Next waiting returns ErrEmpty now, not at the site's turn
-	}
-	sent := false
-	switch {
-	case errors.Is(err, robots.ErrUnreachable):
-		f.counts.Unreachable++
-	case errors.Is(err, robots.ErrDisallowed):
-		f.counts.Refused++
-	default:
-		sent = !errors.Is(err, robots.ErrNotYet)
-	}
-	if f.Turns == nil {
-		f.schedule(s, now, now)
-		f.mu.Unlock()
-		return nil
-	}
-	ask := rawURL // its site's turn, if it has no other URL
-	if s.q.n > 0 {
-		ask = s.q.front()
-	}
-	f.mu.Unlock()
-
-	at, known := now, false
-	if u, err := url.Parse(ask); err == nil {
-		ctx := robots.WithMaxWait(context.Background(), askMaxWait)
-		if t, err := f.Turns.NextTurn(ctx, u); err == nil {
-			at, known = t, true
-		}
-	}
-	f.mu.Lock()
-	if known && sent {
-		s.every, s.known = max(at.Sub(now), 0), true
-	}
-	f.schedule(s, at, time.Now())
-	f.mu.Unlock()
-	return nil
+	_, err = f.answer(rawURL, nil, err, false)
+	return err
 }
 
 // Requeue gives back rawURL, handed out by Next and not sent, or sent and

@@ -35,9 +35,9 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // Save writes what f holds to w, in a format Restore reads back: every URL
 // queued and every URL out (handed out by Next and not yet Done), each
-// site's URLs in its queue's order with the URL out at its head, and the
-// totals of [Counts] (Pushed, Finished, Refused, Unreachable, NotYet,
-// Requeued). Nothing else is saved: a Frontier keeps no set of the URLs it
+// site's URLs in its queue's order with the URL out at its head, the
+// retries its head has had (see Answered), and the totals of [Counts].
+// Nothing else is saved: a Frontier keeps no set of the URLs it
 // has seen beyond those queued or out (a crawler that keeps one saves it
 // itself), and no site's turn (the [robots.Transport] and its
 // [fleet.Pacer] or [fleet.Store] keep those, and a restored site is asked
@@ -56,7 +56,11 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 func (f *Frontier) Save(w io.Writer) error {
 	f.mu.Lock()
 	c := f.counts
-	sites := make([][]string, 0, len(f.sites))
+	type saved struct {
+		urls  []string
+		tries uint32
+	}
+	sites := make([]saved, 0, len(f.sites))
 	for _, s := range f.sites {
 		n := s.q.n
 		if s.out != "" {
@@ -72,7 +76,7 @@ func (f *Frontier) Save(w io.Writer) error {
 		for i := range s.q.n {
 			urls = append(urls, s.q.at(i))
 		}
-		sites = append(sites, urls)
+		sites = append(sites, saved{urls, s.tries})
 	}
 	f.mu.Unlock()
 
@@ -81,12 +85,14 @@ func (f *Frontier) Save(w io.Writer) error {
 		return err
 	}
 	e := encoder{w: bw, crc: crc32.New(crcTable)}
-	for _, n := range []uint64{c.Pushed, c.Finished, c.Refused, c.Unreachable, c.NotYet, c.Requeued} {
+	for _, n := range []uint64{c.Pushed, c.Finished, c.Refused, c.Unreachable, c.NotYet, c.Requeued, c.Retried, c.GaveUp} {
 		e.uint(n)
 	}
 	var total uint64
-	for _, urls := range sites {
+	for _, st := range sites {
+		urls := st.urls
 		e.uint(uint64(len(urls)))
+		e.uint(uint64(st.tries))
 		prev := ""
 		for _, u := range urls {
 			p := min(commonPrefix(prev, u), len(u)-minSuffix(len(u)))
@@ -180,12 +186,13 @@ func (f *Frontier) Restore(r io.Reader) error {
 	}
 	d := decoder{r: br, crc: crc32.New(crcTable)}
 	var c Counts
-	for _, p := range []*uint64{&c.Pushed, &c.Finished, &c.Refused, &c.Unreachable, &c.NotYet, &c.Requeued} {
+	for _, p := range []*uint64{&c.Pushed, &c.Finished, &c.Refused, &c.Unreachable, &c.NotYet, &c.Requeued, &c.Retried, &c.GaveUp} {
 		*p = d.uint()
 	}
 	type site struct {
 		origin string
 		urls   []string
+		tries  uint32
 	}
 	var sites []site
 	var total uint64
@@ -195,6 +202,11 @@ func (f *Frontier) Restore(r io.Reader) error {
 			break
 		}
 		var s site
+		if tries := d.uint(); tries > 1<<31 {
+			d.fail(fmt.Errorf("%w: %d retries", ErrCorrupt, tries))
+		} else {
+			s.tries = uint32(tries)
+		}
 		prev := ""
 		for i := uint64(0); i < n && d.err == nil; i++ {
 			p, k := d.uint(), d.uint()
@@ -250,8 +262,10 @@ func (f *Frontier) Restore(r io.Reader) error {
 	defer f.mu.Unlock()
 	f.init()
 	for _, s := range sites {
-		for _, u := range s.urls {
-			f.add(u, s.origin)
+		for i, u := range s.urls {
+			if f.add(u, s.origin) && i == 0 && f.sites[s.origin].q.n == 1 {
+				f.sites[s.origin].tries = s.tries // its head's
+			}
 		}
 	}
 	f.counts.Pushed += c.Pushed
@@ -260,6 +274,8 @@ func (f *Frontier) Restore(r io.Reader) error {
 	f.counts.Unreachable += c.Unreachable
 	f.counts.NotYet += c.NotYet
 	f.counts.Requeued += c.Requeued
+	f.counts.Retried += c.Retried
+	f.counts.GaveUp += c.GaveUp
 	return nil
 }
 

@@ -172,7 +172,7 @@ func TestResume(t *testing.T) {
 		mu      sync.Mutex
 		fetched = map[string]int{}
 		saved   bytes.Buffer
-		once    sync.Once
+		killed  bool
 		wg      sync.WaitGroup
 	)
 	ctx, stop := context.WithCancel(context.Background())
@@ -185,18 +185,22 @@ func TestResume(t *testing.T) {
 					return
 				}
 				mu.Lock()
-				fetched[u]++
-				n := len(fetched)
-				mu.Unlock()
-				if n >= 700 {
-					once.Do(func() {
-						if err := f.Save(&saved); err != nil {
-							t.Error(err)
-						}
-						stop() // the crawl is killed: what is out stays out
-					})
+				if killed {
+					mu.Unlock()
 					return
 				}
+				fetched[u]++
+				if len(fetched) >= 700 {
+					// Killed here: saved by the last run's last act.
+					killed = true
+					if err := f.Save(&saved); err != nil {
+						t.Error(err)
+					}
+					stop()
+					mu.Unlock()
+					return
+				}
+				mu.Unlock()
 				f.Done(u, nil)
 			}
 		})

@@ -9,16 +9,19 @@
 // out a site's next URL only at its turn (it asks the Transport), one at a
 // time; a URL refused for now anyway goes back to its site's queue until
 // At. A site with a long Crawl-delay then holds up nobody but itself, and
-// every site is crawled as fast as its robots.txt allows.
+// every site is crawled as fast as its robots.txt allows. A page the site
+// defers (429 or 503) is given back with the frontier's Answered, which
+// queues it again for after the site's pause, a few times at most.
 //
 // Usage:
 //
 //	go run ./examples/pool [-workers N] [-maxwait D]
 //
 // It serves a small web on 127.0.0.1 (quick.test with no Crawl-delay,
-// half.test with 0.5 s, and three sites with 1 s), crawls it, and prints a
-// line per URL and how long the crawl took: about 5 s, the time the
-// Crawl-delays require. With -maxwait 0 it takes as long: the frontier
+// half.test with 0.5 s, and three sites with 1 s, one of which answers its
+// /1 first with 429 and Retry-After: 2), crawls it, and prints a line per
+// URL and how long the crawl took: about 7 s, the time the Crawl-delays and
+// the pause require. With -maxwait 0 it takes as long: the frontier
 // hands out a URL only at its site's turn, so no worker waits for one;
 // MaxWait only guards against a turn taken by another Transport (a fleet
 // sharing a Pacer).
@@ -72,8 +75,8 @@ func main() {
 
 	start := time.Now()
 	res := crawl(context.Background(), tr, seeds, *workers, os.Stdout)
-	fmt.Printf("\n%d fetched, %d refused by robots.txt, %d failed, in %v with %d workers;\n",
-		res.Fetched, res.Refused, res.Failed, time.Since(start).Round(10*time.Millisecond), *workers)
+	fmt.Printf("\n%d fetched, %d refused by robots.txt, %d failed, %d retried after the site deferred them, %d given up, in %v with %d workers;\n",
+		res.Fetched, res.Refused, res.Failed, res.Retried, res.GaveUp, time.Since(start).Round(10*time.Millisecond), *workers)
 	fmt.Printf("%d requests were not sent yet and requeued, %v spent waiting for a turn inside the Transport\n",
 		tr.Stats().NotYet, tr.Stats().TurnWaitTime.Round(time.Millisecond))
 }
@@ -101,17 +104,20 @@ func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastR
 
 // outcome is what a worker made of a URL.
 type outcome struct {
-	err   error    // the request's error, for the frontier's Done
-	what  string   // "fetched", "refused" (by robots.txt) or "failed"; "" if not yet sent
-	line  string   // what happened, for the log
-	links []string // the URLs of the page's links
+	resp  *http.Response // the response, its body closed, or nil; for the frontier's Answered
+	err   error          // the request's error, for the frontier's Answered
+	what  string         // "fetched", "refused" (by robots.txt) or "failed"; "" if not yet sent
+	line  string         // what happened, for the log
+	links []string       // the URLs of the page's links
 }
 
 // result counts what a crawl did.
 type result struct {
-	Fetched int // got a response, of any status
+	Fetched int // got a response, of any status but a deferral retried
 	Refused int // refused by robots.txt
 	Failed  int // any other error
+	Retried int // deferred by the site (429, 503) or failed for now, and queued again
+	GaveUp  int // of Fetched and Failed, deferred once too often
 }
 
 // crawl fetches seeds and the pages they link to, each once, with n workers
@@ -154,21 +160,35 @@ func crawl(ctx context.Context, rt http.RoundTripper, seeds []string, n int, out
 					return // frontier.ErrEmpty: the crawl is over; or ctx is done
 				}
 				o := fetch(ctx, client, u)
-				if o.what != "" {
-					mu.Lock()
-					switch o.what {
-					case "fetched":
-						res.Fetched++
-					case "refused":
-						res.Refused++
-					default:
-						res.Failed++
-					}
-					fmt.Fprintf(out, "%5.2fs  %s\n", time.Since(start).Seconds(), o.line)
-					push(o.links) // before Done, so that the crawl does not end before them
-					mu.Unlock()
+				if o.what == "" {
+					f.Answered(u, nil, o.err) // robots.ErrNotYet: queued again for its turn
+					continue
 				}
-				f.Done(u, o.err) // robots.ErrNotYet: queued again for its turn
+				mu.Lock()
+				push(o.links) // before Answered, so that the crawl does not end before them
+				mu.Unlock()
+				// A 429 or 503 goes back to its site's queue for after the
+				// pause the site asked for (the Transport keeps it);
+				// anything else is done.
+				did, _ := f.Answered(u, o.resp, o.err)
+				mu.Lock()
+				switch {
+				case did == frontier.Retrying:
+					res.Retried++
+					o.line += "  retried after the site's pause"
+				case o.what == "fetched":
+					res.Fetched++
+				case o.what == "refused":
+					res.Refused++
+				default:
+					res.Failed++
+				}
+				if did == frontier.GaveUp {
+					res.GaveUp++
+					o.line += "  given up"
+				}
+				fmt.Fprintf(out, "%5.2fs  %s\n", time.Since(start).Seconds(), o.line)
+				mu.Unlock()
 			}
 		})
 	}
@@ -202,9 +222,9 @@ func fetch(ctx context.Context, client *http.Client, u string) outcome {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return outcome{err: err, what: "failed", line: "error   " + u + ": " + err.Error()}
+		return outcome{resp: resp, err: err, what: "failed", line: "error   " + u + ": " + err.Error()}
 	}
-	o := outcome{what: "fetched", line: fmt.Sprintf("%d     %s", resp.StatusCode, u)}
+	o := outcome{resp: resp, what: "fetched", line: fmt.Sprintf("%d     %s", resp.StatusCode, u)}
 	if loc, err := resp.Location(); err == nil {
 		o.line += "  redirect to " + loc.String()
 		o.links = []string{loc.String()}

@@ -105,10 +105,10 @@ func paths(as []arrival) map[string]int {
 // site closer than its Crawl-delay, as the site sees them.
 func TestCrawlPolite(t *testing.T) {
 	sites := []site{
-		{"quick.test", 0, 6},
-		{"half.test", 500 * time.Millisecond, 4},
-		{"one.test", time.Second, 3},
-		{"ten.test", 10 * time.Second, 3},
+		{"quick.test", 0, 6, false},
+		{"half.test", 500 * time.Millisecond, 4, false},
+		{"one.test", time.Second, 3, false},
+		{"ten.test", 10 * time.Second, 3, false},
 	}
 	for _, workers := range []int{1, 2, 8} {
 		t.Run(strconv.Itoa(workers), func(t *testing.T) {
@@ -149,9 +149,9 @@ func TestCrawlPolite(t *testing.T) {
 // inside the Transport for one, and none is refused for now.
 func TestCrawlNotHeldUp(t *testing.T) {
 	sites := []site{
-		{"quick.test", 0, 10},
-		{"one.test", time.Second, 3},
-		{"ten.test", 10 * time.Second, 5},
+		{"quick.test", 0, 10, false},
+		{"one.test", time.Second, 3, false},
+		{"ten.test", 10 * time.Second, 5, false},
 	}
 	for _, maxWait := range []time.Duration{50 * time.Millisecond, 0} {
 		t.Run(maxWait.String(), func(t *testing.T) { crawlNotHeldUp(t, sites, maxWait) })
@@ -187,7 +187,7 @@ func TestCrawlLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newWeb([]site{{"a.test", 0, 3}, {"b.test", 0, 2}})
+	w := newWeb([]site{{"a.test", 0, 3, false}, {"b.test", 0, 2, false}})
 	srv := &http.Server{Handler: w.handler()}
 	go srv.Serve(ln)
 	defer srv.Close()
@@ -206,4 +206,31 @@ func TestCrawlLoopback(t *testing.T) {
 	if got := paths(w.arrivals("b.test")); got["/2"] != 1 || got["/private/staff"] != 0 {
 		t.Errorf("b.test, found through a.test's link, was sent %v", got)
 	}
+}
+
+// TestCrawlRetries: a page the site defers with 429 and Retry-After: 2 is
+// fetched again once the pause is over, as the site sees it, and counted
+// once as fetched; the site's other pages wait for the pause too.
+func TestCrawlRetries(t *testing.T) {
+	sites := []site{{"quick.test", 0, 4, false}, {"busy.test", time.Second, 3, true}}
+	synctest.Test(t, func(t *testing.T) {
+		w, res, _, _ := crawlWeb(t, sites, 2, 50*time.Millisecond)
+		as := w.arrivals("busy.test")
+		var ones []time.Time
+		for i, a := range as {
+			if a.path == "/1" {
+				ones = append(ones, a.at)
+			}
+			// Every request after the 429 waits for its pause.
+			if i > 0 && len(ones) == 1 && a.path != "/1" && a.at.Sub(ones[0]) < 2*time.Second {
+				t.Errorf("%s sent %v after the 429, within its Retry-After of 2 s", a.path, a.at.Sub(ones[0]))
+			}
+		}
+		if len(ones) != 2 || ones[1].Sub(ones[0]) < 2*time.Second {
+			t.Errorf("busy.test/1 sent at %v, want twice, 2 s apart at least", ones)
+		}
+		if want := (result{Fetched: 2*2 + 4 + 3, Refused: 2, Retried: 1}); res != want {
+			t.Errorf("crawl = %+v, want %+v", res, want)
+		}
+	})
 }

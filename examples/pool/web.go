@@ -16,15 +16,19 @@ type site struct {
 	host  string
 	delay time.Duration // its Crawl-delay; 0 for none
 	pages int           // pages besides "/": "/1" to "/pages", each linking to the next
+	// busy, if set, makes the site answer its first request for /1 with
+	// 429 Too Many Requests and Retry-After: 2, as a site that sheds load
+	// does; it serves /1 after.
+	busy bool
 }
 
 // demoSites is the web that main crawls.
 var demoSites = []site{
-	{"quick.test", 0, 10},
-	{"half.test", 500 * time.Millisecond, 6},
-	{"one.test", time.Second, 3},
-	{"two.test", time.Second, 3},
-	{"three.test", time.Second, 3},
+	{"quick.test", 0, 10, false},
+	{"half.test", 500 * time.Millisecond, 6, false},
+	{"one.test", time.Second, 3, true},
+	{"two.test", time.Second, 3, false},
+	{"three.test", time.Second, 3, false},
 }
 
 // web serves sites, told apart by the Host header, and logs every request
@@ -57,6 +61,7 @@ func (w *web) handler() http.Handler {
 		}
 		w.mu.Lock()
 		w.log = append(w.log, arrival{host, r.URL.Path, time.Now()})
+		first := w.count(host, r.URL.Path) == 1
 		w.mu.Unlock()
 		i := w.index(host)
 		if i < 0 {
@@ -83,6 +88,9 @@ func (w *web) handler() http.Handler {
 			next := w.sites[(i+1)%len(w.sites)].host
 			fmt.Fprintf(&b, "<a href=\"http://%s/#top\">%s</a>\n", next, next)
 			io.WriteString(rw, b.String())
+		case p == "/1" && s.busy && first:
+			rw.Header().Set("Retry-After", "2")
+			http.Error(rw, "busy: come back in 2 s", http.StatusTooManyRequests)
 		case p == "/moved":
 			http.Redirect(rw, r, "/1", http.StatusMovedPermanently)
 		default:
@@ -98,6 +106,18 @@ func (w *web) handler() http.Handler {
 			}
 		}
 	})
+}
+
+// count returns how many requests for path host was sent. w.mu must be
+// held.
+func (w *web) count(host, path string) int {
+	n := 0
+	for _, a := range w.log {
+		if a.host == host && a.path == path {
+			n++
+		}
+	}
+	return n
 }
 
 // index returns the index of the site of host in w.sites, or -1.
