@@ -237,7 +237,7 @@ func newCrawler(agent, token string, max, workers int, timeout time.Duration, st
 		retries:  make(map[string]int),
 		statuses: make(map[int]int),
 	}
-	c.front = &frontier.Frontier{Turns: tr}
+	c.front = &frontier.Frontier{Turns: tr, MaxRetries: maxRetries}
 	c.client = &http.Client{
 		Transport: tr,
 		// Redirects are not followed: a redirect's target on a crawled
@@ -269,6 +269,7 @@ type outcome struct {
 	// redirect is a redirect's target; record decides whether it is
 	// followed and says so in note
 	redirect *url.URL
+	gaveUp   bool // deferred (429, 503, a failure that may pass) once more than maxRetries times
 	rec      crawlRecord
 }
 
@@ -277,32 +278,55 @@ const (
 	outRefused
 	outUnreachable
 	outError
-	outGivenUp // answered 429 or 503 after maxRetries retries
+	outGivenUp // answered 429 or 503, or failed, after maxRetries retries
 )
 
-// maxRetries is how many times a page answered 429 or 503 is sent again,
-// each once its site's pause (Retry-After, or the back-off) has ended,
-// before it is given up.
-const maxRetries = 3
+// maxRetries is how many times a page answered 429 or 503 (or whose
+// request failed in a way that may pass) is sent again, each once its
+// site's pause (Retry-After, or the back-off) has ended, before it is
+// given up: the frontier's MaxRetries.
+const maxRetries = frontier.DefaultMaxRetries
 
-// deferred reports whether o is an answer that defers the request: 429 Too
-// Many Requests or 503 Service Unavailable, which a crawler sends again
-// later. A 404, a 500 or a refusal is not retried.
-func deferred(o outcome) bool {
-	return o.kind == outFetched && (o.status == http.StatusTooManyRequests || o.status == http.StatusServiceUnavailable)
+// mayDefer reports whether the frontier may retry o (see
+// frontier.Frontier.Answered): an answer 429 Too Many Requests or 503
+// Service Unavailable, the site's ways to say "later", or a request that
+// failed (on the network, in a way that may pass). Such an outcome has no
+// links to queue. A 404, a 500 or a refusal is never retried.
+func mayDefer(o outcome) bool {
+	return o.kind == outError ||
+		o.kind == outFetched && (o.status == http.StatusTooManyRequests || o.status == http.StatusServiceUnavailable)
 }
 
-// retryAt returns when u may be sent again: its site's next turn, after
-// the pause that a 429 or 503 answer set (see robots.Transport.NextTurn);
-// now if that is not known.
-func (c *crawler) retryAt(ctx context.Context, u *url.URL) time.Time {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	at, err := c.tr.NextTurn(robots.WithMaxWait(ctx, 0), u)
-	if err != nil {
-		return time.Now()
+// response returns what frontier.Frontier.Answered reads of o's response:
+// its status; nil if none came.
+func (o outcome) response() *http.Response {
+	if o.kind != outFetched {
+		return nil
 	}
-	return at
+	return &http.Response{StatusCode: o.status}
+}
+
+// turnOf returns when the frontier hands out u's site next: after the
+// pause of a deferred answer; now if not known.
+func (c *crawler) turnOf(u *url.URL) time.Time {
+	origin := originOf(u)
+	for _, s := range c.front.Sites() {
+		if s.Origin == origin && !s.At.IsZero() {
+			return s.At
+		}
+	}
+	return time.Now()
+}
+
+// visit counts o, the outcome of the URL raw, prints its line, queues its
+// links and records it as visited. c.mu must be held.
+func (c *crawler) visit(ctx context.Context, raw string, o outcome, done func(outcome)) {
+	delete(c.requeued, raw)
+	delete(c.retries, raw)
+	c.visited++
+	c.record(ctx, o)
+	c.note(c.journal.add("-", raw))
+	done(o)
 }
 
 // crawl visits starts and the pages they lead to on the same sites, up to
@@ -400,41 +424,46 @@ func (c *crawler) run(ctx context.Context, done func(outcome)) int {
 				c.prog.show(fmt.Sprintf("[%d/%d, %d queued] %s", c.visited+1, c.max, c.front.Len()-1, u.RequestURI()))
 				c.mu.Unlock()
 				o := c.fetch(send, j)
-				retry := deferred(o) && o.retries < maxRetries
-				var at time.Time
-				if retry {
-					at = c.retryAt(send, u) // outside c.mu: it may wait for robots.txt
-				}
 				c.mu.Lock()
 				switch {
 				case o.notYet:
 					c.requeued[raw]++
+					c.mu.Unlock()
+					c.front.Done(raw, o.err) // back in the queue, for its turn
+					continue
 				case ctx.Err() != nil && o.kind != outFetched:
 					// Cut short by the crawl's end: not visited, so
 					// that a resumed crawl sends it again.
 					c.mu.Unlock()
 					c.front.Requeue(raw, time.Now())
 					continue
-				case retry:
-					// Sent again once the site's pause ends.
+				case !mayDefer(o):
+					// Its links are queued before the frontier is told,
+					// so that the crawl does not end before them.
+					c.visit(send, raw, o, done)
+					c.mu.Unlock()
+					c.front.Answered(raw, o.response(), o.err)
+					continue
+				}
+				c.mu.Unlock()
+				// A 429, a 503 or a network error: the frontier decides
+				// whether it is retried (after the site's pause, at least
+				// 1, 2 and 4 s after the answer) or given up.
+				what, _ := c.front.Answered(raw, o.response(), o.err)
+				c.mu.Lock()
+				switch what {
+				case frontier.Retrying:
 					c.retries[raw]++
 					c.retried++
 					// (With -json, on standard error: the URL's object
 					// comes with its last answer.)
-					c.line(o.what, u, fmt.Sprintf("deferred: retry %d of %d at %s", o.retries+1, maxRetries, clock(at)))
-					c.mu.Unlock()
-					c.front.Requeue(raw, at)
-					continue
+					c.line(o.what, u, fmt.Sprintf("deferred: retry %d of %d at %s", o.retries+1, maxRetries, clock(c.turnOf(u))))
+				case frontier.Requeued:
 				default:
-					delete(c.requeued, raw)
-					delete(c.retries, raw)
-					c.visited++
-					c.record(send, o) // queues its links before Done, so that the crawl does not end before them
-					c.note(c.journal.add("-", raw))
-					done(o)
+					o.gaveUp = what == frontier.GaveUp
+					c.visit(send, raw, o, done)
 				}
 				c.mu.Unlock()
-				c.front.Done(raw, o.err)
 			}
 		})
 	}
@@ -526,9 +555,12 @@ func (c *crawler) record(ctx context.Context, o outcome) {
 		fmt.Fprintln(c.out, said)
 		c.out.Flush()
 	}
-	if deferred(o) {
-		o.kind, o.what = outGivenUp, "given up"
-		o.note = joinNote(fmt.Sprintf("%d after %s", o.status, retriesText(o.retries)), o.note)
+	if o.gaveUp {
+		last := strconv.Itoa(o.status)
+		if o.kind == outError {
+			last = o.note
+		}
+		o.kind, o.what, o.note = outGivenUp, "given up", last+" after "+retriesText(o.retries)
 		o.rec.Outcome = "given-up"
 	}
 	o.rec.Retries = o.retries

@@ -138,6 +138,7 @@ func (s *pagedSite) minGap() time.Duration {
 // holds the site until -timeout after the turn of the request that was
 // out: -timeout is short here.)
 func TestCrawlResume(t *testing.T) {
+	t.Parallel()
 	const pages = 6
 	const delay = 100 * time.Millisecond
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
@@ -226,6 +227,7 @@ func TestCrawlResume(t *testing.T) {
 // fetched; one answered 503 every time is given up after maxRetries
 // retries, each after the pause.
 func TestCrawlDefaultState(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	env := cacheEnv(home)
 	h, code := runChild(t, env, "crawl", "-h")

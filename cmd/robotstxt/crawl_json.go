@@ -14,8 +14,8 @@ type crawlRecord struct {
 	URL string `json:"url"`
 
 	// Outcome is "fetched" (a response came, of any status but 429 and
-	// 503 after their retries), "given-up" (still 429 or 503 after its
-	// retries; Status is the last), "disallowed" (a robots.txt rule refused
+	// 503 after their retries), "given-up" (still 429, 503 or failing
+	// after its retries; Status is the last, or Error), "disallowed" (a robots.txt rule refused
 	// it), "unreachable" (refused: the site's robots.txt is unreachable) or
 	// "error" (not sent, or no response).
 	Outcome string `json:"outcome"`
@@ -30,8 +30,8 @@ type crawlRecord struct {
 	// until then the site's URLs are refused.
 	RetryAt *time.Time `json:"retry_at,omitempty"`
 
-	// Retries is how many times the URL was answered 429 or 503 and sent
-	// again, after its site's pause.
+	// Retries is how many times the URL was answered 429 or 503, or
+	// failed in a way that may pass, and sent again after its site's pause.
 	Retries int `json:"retries,omitempty"`
 
 	// Requeued is how many times the URL was not sent because its site's
@@ -63,11 +63,12 @@ type usageSourceJSON struct {
 const crawlJSONHelp = `
 With -json, each URL is one JSON object on standard output, one a line:
   url            the URL
-  outcome        "fetched", "given-up" (still 429 or 503 after its retries),
+  outcome        "fetched", "given-up" (429, 503 or failing after its retries),
                  "disallowed" (by a rule), "unreachable" (refused: robots.txt
                  unreachable) or "error"
   status         the response's status, when fetched or given up
-  retries        how many times it was answered 429 or 503 and sent again
+  retries        how many times it was answered 429 or 503 (or failed) and
+                 sent again
   rule, line     the robots.txt rule that refused it, and its line
   error          why, when unreachable or an error
   retry_at       when unreachable: when robots.txt is fetched again

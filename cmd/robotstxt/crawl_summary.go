@@ -30,8 +30,8 @@ type crawlSummary struct {
 	Disallowed  int            `json:"disallowed"`         // by a rule
 	Unreachable int            `json:"unreachable"`        // refused: robots.txt unreachable
 	Errors      int            `json:"errors"`
-	Retried     int            `json:"retried"`  // 429 and 503 answers sent again after the site's pause
-	GivenUp     int            `json:"given_up"` // pages still 429 or 503 after the retries
+	Retried     int            `json:"retried"`  // answers 429 or 503, or failures, sent again after the site's pause
+	GivenUp     int            `json:"given_up"` // URLs still 429, 503 or failing after their retries
 
 	// Stopped is why the crawl stopped: "finished", "max", "timeout",
 	// "interrupted", "refused" or "error" (the journal could not be
@@ -121,7 +121,7 @@ func (c *crawler) printSummary(s crawlSummary) {
 	}
 	fmt.Fprintf(c.out, ", %s", count(s.Errors, "error"))
 	if s.Retried > 0 || s.GivenUp > 0 {
-		fmt.Fprintf(c.out, ", %s after a 429 or 503, %d given up", retriesText(s.Retried), s.GivenUp)
+		fmt.Fprintf(c.out, ", %s after a 429, a 503 or an error, %d given up", retriesText(s.Retried), s.GivenUp)
 	}
 	switch s.Stopped {
 	case stopFinished:

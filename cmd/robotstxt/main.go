@@ -140,9 +140,11 @@
 // further away than twice -timeout, which the crawl does not wait for. With
 // -json it is also the last line of standard output, {"summary": {...}}.
 //
-// A page answered 429 or 503 is sent again when its site's pause ends, up
-// to 3 times, and then printed as given up. A 404, a 500 or a refusal is
-// not retried.
+// A page answered 429 or 503, or whose request failed in a way that may
+// pass (a timeout, a connection refused or reset), is sent again when its
+// site's pause ends and no sooner than 1, 2 and 4 s after each answer (see
+// [github.com/f9014239/robots/frontier.Frontier.Answered]), up to 3 times, and then printed as given
+// up. A 404, a 500 or a refusal is not retried.
 //
 // Crawl keeps its state (the robots.txt cache, the paces, pauses and
 // back-offs of the sites) in a file of package boltstore, by default
