@@ -57,7 +57,7 @@ func stateError(path string, err error) string {
 	case errors.Is(err, errLocked):
 		return fmt.Sprintf("the state file %s is in use by another crawl; wait for it to end, or give another with -state FILE (or none, with -state \"\")", path)
 	case errors.Is(err, errCorrupt):
-		return fmt.Sprintf("the state file %s is damaged or of another version (%v); delete it to start afresh (the crawl then fetches each robots.txt again), or give another with -state FILE", path, err)
+		return fmt.Sprintf("the state file %s is damaged or of another version: %v (a new file fetches each robots.txt again), or give another with -state FILE", path, err)
 	}
 	return fmt.Sprintf("the state file %s cannot be used: %v; give another with -state FILE, or none with -state \"\"", path, err)
 }

@@ -68,6 +68,24 @@ func TestCrawlStateBad(t *testing.T) {
 		},
 		want: "is damaged or of another version",
 	}, {
+		name: "journal that cannot be written",
+		prepare: func(t *testing.T, state, journal string) string {
+			if err := os.Mkdir(journal, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			return state
+		},
+		want: "crawl journal unusable: ",
+	}, {
+		name: "state file that cannot be opened",
+		prepare: func(t *testing.T, state, journal string) string {
+			if err := os.Mkdir(state, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			return state
+		},
+		want: "cannot be used: ",
+	}, {
 		name: "state file that cannot be created",
 		prepare: func(t *testing.T, state, journal string) string {
 			write(t, state, "a file")
