@@ -166,7 +166,7 @@ func TestCrawlResume(t *testing.T) {
 
 			again, code := runChild(t, env, args...)
 			out := again.stdout.String()
-			if code != exitOK || !strings.Contains(out, "; resuming the crawl stopped at ") || !strings.Contains(out, "; finished\n") {
+			if code != exitOK || !strings.Contains(out, "; resuming the crawl stopped at ") || !strings.Contains(out, "; finished; resumed from ") {
 				t.Errorf("resumed crawl = %d, want 0, resuming and finished:\n%s\nstderr: %s", code, out, &again.stderr)
 			}
 			got := s.counts()

@@ -135,6 +135,9 @@ func (c *crawler) printSummary(s crawlSummary) {
 	case stopRefused:
 		fmt.Fprintf(c.out, "; stopped: every site refused the crawler")
 	}
+	if r := s.Resumed; r != nil {
+		fmt.Fprintf(c.out, "; resumed from %s visited and %s left by the runs before", count(r.Visited, "URL"), count(r.Queued, "URL"))
+	}
 	fmt.Fprintln(c.out)
 
 	st := c.tr.Stats()
@@ -150,6 +153,8 @@ func (c *crawler) printSummary(s crawlSummary) {
 	fmt.Fprintf(c.out, "robots.txt fetched %s", count(int(s.RobotsTxtFetches), "time"))
 	if len(parts) > 0 {
 		fmt.Fprintf(c.out, " (%s)", strings.Join(parts, ", "))
+	} else if s.State != "" && s.URLs > 0 {
+		fmt.Fprintf(c.out, " (kept in the state file)")
 	}
 	fmt.Fprintf(c.out, "; %s refused for now and queued again\n", count(int(s.Requeued), "request"))
 	c.printResume(s)
