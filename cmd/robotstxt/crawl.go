@@ -421,7 +421,7 @@ func (c *crawler) run(ctx context.Context, done func(outcome)) int {
 				u, _ := url.Parse(raw) // it parsed when it was queued
 				c.mu.Lock()
 				j := job{u: u, start: c.starts[raw], requeued: c.requeued[raw], retries: c.retries[raw]}
-				c.prog.show(fmt.Sprintf("[%d/%d, %d queued] %s", c.visited+1, c.max, c.front.Len()-1, u.RequestURI()))
+				c.prog.show(fmt.Sprintf("[%d/%d, %d queued] %s", c.before()+c.visited+1, c.max, c.front.Len()-1, u.RequestURI()))
 				c.mu.Unlock()
 				o := c.fetch(send, j)
 				c.mu.Lock()

@@ -155,3 +155,12 @@ func (c *crawler) printResume(s crawlSummary) {
 	}
 	fmt.Fprintf(c.out, "%s left in %s: run the same command again to resume\n", count(s.Left, "URL"), c.journal.path)
 }
+
+// before returns how many URLs the runs before visited, if the crawl
+// resumed: -max counts them.
+func (c *crawler) before() int {
+	if c.resumed == nil {
+		return 0
+	}
+	return c.resumed.Visited
+}
