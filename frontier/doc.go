@@ -81,6 +81,23 @@
 // the caller's: the Frontier follows nothing, and a Location is pushed
 // like a link.
 //
+// # What an operator sees
+//
+// Under a Frontier with Turns, the waiting for the sites' turns is done by
+// the Frontier, not by the Transport: a URL is handed out at its site's
+// turn, so the Transport's Stats show next to no turn waits. [Counts]
+// shows that waiting instead: Held, the sites with URLs queued that wait
+// for their turn now, and Ready, those whose turn has come and that wait
+// for a worker; TurnWaits and TurnWaitTime, the turns sites with
+// URLs waited for and for how long (the pacing a crawl gets: crawl-delays,
+// pauses, back-offs, retry delays, robots.txt fetches); IdleWaits and
+// IdleTime, the calls of Next that found nothing to send yet and how long
+// they waited (workers idle: more workers than sites ready). Report them
+// beside the Transport's Stats (for example as gauges and counters read at
+// each collection, as package otelrobots reads Stats). A crawl slowed by
+// politeness shows as TurnWaitTime growing with IdleTime; one short of
+// workers, as Ready sites and no idle time.
+//
 // # Retrying what the site deferred
 //
 // A page answered 429 (Too Many Requests) or 503 (Service Unavailable) is
@@ -120,18 +137,19 @@
 //
 // A Frontier holds, beyond the bytes of the URLs themselves, about 36 bytes
 // a queued URL (at most 64: a slot of its site's queue, 16 to 32 bytes, and
-// a slot of the hash set, 11 to 21) and 260 bytes a site (at most 320), and
+// a slot of the hash set, 11 to 21) and 275 bytes a site (at most 320), and
 // gives them back as URLs are Done, at every fill level: a site's queue
 // shrinks once less than half full, the hash set once less than three
 // eighths full, each to a size that leaves room before the next resize, so
 // that a crawler that pushes and takes around one size pays no resize each
 // time; a site is forgotten once it has nothing queued or out and its turn
 // has come. Measured over 1,000,000 URLs of 60 bytes on 10,000 sites: 36
-// bytes a queued URL and 257 a site full; 48 a queued URL at half Done
-// and 38 at 80% Done, beyond 320 a site (ROBOTS_LONG_TESTS=1 go test -run
-// TestMemory -v ./frontier/). A Push costs about 0.8 µs, mostly parsing
-// the URL; a Next and its Done about 0.8 µs, and 2.4 µs with Turns, which
-// parses the URL again (go test -run '^$' -bench . -benchmem ./frontier/;
+// bytes a queued URL and 273 a site full; at half Done 48 bytes a queued
+// URL beyond 320 a site (55 with the sites' bytes counted to the URLs), at
+// 80% Done 38 (54) (ROBOTS_LONG_TESTS=1 go test -run TestMemory -v
+// ./frontier/). A Push costs about 0.8 µs, mostly parsing the URL; a Next
+// and its Done about 0.8 µs, and 2.4 µs with Turns, which parses the URL
+// again (go test -run '^$' -bench 'Push|NextDone' -benchmem ./frontier/;
 // see doc/frontier.md).
 //
 // # Saving and restoring

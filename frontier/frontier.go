@@ -63,7 +63,8 @@ type Frontier struct {
 
 	// MaxRetries is how many times Answered queues again a URL whose
 	// answer the site deferred (see Answered) before it gives up on it.
-	// If zero, DefaultMaxRetries is used; if negative, none is retried.
+	// If zero, DefaultMaxRetries is used; if negative, none is retried:
+	// Answered gives up a deferred URL at once.
 	MaxRetries int
 
 	// RetryDelay is the least time between a deferred answer and its
@@ -108,6 +109,26 @@ type Counts struct {
 	Requeued    uint64 // URLs given back with Requeue, or Answered with a canceled context
 	Retried     uint64 // answers deferred by the site and queued again by Answered
 	GaveUp      uint64 // of Finished, URLs whose answer was deferred MaxRetries+1 times
+
+	// The waiting the Frontier does for the sites' turns, which a
+	// Transport under it then does not (its Stats.TurnWaits stay near 0).
+	//
+	// Held is how many sites with URLs queued wait now for their turn
+	// (their crawl-delay, a pause, a back-off or a retry delay since their
+	// latest answer, or the fetch of their robots.txt). TurnWaits counts
+	// the turns a site with URLs queued waited for, TurnWaitTime the time
+	// from when each was put to wait (its answer, refusal or first probe)
+	// to its turn, summed.
+	Held         int
+	Ready        int // sites whose URL may be sent now, waiting for a call of Next
+	TurnWaits    uint64
+	TurnWaitTime time.Duration
+	// IdleWaits counts the calls of Next that waited because no URL could
+	// be sent yet, IdleTime their time waiting, summed: workers idle
+	// because the crawl's sites are all held or busy (more workers than
+	// the sites allow), or because nothing is queued but URLs are out.
+	IdleWaits uint64
+	IdleTime  time.Duration
 }
 
 // Site is what a Frontier holds of one site, for a progress bar.
@@ -137,6 +158,7 @@ type site struct {
 	out    string        // the URL out, or ""
 	tries  uint32        // the deferred answers the URL at the head (or out) has had
 	due    time.Time     // when waiting: when it may be offered
+	wait   time.Duration // when waiting: from when it was put to wait to due
 	every  time.Duration // the interval learned from Turns, if known
 	known  bool          // every is known: a request of the site was answered
 	state  uint8
@@ -243,6 +265,7 @@ func (f *Frontier) Next(ctx context.Context) (string, error) {
 	}
 	var w *waiter
 	var timer *time.Timer
+	var since time.Time // when it began to wait
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -251,12 +274,14 @@ func (f *Frontier) Next(ctx context.Context) (string, error) {
 	f.mu.Lock()
 	f.init()
 	for {
-		if s := f.take(time.Now()); s != nil {
+		now := time.Now()
+		if s := f.take(now); s != nil {
 			u := s.q.pop()
 			f.queued--
 			s.out, s.state = u, busy
 			f.out[u] = s
 			f.leave(w)
+			f.idle(w, since, now)
 			if f.ready.Len() > 0 || f.timed.Len() > 0 {
 				f.wake() // the next waiter takes the next site, or waits for its turn
 			}
@@ -265,6 +290,7 @@ func (f *Frontier) Next(ctx context.Context) (string, error) {
 		}
 		if f.queued == 0 && len(f.out) == 0 {
 			f.leave(w)
+			f.idle(w, since, now)
 			for _, o := range f.waiters {
 				wake(o)
 			}
@@ -272,6 +298,7 @@ func (f *Frontier) Next(ctx context.Context) (string, error) {
 			return "", ErrEmpty
 		}
 		if w == nil {
+			since = now
 			w = &waiter{c: make(chan struct{}, 1)}
 			f.waiters = append(f.waiters, w)
 		}
@@ -292,11 +319,21 @@ func (f *Frontier) Next(ctx context.Context) (string, error) {
 		case <-ctx.Done():
 			f.mu.Lock()
 			f.leave(w)
+			f.idle(w, since, time.Now())
 			f.wake() // the first waiter now may be another
 			f.mu.Unlock()
 			return "", ctx.Err()
 		}
 		f.mu.Lock()
+	}
+}
+
+// idle counts a call of Next that waited, from since to now, if w is not
+// nil. f.mu must be held.
+func (f *Frontier) idle(w *waiter, since, now time.Time) {
+	if w != nil {
+		f.counts.IdleWaits++
+		f.counts.IdleTime += now.Sub(since)
 	}
 }
 
@@ -310,6 +347,8 @@ func (f *Frontier) take(now time.Time) *site {
 			f.drop(s)
 			continue
 		}
+		f.counts.TurnWaits++
+		f.counts.TurnWaitTime += s.wait
 		f.makeReady(s)
 	}
 	if f.ready.Len() == 0 {
@@ -332,7 +371,7 @@ func (f *Frontier) makeReady(s *site) {
 func (f *Frontier) schedule(s *site, at, now time.Time) {
 	switch {
 	case at.After(now):
-		s.state, s.due = waiting, at
+		s.state, s.due, s.wait = waiting, at, at.Sub(now)
 		heap.Push(&f.timed, s)
 		if s.i == 0 {
 			f.wake() // the first waiter's timer is for a later turn
@@ -443,13 +482,21 @@ func (f *Frontier) Len() int {
 
 // Counts returns f's numbers.
 func (f *Frontier) Counts() Counts {
+	now := time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.counts
-	c.Queued, c.Out = f.queued, len(f.out)
+	c.Queued, c.Out, c.Ready = f.queued, len(f.out), f.ready.Len()
 	for _, s := range f.sites {
 		if s.q.n > 0 || s.out != "" {
 			c.Sites++
+		}
+		if s.state == waiting && s.q.n > 0 {
+			if s.due.After(now) {
+				c.Held++
+			} else {
+				c.Ready++ // its turn has come: Next takes it
+			}
 		}
 	}
 	return c

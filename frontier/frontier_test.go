@@ -332,7 +332,9 @@ func TestRefusals(t *testing.T) {
 		}
 		f.Done(u, nil)
 		c := f.Counts()
-		if want := (frontier.Counts{Pushed: 3, Finished: 3, Refused: 1, Unreachable: 1, Requeued: 1}); c != want {
+		want := frontier.Counts{Pushed: 3, Finished: 3, Refused: 1, Unreachable: 1, Requeued: 1,
+			TurnWaits: 1, TurnWaitTime: time.Minute, IdleWaits: 1, IdleTime: time.Minute} // the requeued URL's minute
+		if c != want {
 			t.Errorf("Counts = %+v, want %+v", c, want)
 		}
 		if _, err := f.Next(t.Context()); err != frontier.ErrEmpty {

@@ -122,7 +122,7 @@ func (nowTurns) NextTurn(context.Context, *url.URL) (time.Time, error) { return 
 
 // The benchmarks run on a frontier of 1,000,000 URLs over 10,000 sites:
 //
-//	go test -run '^$' -bench . -benchmem ./frontier/
+//	go test -run '^$' -bench 'Push|NextDone' -benchmem ./frontier/
 func BenchmarkPush(b *testing.B) {
 	urls := urlsOf(10000, 100)
 	f := new(frontier.Frontier)

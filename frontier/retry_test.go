@@ -230,3 +230,47 @@ func TestRetryDelay(t *testing.T) {
 		})
 	}
 }
+
+// everyTurns is a Turns whose every turn is d after now.
+type everyTurns time.Duration
+
+func (d everyTurns) NextTurn(context.Context, *url.URL) (time.Time, error) {
+	return time.Now().Add(time.Duration(d)), nil
+}
+
+// TestWaitCounts: the waiting the Frontier does for the sites' turns, and
+// its workers' idle time, show in Counts.
+func TestWaitCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &frontier.Frontier{Turns: everyTurns(2 * time.Second)}
+		for i := range 3 {
+			f.Push(fmt.Sprintf("http://a.test/%d", i))
+		}
+		f.Push("http://b.test/")
+		synctest.Wait() // the probes have answered: both sites wait 2 s
+		if c := f.Counts(); c.Held != 2 || c.Ready != 0 || c.TurnWaits != 0 {
+			t.Errorf("after the probes: %+v, want 2 sites held", c)
+		}
+		time.Sleep(2 * time.Second)
+		if c := f.Counts(); c.Held != 0 || c.Ready != 2 {
+			t.Errorf("at their turn: %+v, want 2 sites ready", c)
+		}
+		for {
+			u, err := f.Next(t.Context())
+			if err != nil {
+				break
+			}
+			f.Done(u, nil)
+		}
+		// a.test: 3 turns 2 s apart (after its probe and its first two
+		// answers); b.test: 1. The worker came at the first turns, and
+		// waited for a.test's next two.
+		c := f.Counts()
+		if c.TurnWaits != 4 || c.TurnWaitTime != 8*time.Second || c.Held != 0 {
+			t.Errorf("Counts = %+v, want 4 turn waits, 8 s", c)
+		}
+		if c.IdleWaits != 2 || c.IdleTime != 4*time.Second {
+			t.Errorf("Counts = %+v, want 2 idle waits, 4 s", c)
+		}
+	})
+}

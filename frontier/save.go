@@ -36,8 +36,9 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // Save writes what f holds to w, in a format Restore reads back: every URL
 // queued and every URL out (handed out by Next and not yet Done), each
 // site's URLs in its queue's order with the URL out at its head, the
-// retries its head has had (see Answered), and the totals of [Counts].
-// Nothing else is saved: a Frontier keeps no set of the URLs it
+// retries its head has had (see Answered), and the totals of [Counts] but
+// those of waiting (TurnWaits, TurnWaitTime, IdleWaits, IdleTime), which
+// are the running process's. Nothing else is saved: a Frontier keeps no set of the URLs it
 // has seen beyond those queued or out (a crawler that keeps one saves it
 // itself), and no site's turn (the [robots.Transport] and its
 // [fleet.Pacer] or [fleet.Store] keep those, and a restored site is asked
