@@ -464,6 +464,20 @@ func testShared(t *testing.T, p Pacers) {
 		t.Errorf("released through the other Pacer: %+v; want a turn an hour after", tk)
 	}
 
+	// The adaptive delay is the fleet's: an answer's time reported through
+	// one Pacer spaces the turns the other hands out.
+	a = p.New(t)
+	b = p.Shared(t, a)
+	r := fleet.TurnRequest{Known: true, MaxWait: Forever, Hold: time.Hour, ID: 1, MaxAdaptive: time.Hour}
+	if tk := reserve(t, a, r); !tk.OK || tk.ID != 1 {
+		t.Fatalf("turn with the adaptive delay on: %+v; want it held", tk)
+	}
+	release(t, b, 1, time.Minute, false)
+	r.ID, r.MaxWait = 2, 0
+	if tk := reserve(t, a, r); tk.OK || !within(p, tk.Wait, 2*time.Minute) {
+		t.Errorf("after an answer in a minute, released through the other Pacer: %+v; want the next turn two minutes after it", tk)
+	}
+
 	a = p.New(t)
 	b = p.Shared(t, a)
 	bo := fleet.Backoff{First: slack / 5, Max: time.Hour, Forgive: time.Hour}
