@@ -70,7 +70,7 @@ func (t *Transport) CrawlDelay(ctx context.Context, u *url.URL) (time.Duration, 
 	if agent == t.cfg.agent {
 		agent = ""
 	}
-	return t.turns.interval(st, agent), nil
+	return t.turns.interval(st, agent).every, nil
 }
 
 // Forget drops the cached robots.txt of u's origin, so that the next request

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/f9014239/robots/fleet"
+	"github.com/f9014239/robots/internal/pacing"
 )
 
 // siteLog is a base transport that plays origins as a site sees them: each
@@ -123,7 +124,7 @@ func TestSlowSiteOneInFlight(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				site := &siteLog{robots: "User-agent: *\nCrawl-delay: 0.2\n",
 					latency: func(string) time.Duration { return 300 * time.Millisecond }}
-				pacer := &memPacer{epoch: time.Now()}
+				pacer := &pacing.Memory{}
 				store := &fleet.MemoryStore{}
 				var clients []*http.Client
 				var trs []*Transport
@@ -354,7 +355,7 @@ func TestBackoffOneAtATime(t *testing.T) {
 func TestBackoffInFleet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		site := &siteLog{robots: "", status: func(string) (int, http.Header) { return 429, nil }}
-		pacer := &memPacer{epoch: time.Now()}
+		pacer := &pacing.Memory{}
 		a := &Transport{Base: site, Agent: "ExampleBot", Pacer: pacer}
 		b := &Transport{Base: site, Agent: "ExampleBot", Pacer: pacer}
 		get(&http.Client{Transport: a}, "https://example.com/a")

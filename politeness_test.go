@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/f9014239/robots/fleet"
+	"github.com/f9014239/robots/internal/pacing"
 
 	"github.com/f9014239/robots"
 )
@@ -237,133 +238,19 @@ func (h *svLogs) find(level slog.Level, substr string) []string {
 }
 
 // ---------------------------------------------------------------------------
-// A Pacer written from its contract (pace.go), holding a turn whenever
-// TurnRequest.Hold is positive, shared by the Transports of a fleet.
+// The in-memory Pacer (package pacing), shared by the Transports of a fleet.
 
 type svPacer struct {
-	mu  sync.Mutex
-	o   map[string]*svPaceOrigin
-	ids uint64
+	pacing.Memory
+	once sync.Once
 }
 
-type svPaceOrigin struct {
-	hasLast         bool
-	last            time.Time
-	lastEvery       time.Duration
-	heldID          uint64
-	heldAt, heldEnd time.Time
-	pause           time.Time
-	boLevel         int
-	boStart, boEnd  time.Time
-	forgiven        time.Time // the back-off's end plus its Forgive
-}
-
-func (p *svPacer) get(origin string) *svPaceOrigin {
-	if p.o == nil {
-		p.o = map[string]*svPaceOrigin{}
-	}
-	o := p.o[origin]
-	if o == nil {
-		o = &svPaceOrigin{}
-		p.o[origin] = o
-	}
-	return o
-}
-
-func (p *svPacer) Reserve(ctx context.Context, origin string, r fleet.TurnRequest) (fleet.Turn, error) {
-	if err := ctx.Err(); err != nil {
-		return fleet.Turn{}, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := time.Now()
-	o := p.get(origin)
-	ask := max(r.Every, 0)
-	keep := ask
-	turn := now
-	if o.pause.After(turn) {
-		turn = o.pause
-	}
-	if o.heldID != 0 {
-		if now.Before(o.heldEnd) {
-			free := o.heldAt.Add(max(ask, o.lastEvery))
-			if turn.After(free) {
-				free = turn
-			}
-			return fleet.Turn{InFlight: true, Wait: max(free.Sub(now), 0)}, nil
-		}
-		o.heldID = 0
-		o.last = o.heldEnd // never released: spaced from the hold's end
-	}
-	if o.hasLast {
-		if n := o.last.Add(max(ask, o.lastEvery)); n.After(turn) {
-			turn = n
-		}
-		if !r.Known {
-			keep = max(keep, o.lastEvery)
-		}
-	}
-	wait := turn.Sub(now)
-	if wait > 0 && wait > r.MaxWait {
-		return fleet.Turn{Wait: wait}, nil
-	}
-	o.hasLast, o.last, o.lastEvery = true, turn, keep
-	var id uint64
-	if r.Hold > 0 && (keep > 0 || !r.Known || time.Now().Before(o.forgiven)) {
-		p.ids++
-		id = p.ids
-		o.heldID, o.heldAt, o.heldEnd = id, turn, turn.Add(r.Hold)
-	}
-	return fleet.Turn{OK: true, Wait: wait, ID: id}, nil
-}
-
-func (p *svPacer) Release(ctx context.Context, origin string, id uint64, answered time.Time) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	o := p.get(origin)
-	if id != 0 && o.heldID == id {
-		now := time.Now()
-		if answered.After(now) {
-			now = answered
-		}
-		o.heldID, o.last = 0, now
-	}
-	return nil
-}
-
-func (p *svPacer) Pause(ctx context.Context, origin string, until time.Time) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	o := p.get(origin)
-	if until.After(o.pause) {
-		o.pause = until
-	}
-	return nil
-}
-
+// PushBack is the Memory's with no jitter, so that the fleet's pause is
+// never longer than the one the Transport keeps in memory, whose RetryAt
+// the tests check.
 func (p *svPacer) PushBack(ctx context.Context, origin string, sent time.Time, b robots.Backoff) (time.Time, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := time.Now()
-	o := p.get(origin)
-	if o.boLevel > 0 && !sent.After(o.boStart) {
-		return o.boEnd, nil
-	}
-	if o.boLevel > 0 && now.After(o.boEnd.Add(b.Forgive)) {
-		o.boLevel = 0
-	}
-	o.boLevel++
-	d := b.First
-	for i := 1; i < o.boLevel && d < b.Max; i++ {
-		d *= 2
-	}
-	d = min(d, b.Max)
-	o.boStart, o.boEnd = now, now.Add(d)
-	o.forgiven = o.boEnd.Add(b.Forgive)
-	if o.boEnd.After(o.pause) {
-		o.pause = o.boEnd
-	}
-	return o.boEnd, nil
+	p.once.Do(func() { p.Jitter = func() float64 { return 0 } })
+	return p.Memory.PushBack(ctx, origin, sent, b)
 }
 
 // ---------------------------------------------------------------------------
@@ -1163,17 +1050,17 @@ func (p *svFaultPacer) Reserve(ctx context.Context, origin string, r fleet.TurnR
 	return p.svPacer.Reserve(ctx, origin, r)
 }
 
-func (p *svFaultPacer) Release(ctx context.Context, origin string, id uint64, answered time.Time) error {
+func (p *svFaultPacer) Release(ctx context.Context, origin string, a fleet.Answer) error {
 	if p.hangRelease {
 		// answered in the shared state, but the call itself hangs
-		p.svPacer.Release(ctx, origin, id, answered)
+		p.svPacer.Release(ctx, origin, a)
 		<-ctx.Done()
 		return ctx.Err()
 	}
 	if p.errRelease {
 		return errors.New("pacer down")
 	}
-	return p.svPacer.Release(ctx, origin, id, answered)
+	return p.svPacer.Release(ctx, origin, a)
 }
 
 func (p *svFaultPacer) PushBack(ctx context.Context, origin string, sent time.Time, b robots.Backoff) (time.Time, error) {

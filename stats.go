@@ -80,7 +80,7 @@ type stats struct {
 	refusedRule, refusedUnreachable, refusedUsage atomic.Uint64
 	fetches                                       [3]atomic.Uint64 // by Access
 	paceWaits, pauses, notYet                     atomic.Uint64
-	backoffs, inFlightWaits                       atomic.Uint64
+	backoffs, inFlightWaits, rateLimits           atomic.Uint64
 	paceWait                                      atomic.Int64 // nanoseconds
 }
 

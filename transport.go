@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/f9014239/robots/fleet"
+	"github.com/f9014239/robots/internal/pacing"
 )
 
 // ErrDisallowed is matched by every request refused under robots.txt:
@@ -199,9 +200,10 @@ type Transport struct {
 	epoch  time.Time // set once: the origin of the clock of t.now
 	cache  *cache    // set once
 	stats  stats
-	logs          // set once
-	turns  turns  // set once
-	loader loader // set once
+	logs                           // set once
+	paces  pacing.Table[originKey] // the paces of origins dropped from cache
+	turns  turns                   // set once
+	loader loader                  // set once
 	// the last User-Agent header → token derivation
 	ua atomic.Pointer[uaToken]
 	// named is set by NewTransport: Agent must name a token, even when
@@ -238,9 +240,11 @@ type config struct {
 	maxRetryAfter    time.Duration
 	maxWait          time.Duration // Transport.MaxWait; 0 for none
 	turnTimeout      time.Duration
-	backoff          Backoff // First is 0 if IgnoreBackoff
-	pacer            fleet.Pacer
-	watcher          fleet.PauseWatcher // pacer, if it is one
+	// the cap of the adaptive delay: MaxCrawlDelay, or 0 with NoDefaultPace
+	maxAdaptive time.Duration
+	backoff     Backoff // First is 0 if IgnoreBackoff
+	pacer       fleet.Pacer
+	watcher     fleet.PauseWatcher // pacer, if it is one
 	// Transport.Uses, "ai-train" read as "train-ai"
 	uses []string
 }
@@ -360,11 +364,11 @@ func (t *Transport) init() {
 		c.maxRetryAfter = DefaultMaxRetryAfter
 	}
 	t.cfg = c
-	t.cache = newCache(c.maxOrigins, c.maxBytes)
+	t.cache = newCache(c.maxOrigins, c.maxBytes, &t.paces)
 	t.epoch = time.Now()
 	t.logs = logs{logger: c.logger}
-	t.turns = turns{logs: &t.logs, cfg: &t.cfg, epoch: t.epoch, cache: t.cache, stats: &t.stats}
-	t.loader = loader{logs: &t.logs, turns: &t.turns, cfg: &t.cfg, cache: t.cache, stats: &t.stats, missed: t.missed}
+	t.turns = turns{logs: &t.logs, cfg: &t.cfg, epoch: t.epoch, cache: t.cache, paces: &t.paces, stats: &t.stats}
+	t.loader = loader{logs: &t.logs, cfg: &t.cfg, epoch: t.epoch, cache: t.cache, stats: &t.stats, turns: &t.turns, missed: t.missed}
 }
 
 // now returns the time since t.epoch. On the hot path it is cheaper than
@@ -419,11 +423,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if isRobotsTxt(req.URL) {
 		s, tk, err = t.robotsTxtSite(ctx, req.URL, req.Host, now)
 	} else {
-		var every time.Duration
-		s, st, every, err = t.check(ctx, req.URL, req.Host, agent, t.fetchAgent(req.Header, ua), now)
+		var a ask
+		s, st, a, err = t.check(ctx, req.URL, req.Host, agent, t.fetchAgent(req.Header, ua), now)
 		if err == nil {
-			if !t.turns.free(s, every) {
-				tk, err = t.turns.waitTurn(ctx, s, every, nil, false, now, req.URL)
+			if !t.turns.free(s, a) {
+				tk, err = t.turns.waitTurn(ctx, s, a, nil, false, now, req.URL)
 			}
 		}
 	}
@@ -444,7 +448,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// The next request is spaced from this one's answer: the site sees
 	// them an interval apart, however long this one took to reach it.
 	if tk.p != nil {
-		t.turns.release(ctx, s, tk)
+		t.turns.release(ctx, s, tk, t.now()-sent, err != nil && ctx.Err() == nil)
 	}
 	if err == nil && resp != nil {
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
@@ -472,7 +476,7 @@ func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL, host string, 
 		s, evicted = t.cache.add(sh, k, now)
 		t.stats.evictions.Add(uint64(evicted))
 	}
-	tk, err := t.turns.waitTurn(ctx, s, t.turns.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true, now, u)
+	tk, err := t.turns.waitTurn(ctx, s, t.turns.fetchAsk(s), nil, true, now, u)
 	return s, tk, err
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/f9014239/robots/fleet"
+	"github.com/f9014239/robots/internal/pacing"
 
 	"github.com/jarcoal/httpmock"
 )
@@ -112,7 +113,7 @@ func TestFleetFetchTakesTheFirstTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &fakeOrigins{robots: func(string) string { return "User-agent: *\nCrawl-delay: 1\n" }}
 		store := &fleet.MemoryStore{}
-		pacer := &memPacer{epoch: time.Now()}
+		pacer := &pacing.Memory{}
 		var wg sync.WaitGroup
 		for p := range 3 {
 			tr := &Transport{Base: srv, Agent: "ExampleBot", Store: store, Pacer: pacer}
@@ -134,7 +135,7 @@ func TestFleetFetchTakesTheFirstTurn(t *testing.T) {
 	// taken: its page leaves a crawl-delay after robots.txt.
 	synctest.Test(t, func(t *testing.T) {
 		srv := &fakeOrigins{robots: func(string) string { return "User-agent: *\nCrawl-delay: 1\n" }}
-		pacer := &memPacer{epoch: time.Now()}
+		pacer := &pacing.Memory{}
 		store := &putHookStore{}
 		other := &http.Client{Transport: &Transport{Base: srv, Agent: "ExampleBot", Store: store, Pacer: pacer}}
 		store.hook = func() {
@@ -173,7 +174,7 @@ func (s *putHookStore) Put(ctx context.Context, origin string, e *fleet.Entry) e
 func TestPacerWaitIsCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &fakeOrigins{robots: func(string) string { return "User-agent: *\nCrawl-delay: 2\n" }}
-		pacer := &memPacer{epoch: time.Now()}
+		pacer := &pacing.Memory{}
 		store := &fleet.MemoryStore{}
 		other := &Transport{Base: srv, Agent: "ExampleBot", Pacer: pacer, Store: store}
 		tr := &Transport{Base: srv, Agent: "ExampleBot", Pacer: pacer, Store: store}
@@ -267,10 +268,10 @@ func politenessRun(t *testing.T, seed uint64) {
 		// Transports that share a Pacer but no Store: each fetches
 		// robots.txt on its own, not knowing the crawl-delay that the
 		// others' turns keep.
-		pacer = &memPacer{epoch: time.Now()}
+		pacer = &pacing.Memory{}
 		srv.firstFetches = true
 	case nt > 1 || rng.IntN(2) == 0:
-		store, pacer = &fleet.MemoryStore{}, &memPacer{epoch: time.Now()}
+		store, pacer = &fleet.MemoryStore{}, &pacing.Memory{}
 	}
 	var clients []*http.Client
 	for range nt {
@@ -796,12 +797,13 @@ func TestSpacedFromDeparture(t *testing.T) {
 		}
 	})
 
-	var p pace
-	p.reserve(0, 2*time.Second, time.Hour, 0)
-	tk := p.reserve(0, 2*time.Second, time.Hour, 0).tk // at 2s
-	p.release(tk, 2500*time.Millisecond)               // left at 2.5s
-	if g := p.reserve(2500*time.Millisecond, 2*time.Second, time.Hour, 0); g.wait != 2*time.Second {
-		t.Errorf("next turn %v after a request that left late, want 2s after it left", g.wait)
+	var p pacing.State
+	r := pacing.Request{Every: 2 * time.Second, Known: true, MaxWait: time.Hour}
+	p.Reserve(0, r)
+	tk := p.Reserve(0, r).Turn          // at 2s
+	p.Settle(2500*time.Millisecond, tk) // left at 2.5s
+	if g := p.Reserve(2500*time.Millisecond, r); g.Wait != 2*time.Second {
+		t.Errorf("next turn %v after a request that left late, want 2s after it left", g.Wait)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,6 +77,112 @@ func TestNoIO(t *testing.T) {
 			}
 			if most := int64(elapsed/flushInterval) + 2; d.writes > most {
 				t.Errorf("%d writes in %v, want at most one per flush interval (%d)", d.writes, elapsed, most)
+			}
+		})
+	}
+}
+
+// inFlightSite is a site with no crawl-delay whose first page is answered
+// 429 without Retry-After (a push-back), and every other after 20 ms; it
+// records the most requests it had in flight at once.
+type inFlightSite struct {
+	mu            sync.Mutex
+	now, most, ok int
+}
+
+func (s *inFlightSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/robots.txt":
+		io.WriteString(w, "User-agent: *\nDisallow: /private\n")
+		return
+	case "/pushback":
+		w.WriteHeader(http.StatusTooManyRequests)
+		return
+	}
+	s.mu.Lock()
+	s.now++
+	s.most = max(s.most, s.now)
+	s.mu.Unlock()
+	time.Sleep(20 * time.Millisecond)
+	s.mu.Lock()
+	s.now--
+	s.ok++
+	s.mu.Unlock()
+}
+
+// TestBackingOffOneInFlight: after a push-back from an origin with no
+// crawl-delay, the origin gets one request at a time until the back-off is
+// forgiven, whichever Transport on the Store sends them: a second one on
+// the same Store, or one on the Store opened again after Close.
+func TestBackingOffOneInFlight(t *testing.T) {
+	for _, reopen := range []bool{false, true} {
+		name := "second Transport"
+		if reopen {
+			name = "after Close and Open"
+		}
+		t.Run(name, func(t *testing.T) {
+			site := &inFlightSite{}
+			srv := httptest.NewServer(site)
+			defer srv.Close()
+			path := tempPath(t)
+			st := openTest(t, path)
+			b := robots.Backoff{First: 50 * time.Millisecond, Max: 100 * time.Millisecond, Forgive: time.Hour}
+			newTransport := func() *robots.Transport {
+				tr := robots.NewTransport(nil, "ExampleBot")
+				tr.Store, tr.Pacer = st, st
+				tr.Backoff = b
+				tr.MaxWait = time.Minute
+				return tr
+			}
+			first := newTransport()
+			resp, err := (&http.Client{Transport: first}).Get(srv.URL + "/pushback")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			first.CloseIdleConnections()
+			if resp.StatusCode != http.StatusTooManyRequests {
+				t.Fatalf("status %d, want 429", resp.StatusCode)
+			}
+			// The Transport tells the Pacer of the push-back as the
+			// response returns: wait until the Store has it.
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+				if _, ok := st.WatchedPause(srv.URL); !ok {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the Store never heard of the push-back")
+				}
+			}
+			if reopen {
+				if err := st.Close(); err != nil {
+					t.Fatal(err)
+				}
+				st = openTest(t, path)
+			}
+			second := newTransport()
+			defer second.CloseIdleConnections()
+			c := &http.Client{Transport: second}
+			var wg sync.WaitGroup
+			const workers, each = 8, 2
+			for w := range workers {
+				wg.Go(func() {
+					for i := range each {
+						resp, err := c.Get(fmt.Sprintf("%s/page%d-%d", srv.URL, w, i))
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+					}
+				})
+			}
+			wg.Wait()
+			site.mu.Lock()
+			defer site.mu.Unlock()
+			if site.ok != workers*each || site.most != 1 {
+				t.Errorf("%d pages answered, at most %d in flight at once; want %d, one at a time", site.ok, site.most, workers*each)
 			}
 		})
 	}
