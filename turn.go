@@ -31,15 +31,19 @@ type TurnError struct {
 	// is unknown). It is never the zero time. While a request to the
 	// origin is in flight (Reason is ReasonInFlight), its answer is not
 	// known yet: RetryAt is then an estimate, the time the request left plus
-	// the origin's recent answer time (a moving average; 0 before the
-	// first answer), or now if that has passed, plus the interval. With
+	// the origin's response-time estimate (0 before the first answer), or
+	// now if that has passed, plus the interval. With
 	// one caller per origin, a retry at RetryAt is sent; with many, it is the
 	// earliest any of them can be, and each retry may find another's
 	// turn taken.
 	RetryAt time.Time
 
-	// Reason says what holds the origin: ReasonCrawlDelay,
-	// ReasonInFlight, ReasonRetryAfter, ReasonBackoff or ReasonRobotsTxt.
+	// Reason says what holds the origin: ReasonCrawlDelay (Crawl-delay
+	// or MinDelay), ReasonRequestRate, ReasonDefaultPace (DefaultDelay),
+	// ReasonSlowAnswers (the adaptive delay), ReasonInFlight (a request
+	// awaits its answer), ReasonRetryAfter, ReasonRateLimit, ReasonBackoff
+	// (pauses), ReasonRobotsTxt (the fetch of robots.txt) or ReasonPacer
+	// (the Pacer did not answer within MaxWait).
 	Reason string
 
 	// Err is context.DeadlineExceeded if the deadline refused the request,
