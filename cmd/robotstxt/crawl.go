@@ -892,7 +892,14 @@ func obeying(ctx context.Context, tr *robots.Transport, u *url.URL, agent string
 	case kept > 0 || hasDelay:
 		return s + ", crawl-delay " + kept.String()
 	}
-	return s + ", no crawl-delay"
+	if tr.NoDefaultPace {
+		return s + ", no crawl-delay"
+	}
+	d := tr.DefaultDelay
+	if d <= 0 {
+		d = robots.DefaultPaceDelay
+	}
+	return s + ", no crawl-delay: the default pace, " + d.String()
 }
 
 // obeyedGroups names the groups of r that the crawler with product token

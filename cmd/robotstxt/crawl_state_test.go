@@ -132,6 +132,10 @@ func write(t *testing.T, name, body string) {
 // visited, those visited are not.
 func TestCrawlJournalCut(t *testing.T) {
 	s := newSite(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			w.Write([]byte("User-agent: *\nCrawl-delay: 0.01\n"))
+			return
+		}
 		w.Header().Set("Content-Type", "text/html")
 		if r.URL.Path == "/" {
 			w.Write([]byte(`<a href="/a">a</a> <a href="/b">b</a> <a href="/c">c</a>`))

@@ -151,7 +151,7 @@ func TestCrawlStartRedirect(t *testing.T) {
 		got := lines(stdout)
 		for _, want := range []string{
 			"301 / redirect to http://www.example.test/, another site: followed, as a start URL",
-			"http://www.example.test: obeying the * group (line 1), no crawl-delay",
+			"http://www.example.test: obeying the * group (line 1), no crawl-delay: the default pace, 1s",
 			"200 http://www.example.test/",
 			"refused http://www.example.test/private Disallow: /private (line 2)",
 			"200 http://www.example.test/a",
