@@ -87,7 +87,10 @@
 // Crawl fetches each URL and the pages it links to on the same origin
 // through a [robots.Transport]: each URL is printed with its HTTP status, or
 // as refused with the rule that refused it. The Transport fetches and caches
-// robots.txt and paces requests by its Crawl-delay. Up to -workers requests
+// robots.txt and paces requests: one at a time to a site, the next no
+// sooner than its Crawl-delay after the answer, or the default pace (1 s)
+// for a site that states none, longer for a site that answers slowly; there
+// is no way to turn that off. Up to -workers requests
 // (default 4) are sent at a time. A request whose site's turn is more than
 // 50 ms away is not sent ([robots.ErrNotYet]): its URL goes back in the
 // queue for that turn, and the worker takes a URL of another site, so that
