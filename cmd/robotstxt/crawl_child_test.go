@@ -130,7 +130,8 @@ func (s *pagedSite) minGap() time.Duration {
 	return gap
 }
 
-// TestCrawlResume: a crawl interrupted (SIGINT), then one killed (SIGKILL),
+// TestCrawlResume: a crawl interrupted (SIGINT, SIGTERM), and one killed
+// (SIGKILL),
 // each run again with the same command, resume where they stopped: across
 // the runs each page is fetched once (after the kill, the page out at the
 // kill at most twice) and robots.txt once, and no two requests come closer
@@ -141,7 +142,7 @@ func TestCrawlResume(t *testing.T) {
 	t.Parallel()
 	const pages = 6
 	const delay = 100 * time.Millisecond
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			home := t.TempDir()
 			env := cacheEnv(home)
@@ -158,7 +159,7 @@ func TestCrawlResume(t *testing.T) {
 			}
 			c.cmd.Process.Signal(sig)
 			code := c.wait(t)
-			if sig == syscall.SIGINT && (code != exitFlagged || !strings.Contains(c.stdout.String(), "; interrupted, ") ||
+			if sig != syscall.SIGKILL && (code != exitFlagged || !strings.Contains(c.stdout.String(), "; interrupted, ") ||
 				!strings.Contains(c.stdout.String(), "run the same command again to resume")) {
 				t.Errorf("interrupted crawl = %d, want %d, saying it was interrupted and how to resume:\n%s\nstderr: %s", code, exitFlagged, &c.stdout, &c.stderr)
 			}
