@@ -131,9 +131,8 @@ func (s *pagedSite) minGap() time.Duration {
 }
 
 // TestCrawlResume: a crawl interrupted (SIGINT, SIGTERM), and one killed
-// (SIGKILL),
-// each run again with the same command, resume where they stopped: across
-// the runs each page is fetched once (after the kill, the page out at the
+// (SIGKILL), each run again with the same command, resume where they
+// stopped: across the runs each page is fetched once (after the kill, the page out at the
 // kill at most twice) and robots.txt once, and no two requests come closer
 // than the Crawl-delay, whichever run sent them. (After a kill, the state
 // holds the site until -timeout after the turn of the request that was
