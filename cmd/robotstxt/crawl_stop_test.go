@@ -239,3 +239,37 @@ func TestCrawlRetry(t *testing.T) {
 		}
 	})
 }
+
+// TestCrawlOriginOf: the crawl names origins as the Transport does
+// (robots.OriginOf): a start URL in upper case with its default port and
+// a link written otherwise are one site, crawled as one.
+func TestCrawlOriginOf(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		seen := map[string]int{}
+		serveFake(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			seen[r.URL.Path]++
+			mu.Unlock()
+			switch r.URL.Path {
+			case "/robots.txt":
+				fmt.Fprint(w, "User-agent: *\nCrawl-delay: 1\n")
+			case "/":
+				w.Header().Set("Content-Type", "text/html")
+				fmt.Fprint(w, `<a href="http://site.test/1">1</a> <a href="HTTP://SITE.test:80/2">2</a>`)
+			}
+		}))
+		code, stdout, _ := runCmd(t, "", "crawl", "http://Site.TEST:80/")
+		got := lines(stdout)
+		for _, want := range []string{"obeying the * group (line 1), crawl-delay 1s", "200 /", "200 /1", "200 /2"} {
+			if !contains(got, want) {
+				t.Errorf("output lacks %q:\n%s", want, stdout)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if code != exitOK || seen["/robots.txt"] != 1 || seen["/1"] != 1 || seen["/2"] != 1 {
+			t.Errorf("crawl = %d, requests %v", code, seen)
+		}
+	})
+}
