@@ -174,7 +174,8 @@ func TestCrawlStartRedirect(t *testing.T) {
 
 // TestCrawlRetry: a page answered 429 is sent again once the site's pause
 // (Retry-After) has ended, and counted as fetched; one answered 503 every
-// time, and one whose connection is cut every time, are sent maxRetries
+// time, one answered 429 every time, and one whose connection is cut every
+// time, are sent maxRetries
 // times more, each after the pause, then given up. No request comes before
 // the pause the site asked for.
 func TestCrawlRetry(t *testing.T) {
@@ -186,7 +187,7 @@ func TestCrawlRetry(t *testing.T) {
 			pause time.Duration // the Retry-After answered
 		}
 		var reqs []req // but robots.txt
-		serveFake(t, pagesHandler(0, 3, &mu, seen, func(w http.ResponseWriter, r *http.Request) bool {
+		serveFake(t, pagesHandler(0, 4, &mu, seen, func(w http.ResponseWriter, r *http.Request) bool {
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -199,6 +200,11 @@ func TestCrawlRetry(t *testing.T) {
 				reqs = append(reqs, req{time.Now(), time.Second})
 				w.Header().Set("Retry-After", "1")
 				w.WriteHeader(http.StatusServiceUnavailable)
+				return true
+			case r.URL.Path == "/4":
+				reqs = append(reqs, req{time.Now(), time.Second})
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusTooManyRequests)
 				return true
 			case r.URL.Path == "/3":
 				// The connection is cut: a failure that may pass.
@@ -216,20 +222,21 @@ func TestCrawlRetry(t *testing.T) {
 			"200 /1",
 			"given up /2 503 after 3 retries",
 			"given up /3 EOF after 3 retries",
+			"given up /4 429 after 3 retries",
 		} {
 			if !contains(got, want) {
 				t.Errorf("output lacks %q:\n%s", want, stdout)
 			}
 		}
-		if code != exitOK || !strings.HasSuffix(got[len(got)-2], ": 2 fetched (2 × 200), 0 disallowed by rules, 0 errors, 7 retries after a 429, a 503 or an error, 2 given up; finished") {
+		if code != exitOK || !strings.HasSuffix(got[len(got)-2], ": 2 fetched (2 × 200), 0 disallowed by rules, 0 errors, 10 retries after a 429, a 503 or an error, 3 given up; finished") {
 			t.Errorf("crawl = %d, summary %q; stderr %s", code, got[len(got)-2], stderr)
 		}
 		mu.Lock()
 		defer mu.Unlock()
 		// (net/http itself sends a GET again once when a connection it
 		// reused is cut before an answer.)
-		if seen["/1"] != 2 || seen["/2"] != 1+maxRetries || seen["/3"] < 1+maxRetries || seen["/3"] > 2*(1+maxRetries) || seen["/robots.txt"] != 1 {
-			t.Errorf("requests %v; want /1 twice, /2 %d times, /3 as many (or up to twice as many)", seen, 1+maxRetries)
+		if seen["/1"] != 2 || seen["/2"] != 1+maxRetries || seen["/4"] != 1+maxRetries || seen["/3"] < 1+maxRetries || seen["/3"] > 2*(1+maxRetries) || seen["/robots.txt"] != 1 {
+			t.Errorf("requests %v; want /1 twice, /2 and /4 %d times, /3 as many (or up to twice as many)", seen, 1+maxRetries)
 		}
 		// No request comes during a pause the site asked for.
 		for i := 1; i < len(reqs); i++ {
