@@ -175,9 +175,8 @@ func TestCrawlStartRedirect(t *testing.T) {
 // TestCrawlRetry: a page answered 429 is sent again once the site's pause
 // (Retry-After) has ended, and counted as fetched; one answered 503 every
 // time, one answered 429 every time, and one whose connection is cut every
-// time, are sent maxRetries
-// times more, each after the pause, then given up. No request comes before
-// the pause the site asked for.
+// time, are sent maxRetries times more, each after the pause, then given
+// up. No request comes before the pause the site asked for.
 func TestCrawlRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
