@@ -543,6 +543,10 @@ func TestOriginOf(t *testing.T) {
 			t.Errorf("OriginOf(%s with Host %s) = %q, %v; want %q", c.url, c.host, got, err, c.want)
 		}
 	}
+	u := mustURL("https://www.example.com:8443/a?q")
+	if n := testing.AllocsPerRun(100, func() { OriginOf(u) }); n > 1 {
+		t.Errorf("OriginOf allocates %v times, want 1 (its string)", n)
+	}
 	for _, u := range []*url.URL{{Path: "/a"}, {Scheme: "http", Path: "/a"}, mustURL("http://:80/"),
 		mustURL("http://h:65536/"), mustURL("http://[::%25a!b]/"), {Scheme: "http", Host: "x::"}} {
 		if got, err := OriginOf(u); err == nil || got != "" || !strings.HasPrefix(err.Error(), "robots: ") {

@@ -1,6 +1,7 @@
 package frontier_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -83,4 +84,31 @@ func ExampleOrigin() {
 	// https://a.example process 0
 	// https://a.example process 0
 	// http://b.example:8080 process 1
+}
+
+// A crawl saves its frontier now and then, to a new file renamed over the
+// last, and a new run restores it: the URLs queued, and those that were
+// out at their site's head.
+func ExampleFrontier_Save() {
+	f := new(frontier.Frontier)
+	f.Push("https://a.example/1")
+	f.Push("https://a.example/2")
+	f.Push("https://b.example/")
+	u, _ := f.Next(context.Background()) // out when the crawl stops
+
+	var file bytes.Buffer // os.CreateTemp, then Sync, Close and os.Rename
+	if err := f.Save(&file); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	g := new(frontier.Frontier) // the next run's, with its Turns set
+	if err := g.Restore(&file); err != nil {
+		fmt.Println(err) // errors.Is(err, frontier.ErrCorrupt), or ErrVersion
+		return
+	}
+	c := g.Counts()
+	fmt.Printf("%d URLs over %d sites, %d pushed in all; %s is handed out again\n", c.Queued, c.Sites, c.Pushed, u)
+	// Output:
+	// 3 URLs over 2 sites, 3 pushed in all; https://a.example/1 is handed out again
 }

@@ -89,8 +89,8 @@ type Frontier struct {
 	seq     uint64 // counts the sites that became ready, for ties
 	queued  int    // URLs queued
 	// sitesPeak is the most sites has held since it was made: a map
-	// keeps the room of its peak, so it is made again once it holds a
-	// quarter of that (see shrink).
+	// keeps the room of its peak, so it is made again once it holds
+	// half of that (see shrink).
 	sitesPeak int
 	counts    Counts // the totals
 }
@@ -390,12 +390,12 @@ func (f *Frontier) drop(s *site) {
 	f.sites, f.sitesPeak = shrink(f.sites, f.sitesPeak)
 }
 
-// shrink returns m, or a copy of m if m holds less than a quarter of peak,
-// the most it has held: a map does not give back the room it grew to. It
-// returns the new peak. A copy costs len(m), paid for by the 3×len(m)
+// shrink returns m, or a copy of m if m holds less than half of peak, the
+// most it has held: a map does not give back the room it grew to. It
+// returns the new peak. A copy costs len(m), paid for by the len(m)
 // deletions since the peak.
 func shrink[K comparable, V any](m map[K]V, peak int) (map[K]V, int) {
-	if peak < 64 || len(m) >= peak/4 {
+	if peak < 64 || len(m) >= peak/2 {
 		return m, peak
 	}
 	c := make(map[K]V, len(m))
@@ -567,14 +567,14 @@ func (h *timedHeap) Push(x any)        { s := x.(*site); s.i = len(*h); *h = app
 func (h *timedHeap) Pop() any          { return pop((*[]*site)(h)) }
 
 // pop removes the last site of *h and returns it. Once *h uses less than
-// a quarter of its room, it is moved to a slice half as big.
+// half of its room, it is moved to a slice a third bigger than it needs.
 func pop(h *[]*site) *site {
 	old := *h
 	s := old[len(old)-1]
 	old[len(old)-1] = nil
 	*h = old[:len(old)-1]
-	if cap(old) > 64 && len(*h) < cap(old)/4 {
-		*h = append(make([]*site, 0, cap(old)/2), *h...)
+	if n := len(*h); cap(old) > 64 && n < cap(old)/2 {
+		*h = append(make([]*site, 0, n+n/3), *h...)
 	}
 	return s
 }

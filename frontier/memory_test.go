@@ -182,3 +182,39 @@ func BenchmarkNextDone(b *testing.B) {
 		})
 	}
 }
+
+// TestMemorySites checks that a Frontier gives back the room of the sites
+// it forgets: once most sites are done, what it holds a site left (one URL
+// queued each) is within the bounds still.
+func TestMemorySites(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes what the heap holds")
+	}
+	sites := 20000
+	if os.Getenv("ROBOTS_LONG_TESTS") == "1" {
+		sites = 200000
+	}
+	urls := urlsOf(sites, 1)
+	base := heapAfter()
+	f := new(frontier.Frontier)
+	for _, u := range urls {
+		f.Push(u)
+	}
+	for _, level := range []int{30, 50, 74, 90} {
+		for f.Len() > sites*(100-level)/100 { // a URL a site
+			u, err := f.Next(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Done(u, nil)
+		}
+		left := f.Counts().Sites
+		per := float64(int64(heapAfter())-int64(base)) / float64(left)
+		t.Logf("%d%% of %d sites done: %.0f bytes a site left, its URL's slots included", level, sites, per)
+		if per > maxBytesPerSite+maxBytesPerURL {
+			t.Errorf("%d%% of sites done: %.0f bytes a site left, want at most %d", level, per, maxBytesPerSite+maxBytesPerURL)
+		}
+	}
+	runtime.KeepAlive(f)
+	runtime.KeepAlive(urls)
+}

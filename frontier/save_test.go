@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"net/http"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/f9014239/robots/frontier"
 )
@@ -369,4 +371,33 @@ func FuzzRestoreBody(f *testing.F) {
 			t.Fatalf("%d bytes of URLs from %d bytes", n, len(data))
 		}
 	})
+}
+
+// TestRestoreKeepsRetries: a URL the site keeps deferring is given up after
+// MaxRetries retries in all, however many restarts between them.
+func TestRestoreKeepsRetries(t *testing.T) {
+	busy := &http.Response{StatusCode: http.StatusServiceUnavailable, Body: http.NoBody}
+	f := &frontier.Frontier{MaxRetries: 2, RetryDelay: time.Nanosecond}
+	f.Push("http://a.test/busy")
+	f.Push("http://a.test/next")
+	for _, want := range []frontier.Outcome{frontier.Retrying, frontier.Retrying, frontier.GaveUp} {
+		var buf bytes.Buffer
+		if err := f.Save(&buf); err != nil {
+			t.Fatal(err)
+		}
+		f = &frontier.Frontier{MaxRetries: 2, RetryDelay: time.Nanosecond}
+		if err := f.Restore(&buf); err != nil {
+			t.Fatal(err)
+		}
+		u, err := f.Next(t.Context())
+		if err != nil || u != "http://a.test/busy" {
+			t.Fatalf("Next = %q, %v; want the URL retried", u, err)
+		}
+		if got, _ := f.Answered(u, busy, nil); got != want {
+			t.Fatalf("Answered = %v, want %v", got, want)
+		}
+	}
+	if c := f.Counts(); c.Retried != 2 || c.GaveUp != 1 || c.Queued != 1 {
+		t.Errorf("Counts = %+v, want 2 retried, 1 given up, 1 queued", c)
+	}
 }
