@@ -333,3 +333,10 @@ func (b benchBase) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return b.page, nil
 }
+
+// noDefaultPace sets NoDefaultPace on t, for a test that is not about the
+// default pace and runs on the real clock, and returns t.
+func noDefaultPace(t *Transport) *Transport {
+	t.NoDefaultPace = true
+	return t
+}

@@ -361,8 +361,13 @@ func (l *loader) warnCapped(ctx context.Context, s *site, st *state) {
 	if agent == "" {
 		agent = "*"
 	}
-	if d, ok := st.robots.Group(agent).CrawlDelay(); ok && d > l.cfg.maxCrawlDelay {
+	g := st.robots.Group(agent)
+	if d, ok := g.CrawlDelay(); ok && d > l.cfg.maxCrawlDelay {
 		l.log(ctx, "robots: Crawl-delay capped at MaxCrawlDelay", "origin", s.origin,
+			"asked", d, "kept", l.cfg.maxCrawlDelay)
+	}
+	if d, ok := g.RequestRate(); ok && d > l.cfg.maxCrawlDelay {
+		l.log(ctx, "robots: Request-rate capped at MaxCrawlDelay", "origin", s.origin,
 			"asked", d, "kept", l.cfg.maxCrawlDelay)
 	}
 }

@@ -38,6 +38,17 @@ type ask struct {
 	// the origin's rules are known; false for a fetch of robots.txt
 	// before any was read, which keeps the previous turn's interval too
 	known bool
+	// when why is ReasonDefaultPace: the interval without DefaultDelay
+	// (MinDelay, or a stated delay of zero)
+	floor time.Duration
+}
+
+// stated returns the interval of a without DefaultDelay.
+func (a ask) stated() time.Duration {
+	if a.why == ReasonDefaultPace {
+		return a.floor
+	}
+	return a.every
 }
 
 // turn is one turn of an origin's pace, for its release or give-back.
@@ -71,21 +82,30 @@ func (tn *turns) request(a ask, left time.Duration) pacing.Request {
 		Hold: tn.cfg.turnTimeout, MaxAdaptive: tn.cfg.maxAdaptive}
 }
 
-// pushedBack pauses s if resp, the answer to a request sent at sent (on
-// the Transport's clock), is a 429 or 503: for as long as its Retry-After
-// asks, capped at MaxRetryAfter, or, when it has no usable one (absent,
-// zero, in the past, malformed, or ignored), under the back-off.
-func (tn *turns) pushedBack(ctx context.Context, s *site, status int, h http.Header, sent time.Duration) {
-	if status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable {
-		return
-	}
-	if !tn.cfg.ignoreRetryAfter {
+// answered pauses s as the answer to a request sent at sent (on the
+// Transport's clock), with status and header h, asks: a 429 or 503 for as
+// long as its Retry-After asks; else, on any status, for as long as its
+// RateLimit field asks (see parseRateLimit); else a 429 or 503 under the
+// back-off. Pauses are capped at MaxRetryAfter. A Retry-After that is
+// absent, zero, in the past, malformed or ignored is not usable; a
+// malformed RateLimit field is ignored.
+func (tn *turns) answered(ctx context.Context, s *site, status int, h http.Header, sent time.Duration) {
+	pushed := status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
+	if pushed && !tn.cfg.ignoreRetryAfter {
 		if d, ok := retryAfter(h.Get("Retry-After"), time.Now()); ok && d > 0 {
 			tn.pause(ctx, s, d, ReasonRetryAfter)
 			return
 		}
 	}
-	tn.backOff(ctx, s, status, sent)
+	if _, has := h["Ratelimit"]; has {
+		if d, ok := parseRateLimit(h); ok && d > 0 {
+			tn.pause(ctx, s, d, ReasonRateLimit)
+			return
+		}
+	}
+	if pushed {
+		tn.backOff(ctx, s, status, sent)
+	}
 }
 
 // backOff pauses s under the back-off, for a 429 or 503 with no usable

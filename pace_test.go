@@ -51,7 +51,7 @@ func TestCrawlDelayConcurrent(t *testing.T) {
 		mock := newMock()
 		a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 2\n")
 		mock.RegisterResponder("GET", "https://other.example/robots.txt", httpmock.NewStringResponder(404, ""))
-		client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+		client := &http.Client{Transport: noDefaultPace(NewTransport(mock, "ExampleBot"))}
 		start := time.Now()
 		var wg sync.WaitGroup
 		for i := range 20 {
@@ -111,18 +111,25 @@ func TestCrawlDelaySettings(t *testing.T) {
 		tr     *Transport
 		want   time.Duration // between two requests
 	}{
-		{"no delay", "User-agent: *\nDisallow: /private\n", &Transport{}, 0},
-		{"zero delay", "User-agent: *\nCrawl-delay: 0\n", &Transport{}, 0},
-		{"fractional", "User-agent: *\nCrawl-delay: 0.5\n", &Transport{}, 500 * time.Millisecond},
-		{"an hour, honoured by default", "User-agent: *\nCrawl-delay: 3600\n", &Transport{}, time.Hour},
-		{"capped by default", "User-agent: *\nCrawl-delay: 172800\n", &Transport{}, DefaultMaxCrawlDelay},
-		{"capped", "User-agent: *\nCrawl-delay: 60\n", &Transport{MaxCrawlDelay: 10 * time.Second}, 10 * time.Second},
-		{"ignored", "User-agent: *\nCrawl-delay: 5\n", &Transport{IgnoreCrawlDelay: true}, 0},
-		{"min delay, none stated", "User-agent: *\nDisallow: /private\n", &Transport{MinDelay: 2 * time.Second}, 2 * time.Second},
-		{"min delay, shorter stated", "User-agent: *\nCrawl-delay: 1\n", &Transport{MinDelay: 2 * time.Second}, 2 * time.Second},
-		{"min delay, longer stated", "User-agent: *\nCrawl-delay: 3\n", &Transport{MinDelay: 2 * time.Second}, 3 * time.Second},
-		{"min delay, ignored", "User-agent: *\nCrawl-delay: 3\n", &Transport{MinDelay: 2 * time.Second, IgnoreCrawlDelay: true}, 2 * time.Second},
-		{"min delay, unavailable", "", &Transport{MinDelay: 2 * time.Second}, 2 * time.Second},
+		{"no delay", "User-agent: *\nDisallow: /private\n", &Transport{NoDefaultPace: true}, 0},
+		{"zero delay", "User-agent: *\nCrawl-delay: 0\n", &Transport{NoDefaultPace: true}, 0},
+		{"fractional", "User-agent: *\nCrawl-delay: 0.5\n", &Transport{NoDefaultPace: true}, 500 * time.Millisecond},
+		{"an hour, honoured by default", "User-agent: *\nCrawl-delay: 3600\n", &Transport{NoDefaultPace: true}, time.Hour},
+		{"capped by default", "User-agent: *\nCrawl-delay: 172800\n", &Transport{NoDefaultPace: true}, DefaultMaxCrawlDelay},
+		{"capped", "User-agent: *\nCrawl-delay: 60\n", &Transport{NoDefaultPace: true, MaxCrawlDelay: 10 * time.Second}, 10 * time.Second},
+		{"ignored", "User-agent: *\nCrawl-delay: 5\n", &Transport{NoDefaultPace: true, IgnoreCrawlDelay: true}, 0},
+		{"min delay, none stated", "User-agent: *\nDisallow: /private\n", &Transport{NoDefaultPace: true, MinDelay: 2 * time.Second}, 2 * time.Second},
+		{"min delay, shorter stated", "User-agent: *\nCrawl-delay: 1\n", &Transport{NoDefaultPace: true, MinDelay: 2 * time.Second}, 2 * time.Second},
+		{"min delay, longer stated", "User-agent: *\nCrawl-delay: 3\n", &Transport{NoDefaultPace: true, MinDelay: 2 * time.Second}, 3 * time.Second},
+		{"min delay, ignored", "User-agent: *\nCrawl-delay: 3\n", &Transport{NoDefaultPace: true, MinDelay: 2 * time.Second, IgnoreCrawlDelay: true}, 2 * time.Second},
+		{"min delay, unavailable", "", &Transport{NoDefaultPace: true, MinDelay: 2 * time.Second}, 2 * time.Second},
+		{"default pace, none stated", "User-agent: *\nDisallow: /private\n", &Transport{}, DefaultPaceDelay},
+		{"default pace, zero stated", "User-agent: *\nCrawl-delay: 0\n", &Transport{}, 0},
+		{"default pace, shorter stated", "User-agent: *\nCrawl-delay: 0.5\n", &Transport{}, 500 * time.Millisecond},
+		{"default pace, ignored", "User-agent: *\nCrawl-delay: 5\n", &Transport{IgnoreCrawlDelay: true}, DefaultPaceDelay},
+		{"default pace, unavailable", "", &Transport{}, DefaultPaceDelay},
+		{"default pace, set", "User-agent: *\nDisallow: /private\n", &Transport{DefaultDelay: 3 * time.Second}, 3 * time.Second},
+		{"default pace, under MinDelay", "", &Transport{DefaultDelay: time.Second, MinDelay: 2 * time.Second}, 2 * time.Second},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -135,7 +142,8 @@ func TestCrawlDelaySettings(t *testing.T) {
 				}
 				// A TTL longer than the longest delay: no fetch between.
 				tr := &Transport{Base: mock, Agent: "ExampleBot", IgnoreCrawlDelay: c.tr.IgnoreCrawlDelay,
-					MaxCrawlDelay: c.tr.MaxCrawlDelay, MinDelay: c.tr.MinDelay, TTL: 7 * 24 * time.Hour}
+					MaxCrawlDelay: c.tr.MaxCrawlDelay, MinDelay: c.tr.MinDelay, TTL: 7 * 24 * time.Hour,
+					NoDefaultPace: c.tr.NoDefaultPace, DefaultDelay: c.tr.DefaultDelay}
 				client := &http.Client{Transport: tr}
 				wantAllowed(t, client, "https://example.com/page1")
 				start := time.Now()
@@ -187,7 +195,7 @@ func TestPacer(t *testing.T) {
 			HeaderSet(http.Header{"Retry-After": {"90"}}))
 		mock.RegisterResponder("GET", "https://fast.example/robots.txt", httpmock.NewStringResponder(404, ""))
 		p := &fakePacer{wait: 4 * time.Second}
-		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Pacer: p}}
+		client := &http.Client{Transport: &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", Pacer: p}}
 		start := time.Now()
 		wantAllowed(t, client, "https://example.com/page")
 		// The Pacer's answer comes on top of what the process knows
@@ -366,7 +374,7 @@ func TestPauseWatcherSkipsReserve(t *testing.T) {
 		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n"))
 		mock.RegisterResponder("GET", "https://slow.example/robots.txt", httpmock.NewStringResponder(200, "User-agent: *\nCrawl-delay: 1\n"))
 		p := &watchPacer{atkPacer: atkPacer{}, watched: map[string]time.Time{}}
-		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Pacer: p}}
+		client := &http.Client{Transport: &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", Pacer: p}}
 		for range 10 {
 			wantAllowed(t, client, "https://example.com/page")
 		}

@@ -188,7 +188,7 @@ func TestAtIsWhenRetrySucceeds(t *testing.T) {
 				}
 				return 400 * time.Millisecond
 			}}
-		tr := &Transport{Base: site, Agent: "ExampleBot", MaxWait: 10 * time.Millisecond}
+		tr := &Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot", MaxWait: 10 * time.Millisecond}
 		client := &http.Client{Transport: tr}
 		ctx := WithMaxWait(context.Background(), 0)
 		// Two pages, so that the origin's answer time is known.
@@ -231,7 +231,7 @@ func TestHeldTurnRunsOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		site := &siteLog{robots: "User-agent: *\nCrawl-delay: 1\n", hang: make(chan struct{})}
 		defer close(site.hang)
-		tr := &Transport{Base: site, Agent: "ExampleBot", TurnTimeout: 10 * time.Second}
+		tr := &Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot", TurnTimeout: 10 * time.Second}
 		client := &http.Client{Transport: tr}
 		wantAllowed(t, client, "https://example.com/a")
 		go get(client, "https://example.com/hang")
@@ -263,7 +263,7 @@ func TestPushbackBacksOff(t *testing.T) {
 				return 200, nil
 			}}
 		b := Backoff{First: time.Minute, Max: 5 * time.Minute, Forgive: time.Hour}
-		tr := &Transport{Base: site, Agent: "ExampleBot", Backoff: b}
+		tr := &Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot", Backoff: b}
 		client := &http.Client{Transport: tr}
 		wantAllowed(t, client, "https://example.com/ok") // robots.txt, no interval
 		setPushing := func(v bool) { mu.Lock(); pushing = v; mu.Unlock() }
@@ -322,7 +322,7 @@ func TestBackoffOneAtATime(t *testing.T) {
 				}
 				return code, nil
 			}}
-		tr := &Transport{Base: site, Agent: "ExampleBot"}
+		tr := &Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot"}
 		client := &http.Client{Transport: tr}
 		get(client, "https://example.com/push")
 		time.Sleep(DefaultBackoffFirst + DefaultBackoffFirst/10)

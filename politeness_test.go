@@ -520,7 +520,7 @@ func TestPoliteHangingBaseTurnTimeout(t *testing.T) {
 					hang: make(chan struct{}), ignoreCtx: true}
 				pacer, store := &svPacer{}, &fleet.MemoryStore{}
 				mk := func() *robots.Transport {
-					tr := &robots.Transport{Base: site, Agent: "ExampleBot", TurnTimeout: turnTimeout, MaxWait: c.maxWait}
+					tr := &robots.Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot", TurnTimeout: turnTimeout, MaxWait: c.maxWait}
 					if c.fleet {
 						tr.Pacer, tr.Store = pacer, store
 					}
@@ -629,7 +629,7 @@ func TestPoliteBackoffUnusableRetryAfter(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					site := &svSite{robots: map[string]string{svOrigin: "User-agent: *\nDisallow: /private\n"},
 						respond: svSeq([]svStep{{status, ra}})}
-					tr := &robots.Transport{Base: site, Agent: "ExampleBot", MaxWait: time.Millisecond}
+					tr := &robots.Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot", MaxWait: time.Millisecond}
 					resp, err := svGet(t.Context(), tr, svOrigin+"/p1", "")
 					if err != nil || resp.StatusCode != status {
 						t.Fatalf("got %v, %v", resp, err)
@@ -687,7 +687,7 @@ func TestPoliteRetryAfterHonoured(t *testing.T) {
 				logs := &svLogs{}
 				site := &svSite{robots: map[string]string{svOrigin: "User-agent: *\nDisallow: /private\n"},
 					respond: svSeq([]svStep{{429, ra}})}
-				tr := &robots.Transport{Base: site, Agent: "ExampleBot", MaxWait: time.Millisecond, Logger: slog.New(logs)}
+				tr := &robots.Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot", MaxWait: time.Millisecond, Logger: slog.New(logs)}
 				svGet(t.Context(), tr, svOrigin+"/p1", "")
 				answered := time.Now()
 				_, err := svGet(t.Context(), tr, svOrigin+"/p2", "")
@@ -779,7 +779,7 @@ func TestPoliteBackoffForgiven(t *testing.T) {
 				return status, nil, svBody("")
 			}}
 		set := func(s int) { mu.Lock(); status = s; mu.Unlock() }
-		tr := &robots.Transport{Base: site, Agent: "ExampleBot", MaxWait: time.Millisecond}
+		tr := &robots.Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot", MaxWait: time.Millisecond}
 		check := func(name string, want time.Duration) {
 			t.Helper()
 			set(503)
@@ -826,7 +826,7 @@ func TestPoliteBurstIsOneIncident(t *testing.T) {
 				pacer := &svPacer{}
 				var trs []*robots.Transport
 				for range 2 {
-					tr := &robots.Transport{Base: site, Agent: "ExampleBot"}
+					tr := &robots.Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot"}
 					if inFleet {
 						tr.Pacer, tr.Store = pacer, &fleet.MemoryStore{}
 					}
@@ -990,7 +990,7 @@ func TestPoliteOneCallerRetryAtAtIsSent(t *testing.T) {
 				site := &svSite{robots: map[string]string{svOrigin: "User-agent: *\nCrawl-delay: 2\n"},
 					latency: func(_, p string) time.Duration { return lat[int(i.Add(1))%len(lat)] },
 					respond: svSeq([]svStep{{200, ""}, {200, ""}, {503, ""}, {200, ""}, {429, "30"}, {200, ""}})}
-				tr := &robots.Transport{Base: site, Agent: "ExampleBot", MaxWait: 10 * time.Millisecond}
+				tr := &robots.Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot", MaxWait: 10 * time.Millisecond}
 				if inFleet {
 					tr.Pacer, tr.Store = &svPacer{}, &fleet.MemoryStore{}
 				}
@@ -1416,7 +1416,7 @@ func TestPoliteCrawlDelayExtreme(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				logs := &svLogs{}
 				site := &svSite{robots: map[string]string{svOrigin: "User-agent: *\nCrawl-delay: " + c.v + "\n"}}
-				tr := &robots.Transport{Base: site, Agent: "ExampleBot", MaxWait: time.Millisecond, Logger: slog.New(logs)}
+				tr := &robots.Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot", MaxWait: time.Millisecond, Logger: slog.New(logs)}
 				if _, err := tr.Origin(t.Context(), must(url.Parse(svOrigin))); err != nil {
 					t.Fatal(err)
 				}
@@ -1451,10 +1451,14 @@ func TestPoliteOverflowCaps(t *testing.T) {
 		tr     func() *robots.Transport
 		step   svStep
 	}{
-		{"MaxCrawlDelay max, Crawl-delay 1e308", "User-agent: *\nCrawl-delay: 1e308\n", func() *robots.Transport { return &robots.Transport{MaxCrawlDelay: math.MaxInt64} }, svStep{200, ""}},
-		{"MaxRetryAfter max, Retry-After huge", "User-agent: *\n", func() *robots.Transport { return &robots.Transport{MaxRetryAfter: math.MaxInt64} }, svStep{429, "99999999999999999999"}},
-		{"Backoff.First max", "User-agent: *\n", func() *robots.Transport { return &robots.Transport{Backoff: robots.Backoff{First: math.MaxInt64}} }, svStep{503, ""}},
-		{"Backoff.First 1<<62 (control)", "User-agent: *\n", func() *robots.Transport { return &robots.Transport{Backoff: robots.Backoff{First: 1 << 62}} }, svStep{503, ""}},
+		{"MaxCrawlDelay max, Crawl-delay 1e308", "User-agent: *\nCrawl-delay: 1e308\n", func() *robots.Transport { return &robots.Transport{NoDefaultPace: true, MaxCrawlDelay: math.MaxInt64} }, svStep{200, ""}},
+		{"MaxRetryAfter max, Retry-After huge", "User-agent: *\n", func() *robots.Transport { return &robots.Transport{NoDefaultPace: true, MaxRetryAfter: math.MaxInt64} }, svStep{429, "99999999999999999999"}},
+		{"Backoff.First max", "User-agent: *\n", func() *robots.Transport {
+			return &robots.Transport{NoDefaultPace: true, Backoff: robots.Backoff{First: math.MaxInt64}}
+		}, svStep{503, ""}},
+		{"Backoff.First 1<<62 (control)", "User-agent: *\n", func() *robots.Transport {
+			return &robots.Transport{NoDefaultPace: true, Backoff: robots.Backoff{First: 1 << 62}}
+		}, svStep{503, ""}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -1638,4 +1642,11 @@ func TestPoliteRobotsTxtRetryAfterPauses(t *testing.T) {
 			t.Errorf("%d requests in 20 minutes", len(v))
 		}
 	})
+}
+
+// svNoPace sets NoDefaultPace on t, for a test that is not about the
+// default pace and runs on the real clock, and returns t.
+func svNoPace(t *robots.Transport) *robots.Transport {
+	t.NoDefaultPace = true
+	return t
 }

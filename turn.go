@@ -12,6 +12,7 @@ import (
 
 	"github.com/f9014239/robots/fleet"
 	"github.com/f9014239/robots/internal/pacing"
+	"github.com/f9014239/robots/matcher"
 )
 
 // ErrNotYet is matched by a [*TurnError]: a request not sent because its
@@ -30,15 +31,19 @@ type TurnError struct {
 	// is unknown). It is never the zero time. While a request to the
 	// origin is in flight (Reason is ReasonInFlight), its answer is not
 	// known yet: RetryAt is then an estimate, the time the request left plus
-	// the origin's recent answer time (a moving average; 0 before the
-	// first answer), or now if that has passed, plus the interval. With
+	// the origin's response-time estimate (0 before the first answer), or
+	// now if that has passed, plus the interval. With
 	// one caller per origin, a retry at RetryAt is sent; with many, it is the
 	// earliest any of them can be, and each retry may find another's
 	// turn taken.
 	RetryAt time.Time
 
-	// Reason says what holds the origin: ReasonCrawlDelay,
-	// ReasonInFlight, ReasonRetryAfter, ReasonBackoff or ReasonRobotsTxt.
+	// Reason says what holds the origin: ReasonCrawlDelay (Crawl-delay
+	// or MinDelay), ReasonRequestRate, ReasonDefaultPace (DefaultDelay),
+	// ReasonSlowAnswers (the adaptive delay), ReasonInFlight (a request
+	// awaits its answer), ReasonRetryAfter, ReasonRateLimit, ReasonBackoff
+	// (pauses), ReasonRobotsTxt (the fetch of robots.txt) or ReasonPacer
+	// (the Pacer did not answer within MaxWait).
 	Reason string
 
 	// Err is context.DeadlineExceeded if the deadline refused the request,
@@ -175,16 +180,39 @@ func (tn *turns) interval(st *state, agent string) ask {
 	if agent == "" || st.robots == nil {
 		return st.ask
 	}
-	return tn.delayOf(st.robots.Group(agent).CrawlDelay())
+	return tn.delayOf(st.robots.Group(agent))
 }
 
-// delayOf returns the interval for a group whose crawl-delay is d (ok false
-// if it states none), under the Transport's settings.
-func (tn *turns) delayOf(d time.Duration, ok bool) ask {
-	if !ok || tn.cfg.ignoreCrawlDelay {
-		d = 0
+// delayOf returns the interval for the group g of robots.txt (nil when
+// there are no rules: robots.txt unavailable or unreachable), under the
+// Transport's settings: the longest of the delay the group states
+// (Crawl-delay, or Request-rate's T/n, the longer; at most MaxCrawlDelay),
+// MinDelay, and, if the group states neither (or IgnoreCrawlDelay is set),
+// DefaultDelay unless NoDefaultPace is set. The adaptive delay is the
+// pace's own (see pacing.State.Adaptive).
+func (tn *turns) delayOf(g *matcher.Group) ask {
+	a := ask{why: ReasonCrawlDelay, known: true}
+	stated := false
+	if g != nil && !tn.cfg.ignoreCrawlDelay {
+		if d, ok := g.CrawlDelay(); ok {
+			a.every, stated = d, true
+		}
+		if d, ok := g.RequestRate(); ok {
+			stated = true
+			if d > a.every {
+				a.every, a.why = d, ReasonRequestRate
+			}
+		}
+		a.every = min(a.every, tn.cfg.maxCrawlDelay)
 	}
-	return ask{every: max(min(d, tn.cfg.maxCrawlDelay), tn.cfg.minDelay), why: ReasonCrawlDelay, known: true}
+	if tn.cfg.minDelay > a.every {
+		a.every, a.why = tn.cfg.minDelay, ReasonCrawlDelay
+	}
+	if !stated && tn.cfg.defaultDelay > a.every {
+		a.every, a.why = tn.cfg.defaultDelay, ReasonDefaultPace
+		a.floor = max(a.floor, tn.cfg.minDelay)
+	}
+	return a
 }
 
 // fetchAsk returns the interval of a fetch of the robots.txt of s's
@@ -243,9 +271,7 @@ func (l turnLimit) left(now time.Duration) time.Duration {
 func (tn *turns) notYet(ctx context.Context, s *site, now, wait time.Duration, l turnLimit, why string) *TurnError {
 	if ctx.Value(probeKey{}) == nil {
 		tn.stats.notYet.Add(1)
-		if why == ReasonInFlight {
-			tn.stats.inFlightWaits.Add(1)
-		}
+		tn.stats.waitedFor(why)
 	}
 	e := &TurnError{Origin: s.origin, RetryAt: tn.epoch.Add(add(now, wait)), Reason: why}
 	if l.deadline {
@@ -318,6 +344,9 @@ func (tn *turns) waitTurn(ctx context.Context, s *site, a ask, f *flight, always
 				f.wait()
 			}
 			tn.debugWait(ctx, s, g.wait, g.why, u)
+			if ctx.Value(probeKey{}) == nil && g.why != ReasonInFlight {
+				tn.stats.waitedFor(g.why)
+			}
 			if err := tn.sleep(ctx, s, g.wait, &waited); err != nil {
 				tn.giveBack(ctx, s, tk)
 				return turn{}, err

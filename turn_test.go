@@ -275,7 +275,7 @@ func politenessRun(t *testing.T, seed uint64) {
 	}
 	var clients []*http.Client
 	for range nt {
-		tr := &Transport{Base: srv, Agent: "ExampleBot", Store: store, Pacer: pacer,
+		tr := &Transport{NoDefaultPace: true, Base: srv, Agent: "ExampleBot", Store: store, Pacer: pacer,
 			TTL: time.Duration(1+rng.IntN(4)) * time.Second}
 		if rng.IntN(2) == 0 {
 			tr.MaxOrigins = 1
@@ -389,24 +389,24 @@ func TestRetryAfterPauses(t *testing.T) {
 		tr         *Transport
 		want       time.Duration // wait of the next request; pushback: the least
 	}{
-		{"503 seconds", 503, "60", &Transport{}, time.Minute},
-		{"429 seconds", 429, "30", &Transport{}, 30 * time.Second},
-		{"429 date", 429, "Sat, 01 Jan 2000 00:02:00 GMT", &Transport{}, 2 * time.Minute},
-		{"an hour, honoured by default", 429, "3600", &Transport{}, time.Hour},
-		{"capped by default", 503, "172800", &Transport{}, DefaultMaxRetryAfter},
-		{"capped", 503, "86400", &Transport{MaxRetryAfter: time.Minute}, time.Minute},
-		{"ignored: pushback", 503, "600", &Transport{IgnoreRetryAfter: true}, pushback},
-		{"500 is not a request to wait", 500, "60", &Transport{}, 0},
-		{"no header: pushback", 503, "", &Transport{}, pushback},
-		{"429, no header: pushback", 429, "", &Transport{}, pushback},
-		{"no header, pushback ignored", 429, "", &Transport{IgnoreBackoff: true}, 0},
-		{"no header, pushback set", 429, "", &Transport{Backoff: Backoff{First: 10 * time.Second}}, 10 * time.Second},
-		{"zero: pushback", 503, "0", &Transport{}, pushback},
-		{"in the past: pushback", 429, "Fri, 31 Dec 1999 23:00:00 GMT", &Transport{}, pushback},
-		{"malformed: pushback", 503, "soon", &Transport{}, pushback},
-		{"past int64 seconds", 503, "9223372036854775808", &Transport{}, DefaultMaxRetryAfter},
-		{"20 digits", 429, "99999999999999999999", &Transport{MaxRetryAfter: time.Minute}, time.Minute},
-		{"negative past int64: pushback", 503, "-9223372036854775809", &Transport{}, pushback},
+		{"503 seconds", 503, "60", &Transport{NoDefaultPace: true}, time.Minute},
+		{"429 seconds", 429, "30", &Transport{NoDefaultPace: true}, 30 * time.Second},
+		{"429 date", 429, "Sat, 01 Jan 2000 00:02:00 GMT", &Transport{NoDefaultPace: true}, 2 * time.Minute},
+		{"an hour, honoured by default", 429, "3600", &Transport{NoDefaultPace: true}, time.Hour},
+		{"capped by default", 503, "172800", &Transport{NoDefaultPace: true}, DefaultMaxRetryAfter},
+		{"capped", 503, "86400", &Transport{NoDefaultPace: true, MaxRetryAfter: time.Minute}, time.Minute},
+		{"ignored: pushback", 503, "600", &Transport{NoDefaultPace: true, IgnoreRetryAfter: true}, pushback},
+		{"500 is not a request to wait", 500, "60", &Transport{NoDefaultPace: true}, 0},
+		{"no header: pushback", 503, "", &Transport{NoDefaultPace: true}, pushback},
+		{"429, no header: pushback", 429, "", &Transport{NoDefaultPace: true}, pushback},
+		{"no header, pushback ignored", 429, "", &Transport{NoDefaultPace: true, IgnoreBackoff: true}, 0},
+		{"no header, pushback set", 429, "", &Transport{NoDefaultPace: true, Backoff: Backoff{First: 10 * time.Second}}, 10 * time.Second},
+		{"zero: pushback", 503, "0", &Transport{NoDefaultPace: true}, pushback},
+		{"in the past: pushback", 429, "Fri, 31 Dec 1999 23:00:00 GMT", &Transport{NoDefaultPace: true}, pushback},
+		{"malformed: pushback", 503, "soon", &Transport{NoDefaultPace: true}, pushback},
+		{"past int64 seconds", 503, "9223372036854775808", &Transport{NoDefaultPace: true}, DefaultMaxRetryAfter},
+		{"20 digits", 429, "99999999999999999999", &Transport{NoDefaultPace: true, MaxRetryAfter: time.Minute}, time.Minute},
+		{"negative past int64: pushback", 503, "-9223372036854775809", &Transport{NoDefaultPace: true}, pushback},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -415,7 +415,7 @@ func TestRetryAfterPauses(t *testing.T) {
 				mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, ""))
 				mock.RegisterResponder("GET", "https://example.com/busy", httpmock.NewStringResponder(c.status, "").
 					HeaderSet(http.Header{"Retry-After": {c.retryAfter}}))
-				tr := &Transport{Base: mock, Agent: "ExampleBot", IgnoreRetryAfter: c.tr.IgnoreRetryAfter, MaxRetryAfter: c.tr.MaxRetryAfter,
+				tr := &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", IgnoreRetryAfter: c.tr.IgnoreRetryAfter, MaxRetryAfter: c.tr.MaxRetryAfter,
 					IgnoreBackoff: c.tr.IgnoreBackoff, Backoff: c.tr.Backoff}
 				client := &http.Client{Transport: tr}
 				wantAllowed(t, client, "https://example.com/busy") // the clock starts at 2000-01-01 00:00:00 UTC
@@ -618,7 +618,7 @@ func TestMaxWaitFetchInFlight(t *testing.T) {
 			time.Sleep(3 * time.Second) // a slow site
 			return httpmock.NewStringResponse(200, "User-agent: *\nDisallow: /private\n"), nil
 		})
-		tr := &Transport{Base: mock, Agent: "ExampleBot", MaxWait: time.Second}
+		tr := &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", MaxWait: time.Second}
 		client := &http.Client{Transport: tr}
 		start := time.Now()
 		te := wantNotYet(t, get(client, "https://example.com/page"), start.Add(time.Second+fetchPoll))
@@ -719,7 +719,7 @@ func TestNextTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mock := newMock()
 		a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 4\nDisallow: /private\n")
-		tr := NewTransport(mock, "ExampleBot")
+		tr := noDefaultPace(NewTransport(mock, "ExampleBot"))
 		client := &http.Client{Transport: tr}
 		ctx := context.Background()
 		start := time.Now()
@@ -751,7 +751,7 @@ func TestNextTurn(t *testing.T) {
 func BenchmarkNotYetRetry(b *testing.B) {
 	mock := newMock()
 	a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 30\n")
-	tr := &Transport{Base: mock, Agent: "ExampleBot", MaxWait: time.Millisecond}
+	tr := &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", MaxWait: time.Millisecond}
 	req, _ := http.NewRequest("GET", "https://example.com/page", nil)
 	if _, err := tr.RoundTrip(req); !errors.Is(err, ErrNotYet) {
 		b.Fatalf("err = %v, want ErrNotYet", err)

@@ -198,9 +198,9 @@ func (l *loader) compile(e *fleet.Entry, robots *matcher.Robots) *state {
 		st.bytes += int64(robots.Size()) + int64(len(st.entry.Body))
 		if l.cfg.agent != "" {
 			st.group = st.robots.Group(l.cfg.agent)
-			st.ask = l.turns.delayOf(st.group.CrawlDelay())
+			st.ask = l.turns.delayOf(st.group)
 		} else {
-			st.ask = l.turns.delayOf(st.robots.Group("*").CrawlDelay())
+			st.ask = l.turns.delayOf(st.robots.Group("*"))
 		}
 		if !e.FetchedAt.IsZero() && st.ask.every > 0 {
 			// A copy lasts at least two crawl-delays, so that a
@@ -210,11 +210,11 @@ func (l *loader) compile(e *fleet.Entry, robots *matcher.Robots) *state {
 			st.expires = max(st.expires, add(l.clock(e.FetchedAt), add(st.ask.every, st.ask.every)))
 		}
 	case fleet.AccessUnavailable:
-		st.ask = l.turns.delayOf(0, false)
+		st.ask = l.turns.delayOf(nil)
 	default:
 		// AccessUnreachable, and any value an Access cannot have: the
 		// origin is refused whole.
-		st.ask = l.turns.delayOf(0, false)
+		st.ask = l.turns.delayOf(nil)
 		msg := e.Error
 		if msg == "" {
 			msg = "robots: robots.txt unreachable"

@@ -36,7 +36,13 @@ const (
 // AdaptiveFactor is how many times the origin's response-time estimate the
 // adaptive delay is: with 2, the site spends at most a third of its time
 // on one crawler's requests (one answer, then twice as long idle).
-const AdaptiveFactor = 2
+// AdaptiveFloor is the least estimate that sets an adaptive delay: a site
+// that answers in under a millisecond is not struggling, and a turn a few
+// microseconds away would cost a timer for nothing.
+const (
+	AdaptiveFactor = 2
+	AdaptiveFloor  = time.Millisecond
+)
 
 // State is the pace of one origin, as the rules see it: its latest turn,
 // the turn that holds it, its pause, its back-off and its response-time
@@ -129,9 +135,10 @@ func Add(a, b time.Duration) time.Duration {
 	return a + b
 }
 
-// Adaptive returns the adaptive delay under the cap max (0: none).
+// Adaptive returns the adaptive delay under the cap max (0: none):
+// AdaptiveFactor × Est, or 0 while Est is under AdaptiveFloor.
 func (s *State) Adaptive(max time.Duration) time.Duration {
-	if max <= 0 || s.Est <= 0 {
+	if max <= 0 || s.Est < AdaptiveFloor {
 		return 0
 	}
 	if s.Est > max/AdaptiveFactor {
@@ -380,5 +387,5 @@ func BackoffPause(b fleet.Backoff, level int, jitter float64) time.Duration {
 // but for its estimate.
 func (s *State) Matters(now, every time.Duration) bool {
 	return s.HeldID != 0 || s.HeedUntil > now || s.PausedUntil > now ||
-		s.LastSeq != 0 && Add(s.Last, max(every, s.LastEvery, AdaptiveFactor*s.Est)) > now
+		s.LastSeq != 0 && Add(s.Last, max(every, s.LastEvery, s.Adaptive(math.MaxInt64))) > now
 }
