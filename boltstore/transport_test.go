@@ -1,6 +1,8 @@
 package boltstore
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -186,4 +188,85 @@ func TestBackingOffOneInFlight(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRestartInFlightReason: a request in flight when the Store was closed
+// still holds its origin after Open (its answer may yet come), and a
+// request held back meanwhile is refused for "in-flight", as a Transport
+// alone or a fleet on Redis says, not for the origin's crawl-delay.
+func TestRestartInFlightReason(t *testing.T) {
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			io.WriteString(w, "User-agent: *\nCrawl-delay: 0.5\n")
+		case "/hang":
+			arrived <- struct{}{}
+			<-release
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	newTransport := func(st *Store) *robots.Transport {
+		tr := robots.NewTransport(nil, "ExampleBot")
+		if st != nil {
+			tr.Store, tr.Pacer = st, st
+		}
+		return tr
+	}
+	check := func(t *testing.T, tr *robots.Transport) {
+		t.Helper()
+		ctx := robots.WithMaxWait(context.Background(), 300*time.Millisecond)
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/page", nil)
+		resp, err := tr.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		var te *robots.TurnError
+		if !errors.As(err, &te) || te.Reason != robots.ReasonInFlight {
+			t.Errorf("a request while another is in flight: %v; want a TurnError for %q", err, robots.ReasonInFlight)
+		}
+	}
+	hang := func(t *testing.T, tr *robots.Transport) chan struct{} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			resp, err := (&http.Client{Transport: tr}).Get(srv.URL + "/hang")
+			if err == nil {
+				resp.Body.Close()
+			}
+		}()
+		select {
+		case <-arrived:
+		case <-done:
+			t.Fatal("the request to /hang did not reach the site")
+		}
+		return done
+	}
+
+	t.Run("memory", func(t *testing.T) {
+		tr := newTransport(nil)
+		defer tr.CloseIdleConnections()
+		done := hang(t, tr)
+		check(t, tr)
+		release <- struct{}{}
+		<-done
+	})
+	t.Run("boltstore", func(t *testing.T) {
+		path := tempPath(t)
+		st := openTest(t, path)
+		tr := newTransport(st)
+		defer tr.CloseIdleConnections()
+		done := hang(t, tr)
+		time.Sleep(3 * flushInterval) // the turn is in the file
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		st2 := openTest(t, path)
+		tr2 := newTransport(st2)
+		defer tr2.CloseIdleConnections()
+		check(t, tr2)
+		release <- struct{}{}
+		<-done
+	})
 }
