@@ -45,9 +45,10 @@ Retries. A page answered 429 or 503, or whose request failed in a way that
 may pass (a timeout, a connection refused, reset or cut), is sent again
 when the site's pause (Retry-After, or the back-off) ends, and no sooner
 than 1, 2 and 4 s after each answer: up to 3 times, then it is counted as
-given up. A 404, a 500 or a refusal is never retried. A pause further away than twice -timeout (and than the site's
-Crawl-delay) is not waited for: when only such URLs are left, the crawl
-stops (exit 1), and they stay in the journal for the next run.
+given up. A 404, a 500 or a refusal is never retried. A pause further
+away than twice -timeout (and than the site's Crawl-delay) is not waited
+for: when only such URLs are left, the crawl stops (exit 1), and they stay
+in the journal for the next run.
 `
 
 // stateError returns what to tell the user when the state file at path
