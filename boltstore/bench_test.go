@@ -108,7 +108,7 @@ func BenchmarkReserve(b *testing.B) {
 		if err != nil || !tk.OK {
 			b.Fatalf("Reserve: %+v, %v", tk, err)
 		}
-		st.Release(ctx, o, tk.ID, time.Now())
+		st.Release(ctx, o, fleet.Answer{ID: tk.ID})
 		i++
 	}
 	b.StopTimer()
@@ -219,7 +219,7 @@ func fill(b *testing.B, path string, n int) {
 			// a pause set in memory, which the Close below writes
 			sh := st.shard(origin(i))
 			sh.mu.Lock()
-			sh.m[origin(i)].pauseUntil = st.now() + int64(time.Hour)
+			sh.m[origin(i)].Pause(time.Duration(st.now())+time.Hour, "retry-after")
 			st.changed(sh, origin(i))
 			sh.mu.Unlock()
 		}

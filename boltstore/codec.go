@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/f9014239/robots/fleet"
+	"github.com/f9014239/robots/internal/pacing"
 )
 
 // An entry is kept as: a version byte (entryVersion), Expires as 8 bytes
@@ -128,12 +129,34 @@ func (r *reader) uvarint() uint64 {
 	return v
 }
 
-// A pace is kept as a version byte (paceVersion) and its fields, each a
-// varint, in the order of the struct (see encodePace).
-const paceVersion = 1
+// A pace is kept as a version byte (paceVersion) and the fields of its
+// pacing.State, each a varint (a reason as its index in reasons), in the
+// order of appendPace. Version 1, written by earlier versions, is read too.
+const paceVersion = 2
 
 // paceMaxLen bounds the length of an encoded pace.
-const paceMaxLen = 1 + 11*binary.MaxVarintLen64
+const paceMaxLen = 1 + 16*binary.MaxVarintLen64
+
+// reasons are the reasons a pace keeps, by their index in the file; 0 is none.
+var reasons = [...]string{"", pacing.ReasonCrawlDelay, pacing.ReasonRequestRate, pacing.ReasonDefaultPace,
+	pacing.ReasonSlowAnswers, pacing.ReasonInFlight, pacing.ReasonRetryAfter, pacing.ReasonRateLimit,
+	pacing.ReasonBackoff, pacing.ReasonRobotsTxt, pacing.ReasonPacer}
+
+func reasonIndex(why string) int64 {
+	for i, r := range reasons {
+		if r == why {
+			return int64(i)
+		}
+	}
+	return 0
+}
+
+func reasonAt(i int64) string {
+	if i < 0 || i >= int64(len(reasons)) {
+		return ""
+	}
+	return reasons[i]
+}
 
 // encodePace returns the bytes that keep p.
 func encodePace(p *pace) []byte { return appendPace(make([]byte, 0, paceMaxLen), p) }
@@ -141,8 +164,10 @@ func encodePace(p *pace) []byte { return appendPace(make([]byte, 0, paceMaxLen),
 // appendPace appends the bytes that keep p to b.
 func appendPace(b []byte, p *pace) []byte {
 	b = append(b, paceVersion)
-	for _, v := range [...]int64{p.last, p.lastEvery, p.lastUntil, int64(p.heldID), p.heldAt, p.heldUntil,
-		p.pauseUntil, p.boLevel, p.boStart, p.boEnd, p.boUntil} {
+	for _, v := range [...]int64{int64(p.Last), int64(p.LastEvery), reasonIndex(p.LastWhy), int64(p.LastSeq),
+		int64(p.Seq), int64(p.HeldID), int64(p.HeldSeq), int64(p.HeldAt), int64(p.HeldUntil),
+		int64(p.PausedUntil), reasonIndex(p.PauseWhy), int64(p.HeedUntil), int64(p.BoLevel),
+		int64(p.BoStart), int64(p.BoEnd), int64(p.Est)} {
 		b = binary.AppendVarint(b, v)
 	}
 	return b
@@ -150,19 +175,60 @@ func appendPace(b []byte, p *pace) []byte {
 
 // decodePace returns the pace that v keeps.
 func decodePace(v []byte) (*pace, error) {
+	if len(v) > 0 && v[0] == 1 {
+		return decodePaceV1(v[1:])
+	}
 	if len(v) == 0 || v[0] != paceVersion {
 		return nil, fmt.Errorf("pace of format %d", firstByte(v))
 	}
 	r := reader{b: v[1:]}
-	p := &pace{}
-	var held int64
-	for _, f := range [...]*int64{&p.last, &p.lastEvery, &p.lastUntil, &held, &p.heldAt, &p.heldUntil,
-		&p.pauseUntil, &p.boLevel, &p.boStart, &p.boEnd, &p.boUntil} {
-		*f = r.varint()
+	var f [16]int64
+	for i := range f {
+		f[i] = r.varint()
 	}
-	if r.err != nil || len(r.b) != 0 || p.lastEvery < 0 || p.boLevel < 0 || p.boLevel > 64 {
+	p := &pace{
+		Last: time.Duration(f[0]), LastEvery: time.Duration(f[1]), LastWhy: reasonAt(f[2]), LastSeq: uint64(f[3]),
+		Seq: uint64(f[4]), HeldID: uint64(f[5]), HeldSeq: uint64(f[6]), HeldAt: time.Duration(f[7]),
+		HeldUntil: time.Duration(f[8]), PausedUntil: time.Duration(f[9]), PauseWhy: reasonAt(f[10]),
+		HeedUntil: time.Duration(f[11]), BoLevel: int(f[12]), BoStart: time.Duration(f[13]),
+		BoEnd: time.Duration(f[14]), Est: time.Duration(f[15]),
+	}
+	if r.err != nil || len(r.b) != 0 || p.LastEvery < 0 || p.BoLevel < 0 || p.BoLevel > 64 || p.Est < 0 ||
+		p.LastSeq > p.Seq || p.HeldSeq > p.Seq || (p.HeldID != 0) != (p.HeldSeq != 0) {
 		return nil, errors.New("pace cut short or altered")
 	}
-	p.heldID = uint64(held)
+	return p, nil
+}
+
+// decodePaceV1 reads a pace of version 1: the latest turn, its interval and
+// until when it was kept; the held turn's ID, time and end; the pause's end;
+// the back-off's level, start, end, and until when it was kept (a second
+// past its forgiveness).
+func decodePaceV1(v []byte) (*pace, error) {
+	r := reader{b: v}
+	var f [11]int64
+	for i := range f {
+		f[i] = r.varint()
+	}
+	if r.err != nil || len(r.b) != 0 || f[1] < 0 || f[7] < 0 || f[7] > 64 {
+		return nil, errors.New("pace cut short or altered")
+	}
+	p := &pace{PausedUntil: time.Duration(f[6]), BoLevel: int(f[7]), BoStart: time.Duration(f[8]), BoEnd: time.Duration(f[9])}
+	if p.PausedUntil > 0 {
+		p.PauseWhy = pacing.ReasonRetryAfter
+	}
+	if p.BoLevel > 0 {
+		p.HeedUntil = time.Duration(f[10] - int64(time.Second))
+	}
+	p.HeedUntil = max(p.HeedUntil, p.PausedUntil)
+	if f[2] > 0 {
+		p.Seq++
+		p.Last, p.LastEvery, p.LastSeq = time.Duration(f[0]), time.Duration(f[1]), p.Seq
+		if f[3] != 0 {
+			// Version 1 kept the end of the hold as the latest turn.
+			p.HeldID, p.HeldSeq, p.HeldAt, p.HeldUntil = uint64(f[3]), p.Seq, time.Duration(f[4]), time.Duration(f[5])
+			p.Last = p.HeldAt
+		}
+	}
 	return p, nil
 }

@@ -132,8 +132,13 @@ func TestCorruptFiles(t *testing.T) {
 }
 
 // TestDamagedPages alters bytes of the pages of a good file, other than its
-// meta pages, and uses the Store if Open succeeds: no panic, no fault.
+// meta pages, and uses the Store if Open succeeds: no panic, no fault. Each file costs
+// about a second of syncs: 6 files, or 60 with ROBOTS_LONG_TESTS=1 (.ci/run sets it).
 func TestDamagedPages(t *testing.T) {
+	seeds := uint64(6)
+	if os.Getenv("ROBOTS_LONG_TESTS") != "" {
+		seeds = 60
+	}
 	good, err := os.ReadFile(goodFile(t))
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +147,7 @@ func TestDamagedPages(t *testing.T) {
 	used := int(m.highWater * m.pageSize)
 	ctx := context.Background()
 	var opened, failed int
-	for seed := range uint64(60) {
+	for seed := range seeds {
 		r := mrand.New(mrand.NewPCG(seed, 1))
 		b := append([]byte{}, good...)
 		for range 1 + r.IntN(8) {

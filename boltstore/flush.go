@@ -138,7 +138,7 @@ func writeSnapshot(tx *bolt.Tx, recs []rec) (int64, error) {
 
 // readPaces puts the paces of tx in memory, at now: the snapshot, then the
 // journal replayed. It drops those it cannot read and those that can no
-// longer hold a turn back, ends the holds of the process that wrote them,
+// longer hold a turn back,
 // fills the copy of the pauses that WatchedPause reads, and writes a
 // checkpoint if the journal held anything or a pace was dropped.
 func (s *Store) readPaces(tx *bolt.Tx, now int64) error {
@@ -184,21 +184,20 @@ func (s *Store) readPaces(tx *bolt.Tx, now int64) error {
 	if err != nil {
 		return err
 	}
-	pauses := make(map[string]int64)
+	pauses := make(map[string]pauseCopy)
 	for i := range s.shards {
 		sh := &s.shards[i]
 		for o, p := range sh.m {
-			if p.idle(now) {
+			if idle(p, now) {
 				delete(sh.m, o)
 				dropped++
 				continue
 			}
-			// The process that held a turn is gone: its hold ends as
-			// it would have unreleased, at its end, which the latest
-			// turn already holds.
-			p.heldID, p.heldAt, p.heldUntil = 0, 0, 0
-			if p.pauseUntil > now {
-				pauses[o] = p.pauseUntil
+			// A turn held by the process that wrote the file still holds
+			// the origin until it runs out: its request may still be
+			// answered, and the hold's end is the latest turn's time.
+			if c := (pauseCopy{until: int64(p.PausedUntil), heed: int64(p.HeedUntil)}); max(c.until, c.heed) > now {
+				pauses[o] = c
 			}
 		}
 	}
@@ -353,7 +352,7 @@ func (s *Store) compact() {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		for o, p := range sh.m {
-			if p.idle(now) {
+			if idle(p, now) {
 				delete(sh.m, o)
 				s.changed(sh, o)
 			}

@@ -3,14 +3,12 @@ package boltstore
 import (
 	"context"
 	"hash/maphash"
-	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/f9014239/robots/fleet"
-
-	"github.com/f9014239/robots"
+	"github.com/f9014239/robots/internal/pacing"
 )
 
 // shardCount is the number of shards of the paces in memory, each with its
@@ -31,39 +29,15 @@ func (s *Store) shard(origin string) *shard {
 	return &s.shards[maphash.String(s.seed, origin)%shardCount]
 }
 
-// pace is the state of one origin, as redisstore keeps it in Redis: the
-// latest turn and the interval it keeps, the turn that holds the origin,
-// the pause, and the back-off. Times are Unix ns on the Store's clock (see
-// Store.now); a part is gone once the time it is kept until has passed,
-// as a key of redisstore's expires.
-type pace struct {
-	// the latest turn (the end of its hold while it holds the origin, its
-	// answer once released), the interval it keeps, and until when it is
-	// kept: lastKeep or its interval after it
-	last, lastEvery, lastUntil int64
-	// the turn that holds the origin, if heldUntil has not passed: its
-	// ID, its time, and the end of its hold
-	heldID            uint64
-	heldAt, heldUntil int64
-	pauseUntil        int64
-	// the back-off: its level, when its latest pause began and ends, and
-	// until when it is kept (its forgiveness, and backoffMargin)
-	boLevel, boStart, boEnd, boUntil int64
-}
+// pace is the state of one origin under the rules of the Pacer contract,
+// which package pacing keeps: its latest turn, the turn that holds it, its
+// pause, its back-off and its response-time estimate. Its times are Unix ns
+// on the Store's clock (see Store.now).
+type pace = pacing.State
 
-// idle reports whether p can no longer hold a turn back at now or later:
-// then the Store forgets it.
-func (p *pace) idle(now int64) bool {
-	return p.lastUntil <= now && p.heldUntil <= now && p.pauseUntil <= now && p.boUntil <= now
-}
-
-// addSat returns t+d, or the largest time if that overflows.
-func addSat(t int64, d time.Duration) int64 {
-	if d > 0 && t > math.MaxInt64-int64(d) {
-		return math.MaxInt64
-	}
-	return t + int64(d)
-}
+// idle reports whether p can no longer hold a turn back at now or later,
+// nor has a turn within lastKeep: then the Store forgets it.
+func idle(p *pace, now int64) bool { return !p.Matters(time.Duration(now), time.Duration(lastKeep)) }
 
 // changed notes that the pace of origin, in sh, has changed: it is
 // written by the next flush. The caller holds sh.mu.
@@ -72,17 +46,48 @@ func (s *Store) changed(sh *shard, origin string) uint64 {
 	return s.gen.Add(1)
 }
 
-// Reserve implements [fleet.Pacer], in memory, with redisstore's rules:
-// it takes origin's next turn, at least the larger of r.Every and the
-// latest turn's interval after the latest turn (after its answer once
-// released, after its hold's end if never released), and not before
-// origin's pause ends, and returns how long to wait for it, without
-// waiting. A turn that keeps an interval holds the origin, when r.Hold is
-// positive, until Release or r.Hold after it: meanwhile Reserve takes no
-// turn and returns InFlight, with the wait until the interval after the
-// held turn. When r.Known is false, the turn keeps the larger of r.Every
-// and the latest turn's interval. When the wait is longer than r.MaxWait,
-// it takes no turn and returns the wait.
+// paceOf returns origin's pace in sh, a new one if there is none. The
+// caller holds sh.mu.
+func (s *Store) paceOf(sh *shard, origin string) *pace {
+	p := sh.m[origin]
+	if p == nil {
+		p = &pace{}
+		sh.m[origin] = p
+	}
+	return p
+}
+
+// recover applies the floor to p before a turn for r: after an unclean
+// exit, an origin whose latest turn the file holds from before the floor,
+// or none, is taken to have had a turn at the floor keeping its interval
+// (see Open), if the turn for r keeps any spacing. The caller holds the
+// shard's lock.
+func (s *Store) recover(p *pace, r fleet.TurnRequest) {
+	if s.floor <= 0 || p.HeldID != 0 || p.LastSeq != 0 && p.Last >= time.Duration(s.floor) {
+		return
+	}
+	gap := max(r.Every, p.LastEvery, p.Adaptive(r.MaxAdaptive))
+	if !r.Known {
+		gap = max(gap, 1)
+	}
+	if gap > 0 {
+		p.Record(time.Duration(s.floor), p.LastEvery, p.LastWhy, false, 0, 0)
+	}
+}
+
+// Reserve implements [fleet.Pacer] with the rules of the contract (those of
+// package internal/pacing, which the Transport's memory and redisstore's
+// scripts follow): it takes origin's next turn, the first instant after
+// origin's pause that is at least the spacing after the latest turn (after
+// its answer once released, after its hold's end if never released), and
+// returns how long to wait for it, without waiting. The spacing is the
+// largest of r.Every, the latest turn's interval and the adaptive delay
+// (twice the origin's response-time estimate, at most r.MaxAdaptive). A
+// turn holds the origin, when r.Hold is positive, if it keeps an interval,
+// the rules are unknown, the adaptive delay is on or the origin is backing
+// off, until Release or r.Hold after it: meanwhile Reserve takes no turn
+// and returns InFlight. A turn further away than r.MaxWait (strictly) is
+// not taken.
 //
 // It does no I/O: the turn is written to the file by the next flush, within
 // 100 ms, together with a heartbeat. The first Reserve after a second
@@ -94,9 +99,11 @@ func (s *Store) Reserve(ctx context.Context, origin string, r fleet.TurnRequest)
 		return fleet.Turn{}, err
 	}
 	s.reserves.Add(1)
-	ask := int64(max(r.Every, 0))
-	if !r.Known {
-		ask = max(ask, 1) // a turn with the rules unknown keeps an interval
+	id := r.ID
+	if id == 0 {
+		// Named at random, as redisstore does: a turn number could name
+		// a turn of an earlier run.
+		id = rand.Uint64() | 1
 	}
 	sh := s.shard(origin)
 	sh.mu.Lock()
@@ -105,70 +112,30 @@ func (s *Store) Reserve(ctx context.Context, origin string, r fleet.TurnRequest)
 		return fleet.Turn{}, ErrClosed
 	}
 	now := s.now()
-	p := sh.m[origin]
-	if p == nil {
-		p = &pace{}
-	}
-	turn := max(now, p.pauseUntil)
-	var last, lastEvery int64
-	has := p.lastUntil > now
-	if has {
-		last, lastEvery = p.last, p.lastEvery
-	}
-	if p.heldUntil > now {
-		// In flight: a turn may be free once it is answered, which
-		// cannot be before the interval after it left.
-		free := max(p.heldAt+max(ask, lastEvery), turn) - now
+	p := s.paceOf(sh, origin)
+	s.recover(p, r)
+	g := p.Reserve(time.Duration(now), pacing.Request{
+		Every: r.Every, Known: r.Known, MaxWait: max(r.MaxWait, 0), Hold: r.Hold, ID: id, MaxAdaptive: r.MaxAdaptive,
+	})
+	if !g.OK {
 		sh.mu.Unlock()
-		return fleet.Turn{Wait: time.Duration(max(free, 0)), InFlight: true}, nil
+		return fleet.Turn{Wait: max(g.Wait, 0), InFlight: g.InFlight}, nil
 	}
-	keep := ask
-	gap := max(ask, lastEvery)
-	if gap > 0 && s.floor > 0 && (!has || last < s.floor) {
-		// After an unclean exit: a turn that a crash lost (see Open).
-		last, has = s.floor, true
-	}
-	if has {
-		turn = max(turn, addSat(last, time.Duration(gap)))
-		if !r.Known {
-			keep = max(keep, lastEvery)
-		}
-	}
-	wait := turn - now
-	if wait > 0 && wait > int64(max(r.MaxWait, 0)) {
-		sh.mu.Unlock()
-		return fleet.Turn{Wait: time.Duration(wait)}, nil
-	}
-	var id uint64
-	recorded := turn
-	// An origin backing off is held one request at a time until its
-	// back-off is forgiven, as in redisstore.
-	backingOff := p.boLevel > 0 && now < p.boUntil-backoffMargin
-	if r.Hold > 0 && (keep > 0 || backingOff) {
-		recorded = addSat(turn, r.Hold)
-		id = r.ID
-		if id == 0 {
-			id = uint64(turn)
-		}
-		p.heldID, p.heldAt, p.heldUntil = id, turn, recorded
-	}
-	p.last, p.lastEvery = recorded, keep
-	p.lastUntil = addSat(recorded, time.Duration(max(lastKeep, keep)))
-	sh.m[origin] = p
-	g := s.changed(sh, origin)
+	gen := s.changed(sh, origin)
 	sh.mu.Unlock()
 	if now > s.lease.Load() && now >= s.retryAt.Load() {
 		// A failure is logged; the turn holds in memory.
-		s.flushWithin(ctx, g)
+		s.flushWithin(ctx, gen)
 	}
-	return fleet.Turn{Wait: time.Duration(wait), OK: true, ID: id}, nil
+	return fleet.Turn{Wait: max(g.Wait, 0), OK: true, ID: g.Turn.ID}, nil
 }
 
-// Release implements [fleet.Pacer]: it ends the hold of the turn id of
-// origin, if it still holds it, and spaces the next turn from now (never
-// earlier than answered). It does no I/O: the next flush writes it.
-func (s *Store) Release(ctx context.Context, origin string, id uint64, answered time.Time) error {
-	if id == 0 {
+// Release implements [fleet.Pacer]: it ends the hold of the turn a.ID of
+// origin, if it still holds it, spaces the next turn from now, and takes
+// a.Took (a.Failed) as a sample of the origin's response time. It does no
+// I/O: the next flush writes it.
+func (s *Store) Release(ctx context.Context, origin string, a fleet.Answer) error {
+	if a.ID == 0 {
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -180,25 +147,18 @@ func (s *Store) Release(ctx context.Context, origin string, id uint64, answered 
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	now := s.now()
 	p := sh.m[origin]
-	if p == nil || p.heldID != id || p.heldUntil <= now {
+	if p == nil || !p.Release(time.Duration(s.now()), a.ID, a.Took, a.Failed) {
 		return nil
 	}
-	lastEvery := int64(0)
-	if p.lastUntil > now {
-		lastEvery = p.lastEvery
-	}
-	p.heldID, p.heldAt, p.heldUntil = 0, 0, 0
-	p.last, p.lastEvery = now, lastEvery
-	p.lastUntil = now + max(lastKeep, lastEvery)
 	s.changed(sh, origin)
 	return nil
 }
 
 // Pause implements [fleet.Pacer]: it holds back origin's turns until at
 // least until, and writes the pause to the file before it returns (pauses
-// are rare). If the write fails, the pause holds in memory and Pause
+// are rare). Until the pause ends every request to origin takes a turn,
+// one at a time. If the write fails, the pause holds in memory and Pause
 // returns the error.
 func (s *Store) Pause(ctx context.Context, origin string, until time.Time) error {
 	if err := ctx.Err(); err != nil {
@@ -214,35 +174,36 @@ func (s *Store) Pause(ctx context.Context, origin string, until time.Time) error
 		sh.mu.Unlock()
 		return ErrClosed
 	}
-	till := addSat(s.now(), d)
-	p := sh.m[origin]
-	if p == nil {
-		p = &pace{}
-		sh.m[origin] = p
-	}
-	if p.pauseUntil >= till {
+	now := s.now()
+	till := pacing.Add(time.Duration(now), d)
+	p := s.paceOf(sh, origin)
+	if p.PausedUntil >= till {
 		sh.mu.Unlock()
 		return nil
 	}
-	p.pauseUntil = till
-	g := s.changed(sh, origin)
+	p.Pause(till, pacing.ReasonRetryAfter)
+	c := pauseCopy{until: int64(p.PausedUntil), heed: int64(p.HeedUntil)}
+	gen := s.changed(sh, origin)
 	sh.mu.Unlock()
-	s.notePause(origin, till)
-	return s.flushWithin(ctx, g)
+	s.notePause(origin, c)
+	return s.flushWithin(ctx, gen)
 }
 
-// PushBack implements [fleet.Pacer], with redisstore's rules: an answer to
-// a request sent before the current back-off began is of its burst, and
-// changes nothing; otherwise the level goes up by one (or starts again at
-// one, if the last back-off pause ended more than b.Forgive ago), and the
-// origin is paused for b.First × 2^(level-1), at most b.Max, lengthened by
-// up to a tenth at random. The back-off and its pause are written to the
-// file before it returns; if the write fails, they hold in memory and
-// PushBack returns the error with the pause's end.
-func (s *Store) PushBack(ctx context.Context, origin string, sent time.Time, b robots.Backoff) (time.Time, error) {
+// PushBack implements [fleet.Pacer] with the back-off of the contract
+// (pacing.State.PushBack): an answer to a request sent no later than the
+// current back-off began is of its burst, and changes nothing; otherwise
+// the level goes up by one (or starts again at one, if the last back-off
+// pause ended more than b.Forgive ago), and the origin is paused for
+// b.First × 2^(level-1), at most b.Max, lengthened by up to a tenth at
+// random; its requests take turns one at a time until b.Forgive after the
+// pause. The back-off and its pause are written to the file before it
+// returns; if the write fails, they hold in memory and PushBack returns the
+// error with the pause's end.
+func (s *Store) PushBack(ctx context.Context, origin string, sent time.Time, b fleet.Backoff) (time.Time, error) {
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, err
 	}
+	jitter := rand.Float64()
 	sh := s.shard(origin)
 	sh.mu.Lock()
 	if s.closed.Load() {
@@ -250,49 +211,17 @@ func (s *Store) PushBack(ctx context.Context, origin string, sent time.Time, b r
 		return time.Time{}, ErrClosed
 	}
 	now := s.now()
-	sentAt := now - int64(time.Since(sent))
-	p := sh.m[origin]
-	if p == nil {
-		p = &pace{}
-		sh.m[origin] = p
-	}
-	if p.boUntil <= now {
-		p.boLevel = 0 // forgotten, as redisstore's key expires
-	}
-	if p.boLevel > 0 && sentAt < p.boStart {
-		left := max(p.boEnd-now, 0)
+	p := s.paceOf(sh, origin)
+	until, isNew := p.PushBack(time.Duration(now), time.Duration(now)-time.Since(sent), b, jitter)
+	if !isNew {
 		sh.mu.Unlock()
-		return time.Now().Add(time.Duration(left)), nil
+		return time.Now().Add(max(until-time.Duration(now), 0)), nil
 	}
-	if p.boLevel > 0 && now > addSat(p.boEnd, b.Forgive) {
-		p.boLevel = 0
-	}
-	p.boLevel++
-	d := backoffPause(b, p.boLevel, rand.Float64())
-	p.boStart, p.boEnd = now, addSat(now, d)
-	p.boUntil = addSat(addSat(p.boEnd, b.Forgive), time.Duration(backoffMargin))
-	p.pauseUntil = max(p.pauseUntil, p.boEnd)
-	till := p.pauseUntil
-	g := s.changed(sh, origin)
+	c := pauseCopy{until: int64(p.PausedUntil), heed: int64(p.HeedUntil)}
+	gen := s.changed(sh, origin)
 	sh.mu.Unlock()
-	s.notePause(origin, till)
-	return time.Now().Add(d), s.flushWithin(ctx, g)
-}
-
-// backoffPause returns the pause of the back-off b at level (1 for the
-// first incident), with the random fraction jitter in [0, 1) of its tenth
-// added.
-func backoffPause(b robots.Backoff, level int64, jitter float64) time.Duration {
-	d := max(b.First, 0)
-	for i := int64(1); i < level && d < b.Max; i++ {
-		if d > math.MaxInt64/2 {
-			d = b.Max
-			break
-		}
-		d *= 2
-	}
-	d = min(d, max(b.Max, b.First))
-	return d + time.Duration(float64(d)/10*jitter)
+	s.notePause(origin, c)
+	return time.Now().Add(until - time.Duration(now)), s.flushWithin(ctx, gen)
 }
 
 // PausedUntil implements [fleet.PauseChecker], from memory: when origin's
@@ -305,42 +234,50 @@ func (s *Store) PausedUntil(ctx context.Context, origin string) (time.Time, erro
 	return until, nil
 }
 
+// pauseCopy is what the copy of the pauses keeps of an origin, in Unix ns
+// on the Store's clock: the end of its pause, and until when its requests
+// take turns one at a time (the end of the pause, or of a back-off's
+// forgiveness).
+type pauseCopy struct{ until, heed int64 }
+
 // WatchedPause implements [fleet.PauseWatcher]: when origin's pause ends,
-// or the zero time, from a copy in memory read without a lock; ok is always
-// true. A Transport calls it for each request to an origin with no interval
-// to keep, instead of Reserve: such a request costs the Store a map lookup.
+// or the zero time, from a copy in memory read without a lock. ok is false
+// while origin's requests must take turns one at a time (it is paused, or
+// backing off until its back-off is forgiven), so that a Transport asks
+// Reserve, which holds them. A Transport calls it for each request to an
+// origin with no interval to keep, instead of Reserve: such a request costs
+// the Store a map lookup.
 func (s *Store) WatchedPause(origin string) (until time.Time, ok bool) {
 	m := *s.pauses.Load()
 	if len(m) == 0 {
 		return time.Time{}, true
 	}
-	u, found := m[origin]
+	c, found := m[origin]
 	if !found {
 		return time.Time{}, true
 	}
 	now := s.now()
-	if u <= now {
-		return time.Time{}, true
+	if c.until > now {
+		until = time.Now().Add(time.Duration(c.until - now))
 	}
-	return time.Now().Add(time.Duration(u - now)), true
+	return until, c.heed <= now
 }
 
-// notePause puts the pause of origin until until (on the Store's clock) in
-// the copy that WatchedPause reads, and drops the pauses that have ended.
-func (s *Store) notePause(origin string, until int64) {
+// notePause puts the pause c of origin in the copy that WatchedPause reads,
+// and drops the pauses that have ended.
+func (s *Store) notePause(origin string, c pauseCopy) {
 	s.pausesMu.Lock()
 	defer s.pausesMu.Unlock()
 	now := s.now()
 	old := *s.pauses.Load()
-	m := make(map[string]int64, len(old)+1)
+	m := make(map[string]pauseCopy, len(old)+1)
 	for o, u := range old {
-		if u > now {
+		if max(u.until, u.heed) > now {
 			m[o] = u
 		}
 	}
-	if until > m[origin] {
-		m[origin] = until
-	}
+	o := m[origin]
+	m[origin] = pauseCopy{until: max(o.until, c.until), heed: max(o.heed, c.heed)}
 	s.pauses.Store(&m)
 }
 
@@ -351,9 +288,9 @@ func (s *Store) prunePauses() {
 	defer s.pausesMu.Unlock()
 	now := s.now()
 	old := *s.pauses.Load()
-	m := make(map[string]int64, len(old))
+	m := make(map[string]pauseCopy, len(old))
 	for o, u := range old {
-		if u > now {
+		if max(u.until, u.heed) > now {
 			m[o] = u
 		}
 	}

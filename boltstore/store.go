@@ -87,7 +87,7 @@ type Store struct {
 
 	// the pauses that have not ended, by origin, read without a lock
 	// (see WatchedPause); replaced, never modified, under pausesMu
-	pauses   atomic.Pointer[map[string]int64]
+	pauses   atomic.Pointer[map[string]pauseCopy]
 	pausesMu sync.Mutex
 
 	// gen counts the changes to the paces; each is made under its

@@ -46,6 +46,10 @@ type GroupInfo struct {
 	Usage         int      // Content-Usage and Content-Signal lines
 	CrawlDelay    time.Duration
 	HasCrawlDelay bool
+	// RequestRate is the interval of its request-rate lines, T/n of
+	// "Request-rate: n/T", the longest if several (see Group.RequestRate).
+	RequestRate    time.Duration
+	HasRequestRate bool
 }
 
 // Lint parses body as [Parse] does and reports what it finds. It is slower
@@ -143,6 +147,8 @@ func (l *linter) line(body []byte) {
 		case !l.cur.HasCrawlDelay || d > l.cur.CrawlDelay:
 			l.cur.CrawlDelay, l.cur.HasCrawlDelay = d, true
 		}
+	case fieldRequestRate:
+		l.requestRate(v)
 	}
 }
 

@@ -30,6 +30,10 @@
 // seconds, fractions allowed ("0.5"); anything else is ignored. A group with
 // several crawl-delay lines, or several groups combined, takes the largest.
 //
+// Request-rate ("Request-rate: 1/5s", n requests each T; units s, m, h,
+// seconds if none) is not part of RFC 9309 either; [Group.RequestRate]
+// reports it as the interval T/n, the longest of a group's lines.
+//
 // # Usage preferences
 //
 // Content-Usage (draft-ietf-aipref-attach) and Content-Signal (Cloudflare's
@@ -90,6 +94,7 @@ type Robots struct {
 	marks    []lineMark      // the line numbers of the rules: see lineOf
 	sitemaps string          // the values of the sitemap lines, each but the last followed by a line feed, which no value holds
 	delays   []time.Duration // the groups' crawl-delays
+	rates    []groupRate     // the request-rates of the groups that have one, by Group.ln (requestrate.go)
 	usage    *usageData      // the Content-Usage and Content-Signal lines; nil if none (usage.go)
 
 	mu   sync.Mutex   // serialises the building of the groups' indexes and the counting of size
@@ -163,6 +168,7 @@ type parser struct {
 	arena  []byte
 	smaps  []byte
 	lines  lineMarker
+	rates  []blockRate // the blocks' request-rates, in block order (requestrate.go)
 }
 
 // line reads the line s has scanned.
@@ -202,6 +208,8 @@ func (p *parser) line(s *scanner) {
 			p.cur.hasRules = true // a rule of its group
 			p.cur.usageHi = len(p.sc.usage.lines)
 		}
+	case fieldRequestRate:
+		p.requestRate(s)
 	case fieldCrawlDelay:
 		if p.cur == nil {
 			return
@@ -336,6 +344,7 @@ func build(p *parser) *Robots {
 	specs, ids := r.groupSpecs(p)
 	r.fillGroups(p, specs, ids)
 	r.buildUsage(&sc.usage, p.blocks, specs, ids)
+	r.buildRates(p.rates, specs, ids)
 	if cap(specs) <= maxScratch/16 && cap(ids) <= maxScratch/8 {
 		sc.groups, sc.ids = specs, ids
 	}
@@ -468,7 +477,7 @@ func (r *Robots) Size() int {
 // the indexes. r.mu must be held.
 func (r *Robots) heldBytes() int {
 	n := memsize.Alloc(len(r.arena)) + memsize.Slice(r.rules) + memsize.Slice(r.agents) + memsize.Slice(r.groups) +
-		memsize.Slice(r.lines) + memsize.Slice(r.marks) + memsize.Alloc(len(r.sitemaps)) + memsize.Slice(r.delays)
+		memsize.Slice(r.lines) + memsize.Slice(r.marks) + memsize.Alloc(len(r.sitemaps)) + memsize.Slice(r.delays) + memsize.Slice(r.rates)
 	for i := range r.groups {
 		if g := &r.groups[i]; g.indexed() {
 			n += g.indexLocked().heldBytes()

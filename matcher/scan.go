@@ -38,6 +38,8 @@ func (f field) canonical() string {
 		return "content-usage"
 	case fieldContentSignal:
 		return "content-signal"
+	case fieldRequestRate:
+		return "request-rate"
 	}
 	return ""
 }
@@ -157,9 +159,9 @@ func (s *scanner) next() bool {
 }
 
 // keyStart marks the bytes that start the keys Parse uses: user-agent,
-// allow, disallow, sitemap, crawl-delay, content-usage and content-signal,
+// allow, disallow, sitemap, crawl-delay, request-rate, content-usage and content-signal,
 // and their misspellings, in either case.
-var keyStart = [256]bool{'u': true, 'a': true, 'd': true, 's': true, 'c': true, 'U': true, 'A': true, 'D': true, 'S': true, 'C': true}
+var keyStart = [256]bool{'u': true, 'a': true, 'd': true, 's': true, 'c': true, 'r': true, 'U': true, 'A': true, 'D': true, 'S': true, 'C': true, 'R': true}
 
 // short reads a line that ends within the next 64 bytes, eight bytes at a
 // time. It reports false, having changed nothing, when the line is longer:
@@ -359,6 +361,11 @@ func classify(key []byte) (f field, exact bool) {
 			return f, true
 		}
 		f, names = fieldCrawlDelay, crawlDelayKeys
+	case 'r':
+		if f := rateField(key); f != fieldNone {
+			return f, true
+		}
+		return fieldUnknown, false
 	default:
 		return fieldUnknown, false
 	}

@@ -2,10 +2,8 @@ module github.com/f9014239/robots/otelrobots
 
 go 1.26.0
 
-replace github.com/f9014239/robots => ../
-
 require (
-	github.com/f9014239/robots v0.0.0
+	github.com/f9014239/robots v0.0.0-20261128210425-f75e8beb739d
 	github.com/jarcoal/httpmock v1.4.2
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
@@ -26,3 +24,5 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )
+
+replace github.com/f9014239/robots => ../

@@ -25,6 +25,7 @@ func (s *Store) paceKey(origin string) string    { return s.cfg.prefix + "pace:{
 func (s *Store) pauseKey(origin string) string   { return s.cfg.prefix + "pause:{" + origin + "}" }
 func (s *Store) holdKey(origin string) string    { return s.cfg.prefix + "hold:{" + origin + "}" }
 func (s *Store) backoffKey(origin string) string { return s.cfg.prefix + "backoff:{" + origin + "}" }
+func (s *Store) estKey(origin string) string     { return s.cfg.prefix + "est:{" + origin + "}" }
 
 // Both keys hold a time in microseconds since the Unix epoch on the clock of
 // the Redis server, never on a Store's own: the processes of a fleet agree on
@@ -88,72 +89,153 @@ local function write(key, at)
 end
 `
 
-// reserveScript takes the next turn of an origin, unless a turn of it is in
-// flight or the next is further away than a caller can wait, and returns
-// {wait, taken, unreadable, inFlight, held}: the wait for the turn in
-// microseconds (or, in flight, until a turn may be free), 1 if the turn is
-// taken and 0 if not, a bit set (1 for KEYS[1], 2 for KEYS[2]) of the keys
-// that held values it could not read, 1 if a turn is in flight, and 1 if
-// the turn taken holds the origin.
+// The scripts below apply the rules of the Pacer contract that package
+// internal/pacing writes in Go (pacing.State, in internal/pacing/rules.go);
+// a comment in each part names the Go function it mirrors. An origin's State
+// is kept in five keys, each with its own expiry, rather than one value, so
+// that keys written by earlier versions stay readable:
 //
-// KEYS[1] holds the origin's latest turn and its interval, KEYS[2] the end
-// of its pause, and KEYS[3] the ID of the turn in flight, if any, until its
-// hold runs out; ARGV[1] is the caller's interval (negative if it does not
-// know the origin's rules), ARGV[2] the longest wait the caller takes, and
-// ARGV[3] the longest hold, all in microseconds. The turn is the latest of
-// now, the end of the pause and the larger of |ARGV[1]| and the latest
-// turn's interval after the latest turn. Taking it makes it the latest turn
-// (with an ARGV[1] of zero too, so that a caller with a longer interval is
-// spaced from it), which keeps ARGV[1], or if that is negative, the larger
-// of -ARGV[1] and the previous turn's interval; it is kept until lastKeep
-// after it, or its interval if that is longer.
-//
-// A turn that keeps an interval, or whose caller does not know the origin's
-// rules (a fetch of robots.txt), or one of an origin backing off (KEYS[4],
-// the back-off, exists until it is forgiven), holds the origin when ARGV[3]
-// is positive: KEYS[3] holds its ID, ARGV[4], and its time, as "id:time",
-// until the hold runs out, and
-// KEYS[1] holds
-// the end of its hold as the latest turn's time, until releaseScript puts
-// the time of its answer there. So a holder that never releases its turn
-// (a process killed) spaces the next from the end of its hold.
-var reserveScript = redis.NewScript(scriptHead + `
+//   - paceKey: the latest turn and its interval (State.Last, LastEvery);
+//     while a turn holds the origin, the end of its hold, so that a holder
+//     that never releases its turn (a process killed) spaces the next from
+//     the end of its hold;
+//   - pauseKey: the end of the pause (State.PausedUntil), until which the
+//     origin is heeded (State.HeedUntil);
+//   - holdKey: the held turn, "id:time:until" (State.HeldID, HeldAt,
+//     HeldUntil), kept lastKeep past its end so that a hold that ran out is
+//     seen, and counted as a slow answer (State.expire);
+//   - backoffKey: the back-off, "level:start:end" (State.BoLevel, BoStart,
+//     BoEnd), kept until it is forgiven (State.HeedUntil);
+//   - estKey: the response-time estimate (State.Est), in microseconds.
+const rulesHead = `
 local lastKeep = 60000000 -- µs
+
+-- readHold returns the time and the end of the held turn under key, and
+-- its ID, or nil if there is none. A hold of earlier versions ("id:time")
+-- ends when its key expires.
+local function readHold(key)
+	local v = redis.call("GET", key)
+	if type(v) ~= "string" then return nil end
+	local id, at, till = string.match(v, "^(%d+):(%d+):(%d+)$")
+	if not id then
+		id, at = string.match(v, "^(%d+):(%d+)$")
+		if not id then
+			redis.call("DEL", key)
+			return nil
+		end
+		till = now + math.max(redis.call("PTTL", key), 1) * 1000
+	end
+	return tonumber(at), tonumber(till), id
+end
+
+-- readEst returns the estimate under key, or 0.
+local function readEst(key)
+	local v = redis.call("GET", key)
+	if type(v) == "string" and #v <= 17 and string.match(v, "^%d+$") then return tonumber(v) end
+	if v then redis.call("DEL", key) end
+	return 0
+end
+
+-- sample mirrors State.Sample: a slower answer is taken at once, a faster
+-- one a quarter of the way; a failure never lowers the estimate.
+local function sample(key, est, took, failed)
+	took = math.max(took, 0)
+	if took >= est then
+		est = took
+	elseif failed then
+		return est
+	else
+		est = est - math.floor((est - took) / 4)
+	end
+	redis.call("SET", key, string.format("%.0f", est), "PX", math.floor(math.max(lastKeep, 2 * est) / 1000) + keyMargin)
+	return est
+end
+
+-- adaptive mirrors State.Adaptive: twice the estimate, at most most.
+local function adaptive(est, most)
+	if most <= 0 or est <= 0 then return 0 end
+	if est > math.floor(most / 2) then return most end
+	return 2 * est
+end
+
+-- expire mirrors State.expire: a hold that ran out by now ends, as if
+-- answered at its end (which paceKey holds), and counts as an answer as
+-- slow as the hold was long. It returns the estimate, and the held turn's
+-- time and end if it still holds.
+local function expire(holdKey, estKey, est)
+	local at, till = readHold(holdKey)
+	if at and till <= now then
+		est = sample(estKey, est, till - at, true)
+		redis.call("DEL", holdKey)
+		return est, nil, nil
+	end
+	return est, at, till
+end
+`
+
+// reserveScript takes the next turn of an origin (State.Reserve), unless a
+// turn of it is in flight or the next is further away than a caller can
+// wait, and returns {wait, taken, unreadable, inFlight, held}: the wait for
+// the turn in microseconds (or, in flight, until a turn may be free), 1 if
+// the turn is taken and 0 if not, a bit set (1 for KEYS[1], 2 for KEYS[2])
+// of the keys that held values it could not read, 1 if a turn is in flight,
+// and 1 if the turn taken holds the origin.
+//
+// KEYS are the origin's paceKey, pauseKey, holdKey, backoffKey and estKey;
+// ARGV[1] is the caller's interval (negative if it does not know the
+// origin's rules), ARGV[2] the longest wait the caller takes, ARGV[3] the
+// longest hold, all in microseconds, ARGV[4] the ID of a turn that holds,
+// and ARGV[5] the cap of the adaptive delay (0: none), in microseconds.
+var reserveScript = redis.NewScript(scriptHead + rulesHead + `
 local every = tonumber(ARGV[1])
 local maxWait = tonumber(ARGV[2])
 local hold = tonumber(ARGV[3])
+local maxAdaptive = tonumber(ARGV[5])
 local ask, keep = every, every
 if every < 0 then ask, keep = -every, -every end
-local turn, unreadable = now, 0
+local unreadable = 0
 local pause, bad = read(KEYS[2])
-if pause and pause > turn then turn = pause end
 unreadable = unreadable + 2 * bad
 local last, lastEvery, bad1 = readTurn(KEYS[1])
 unreadable = unreadable + bad1
-local backingOff = redis.call("EXISTS", KEYS[4]) == 1
-local held = redis.call("GET", KEYS[3])
-if held then
-	-- In flight: a turn may be free once it is answered, which cannot
-	-- be before the interval after it left.
-	local at = tonumber(string.match(held, ":(%d+)$") or "") or now
-	local free = math.max(at + math.max(ask, lastEvery), turn) - now
-	return {math.max(free, 0), 0, unreadable, 1, 0}
+local est, heldAt, heldUntil = expire(KEYS[3], KEYS[5], readEst(KEYS[5]))
+-- State.gap: the largest of the caller's interval, the latest turn's and
+-- the adaptive delay.
+local gap = math.max(ask, lastEvery, adaptive(est, maxAdaptive))
+-- State.Next, a turn held: it may be free the gap after its answer, due
+-- at its time plus the estimate (or now, if that has passed), no later
+-- than the end of its hold.
+if heldAt then
+	local answer = math.min(math.max(heldAt + est, now), heldUntil)
+	local free = answer + gap
+	if pause and pause > free then free = pause end
+	return {math.max(free - now, 0), 0, unreadable, 1, 0}
 end
-if last then
-	local gap = math.max(ask, lastEvery)
-	if last + gap > turn then turn = last + gap end
-	if every < 0 then keep = math.max(keep, lastEvery) end
-end
+-- State.Next: the first instant after the pause that is the gap after the
+-- latest turn.
+local turn = now
+if pause and pause > turn then turn = pause end
+if last and last + gap > turn then turn = last + gap end
+-- State.Reserve: a turn further away than maxWait (strictly) is not taken.
 local wait = turn - now
 if wait > 0 and wait > maxWait then
 	return {wait, 0, unreadable, 0, 0}
 end
+-- State.Reserve: with the rules unknown, the turn keeps the larger of the
+-- caller's interval and the latest turn's.
+if every < 0 and last then keep = math.max(keep, lastEvery) end
+-- State.Reserve: the turn holds the origin if it keeps an interval, the
+-- rules are unknown, the origin is heeded (paused, or backing off until
+-- it is forgiven: State.HeedUntil) or the adaptive delay is on.
+local heeded = (pause and pause > now) or redis.call("EXISTS", KEYS[4]) == 1
 local holds = 0
 local recorded = turn
-if hold > 0 and (keep > 0 or every < 0 or backingOff) then
+if hold > 0 and (keep > 0 or every < 0 or heeded or maxAdaptive > 0) then
+	-- State.hold
 	holds = 1
 	recorded = turn + hold
-	redis.call("SET", KEYS[3], ARGV[4] .. ":" .. string.format("%.0f", turn), "PX", math.floor((recorded - now) / 1000) + 1)
+	redis.call("SET", KEYS[3], string.format("%s:%.0f:%.0f", ARGV[4], turn, recorded),
+		"PX", math.floor((recorded + lastKeep - now) / 1000) + 1)
 end
 local v = string.format("%.0f", recorded)
 if keep > 0 then v = v .. ":" .. string.format("%.0f", keep) end
@@ -161,21 +243,32 @@ redis.call("SET", KEYS[1], v, "PX", math.floor((recorded + math.max(lastKeep, ke
 return {wait, 1, unreadable, 0, holds}
 `)
 
-// releaseScript ends the hold of the turn ARGV[1] (its ID) of an origin, if
-// KEYS[2] still holds it ("id:time"): the latest turn in KEYS[1] becomes now, on the
-// clock of the Redis server, with the interval it kept. It returns 1 if it
-// released the turn, and 0 if not.
-var releaseScript = redis.NewScript(scriptHead + `
-local lastKeep = 60000000 -- µs
-local v = redis.call("GET", KEYS[2])
-if type(v) ~= "string" or string.match(v, "^(%d+):") ~= ARGV[1] then
+// releaseScript ends the hold of the turn ARGV[1] (its ID) of an origin
+// (State.Release), if it still holds it: the latest turn in KEYS[1]
+// becomes now on the clock of the Redis server (or the turn's time, if
+// later), with the interval it kept, and ARGV[2], the response time in
+// microseconds, is a sample of the estimate in KEYS[3] (a failure if
+// ARGV[3] is 1). It returns 1 if it released the turn, and 0 if not.
+//
+// KEYS are the origin's paceKey, holdKey and estKey.
+var releaseScript = redis.NewScript(scriptHead + rulesHead + `
+local at, till, id = readHold(KEYS[2])
+if not at or id ~= ARGV[1] then
 	return 0
 end
+local est = readEst(KEYS[3])
+-- State.Release: a turn whose hold ran out is left alone (State.expire).
+if till <= now then
+	expire(KEYS[2], KEYS[3], est)
+	return 0
+end
+sample(KEYS[3], est, tonumber(ARGV[2]), ARGV[3] == "1")
 redis.call("DEL", KEYS[2])
+-- State.unhold: the answer is the latest turn's time, if later.
 local last, lastEvery = readTurn(KEYS[1])
-local v = string.format("%.0f", now)
+local v = string.format("%.0f", math.max(now, at))
 if lastEvery > 0 then v = v .. ":" .. string.format("%.0f", lastEvery) end
-redis.call("SET", KEYS[1], v, "PX", math.floor(math.max(lastKeep, lastEvery) / 1000))
+redis.call("SET", KEYS[1], v, "PX", math.floor((math.max(now, at) - now + math.max(lastKeep, lastEvery)) / 1000))
 return 1
 `)
 
@@ -190,6 +283,9 @@ return 1
 // microseconds, and ARGV[5] the random lengthening, in millionths of the
 // pause's tenth.
 var pushBackScript = redis.NewScript(scriptHead + `
+-- State.PushBack, but for burstSlack: in a fleet, a request sent up to a
+-- second after the back-off began, by a process that had not heard of it
+-- yet, is of its burst too.
 local burstSlack = 1000000 -- µs
 local sent = now - tonumber(ARGV[1])
 local first, most, forgive = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -204,13 +300,16 @@ if level > 0 and sent <= start + burstSlack then
 end
 if level > 0 and now > stop + forgive then level = 0 end
 level = level + 1
+-- BackoffPause: First doubled per level up to Max, lengthened by the
+-- random fraction ARGV[5] (in millionths) of its tenth.
 local d = first
 for i = 2, level do
 	if d >= most then break end
 	d = d * 2
 end
-d = math.min(d, most)
+d = math.min(d, math.max(most, first))
 d = d + math.floor(d / 10 * tonumber(ARGV[5]) / 1000000)
+-- The key is kept until the back-off is forgiven (State.HeedUntil).
 redis.call("SET", KEYS[1], string.format("%d:%.0f:%.0f", level, now, now + d), "PX", math.floor((d + forgive) / 1000) + keyMargin)
 return {d, 1}
 `)
@@ -241,27 +340,27 @@ return {1, bad}
 `)
 
 // Reserve implements [fleet.Pacer], kept in Redis and shared by every user
-// of the Redis: it takes origin's next turn, at least the larger of
-// r.Every and the latest turn's interval after the latest turn taken (after
-// its answer, once released), and not before origin's pause ends, and
-// returns how long the caller must wait for it, without waiting itself. A
-// turn that keeps an interval holds the origin, when r.Hold is positive,
-// until Release or r.Hold after it: meanwhile Reserve takes no turn and
-// returns InFlight, with the wait until the interval after the held turn
-// has passed (the earliest its answer could free a turn). When r.Known is
-// false (the caller does not know the origin's rules), the turn keeps the
-// larger of r.Every and the latest turn's interval, as fleet.Pacer
-// documents. When the wait is longer than r.MaxWait, it takes no turn and
-// returns the wait. Turns are handed out first come, first served, each
-// once, and timed by the clock of the Redis server.
+// of the Redis, with the rules of the contract (those of package
+// internal/pacing, which the scripts mirror): it takes origin's next turn,
+// the first instant after origin's pause that is at least the spacing after
+// the latest turn (after its answer once released, after its hold's end if
+// never released), and returns how long the caller must wait for it,
+// without waiting itself. The spacing is the largest of r.Every, the latest
+// turn's interval and the adaptive delay (twice the origin's response-time
+// estimate, at most r.MaxAdaptive). A turn holds the origin, when r.Hold is
+// positive, if it keeps an interval, the rules are unknown, the adaptive
+// delay is on or the origin is paused or backing off, until Release or
+// r.Hold after it: meanwhile Reserve takes no turn and returns InFlight,
+// with the wait until a turn may be free. A turn further away than
+// r.MaxWait (strictly) is not taken. Turns are handed out first come,
+// first served, each once, and timed by the clock of the Redis server.
 //
-// Each call is one Redis command: a Lua script that reads the pause, the
-// latest turn and the turn in flight, and, if the caller can wait, records
-// its turn as the latest. A turn taken so costs one round trip, and its
-// release one more.
+// Each call is one Redis command: a Lua script that reads the origin's
+// keys and, if the caller can wait, records its turn as the latest. A turn
+// taken so costs one round trip, and its release one more.
 func (s *Store) Reserve(ctx context.Context, origin string, r fleet.TurnRequest) (fleet.Turn, error) {
 	s.once.Do(s.init)
-	keys := []string{s.paceKey(origin), s.pauseKey(origin), s.holdKey(origin), s.backoffKey(origin)}
+	keys := []string{s.paceKey(origin), s.pauseKey(origin), s.holdKey(origin), s.backoffKey(origin), s.estKey(origin)}
 	id := r.ID
 	if id == 0 {
 		id = rand.Uint64() | 1
@@ -278,7 +377,7 @@ func (s *Store) Reserve(ctx context.Context, origin string, r fleet.TurnRequest)
 			e = -max(e, 1)
 		}
 		res, err = reserveScript.Run(ctx, s.client, keys, e, max(r.MaxWait, 0).Microseconds(), ceilMicros(r.Hold),
-			strconv.FormatUint(id, 10)).Int64Slice()
+			strconv.FormatUint(id, 10), ceilMicros(r.MaxAdaptive)).Int64Slice()
 		return err
 	})
 	if err != nil {
@@ -295,18 +394,25 @@ func (s *Store) Reserve(ctx context.Context, origin string, r fleet.TurnRequest)
 	return t, nil
 }
 
-// Release implements [fleet.Pacer]: it ends the hold of the turn id of
-// origin, if it still holds it, and spaces the next turn from now on the
-// clock of the Redis server (the answer reaches Redis after it reached the
-// caller: never earlier than answered). One Redis command.
-func (s *Store) Release(ctx context.Context, origin string, id uint64, answered time.Time) error {
+// Release implements [fleet.Pacer]: it ends the hold of the turn a.ID of
+// origin, if it still holds it, spaces the next turn from now on the clock
+// of the Redis server (the answer reaches Redis after it reached the
+// caller), and takes a.Took (a.Failed) as a sample of the origin's
+// response-time estimate, which the Redis keeps for the fleet. One Redis
+// command.
+func (s *Store) Release(ctx context.Context, origin string, a fleet.Answer) error {
 	s.once.Do(s.init)
+	id := a.ID
 	if id == 0 {
 		return nil
 	}
-	keys := []string{s.paceKey(origin), s.holdKey(origin)}
+	keys := []string{s.paceKey(origin), s.holdKey(origin), s.estKey(origin)}
+	failed := 0
+	if a.Failed {
+		failed = 1
+	}
 	return s.do(ctx, "pace", func(ctx context.Context) error {
-		return releaseScript.Run(ctx, s.client, keys, strconv.FormatUint(id, 10)).Err()
+		return releaseScript.Run(ctx, s.client, keys, strconv.FormatUint(id, 10), ceilMicros(a.Took), failed).Err()
 	})
 }
 

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -117,14 +118,14 @@ func TestHeldTurn(t *testing.T) {
 		t.Fatalf("Reserve while held = %+v, %v; want InFlight", busy, err)
 	}
 	// A release of another turn changes nothing.
-	if err := s.Release(ctx, origin, first.ID+1, time.Now()); err != nil {
+	if err := s.Release(ctx, origin, fleet.Answer{ID: first.ID + 1}); err != nil {
 		t.Fatal(err)
 	}
 	if r, _ := s.Reserve(ctx, origin, ask); !r.InFlight {
 		t.Errorf("Reserve after a stranger's release = %+v, want still InFlight", r)
 	}
 	// Released: the next turn is the interval after the release.
-	if err := s.Release(ctx, origin, first.ID, time.Now()); err != nil {
+	if err := s.Release(ctx, origin, fleet.Answer{ID: first.ID}); err != nil {
 		t.Fatal(err)
 	}
 	released := time.Now()
@@ -195,4 +196,42 @@ func TestPushBackLevels(t *testing.T) {
 	within("third incident, capped", pause(a, time.Now()), 300*time.Millisecond)
 	time.Sleep(340*time.Millisecond + bo.Forgive + 100*time.Millisecond)
 	within("after a quiet Forgive", pause(a, time.Now()), 100*time.Millisecond)
+}
+
+// TestInFlightReason: a request held back while another process of the
+// fleet has one in flight is refused for "in-flight", as in memory and on
+// boltstore after a restart.
+func TestInFlightReason(t *testing.T) {
+	addr := redisAddr(t)
+	prefix := testPrefix(t, addr)
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			io.WriteString(w, "User-agent: *\nCrawl-delay: 0.5\n")
+		case "/hang":
+			arrived <- struct{}{}
+			<-release
+		}
+	}))
+	defer srv.Close()
+	a, b := newProcess(t, addr, prefix, nil), newProcess(t, addr, prefix, nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		get(context.Background(), a.client, srv.URL+"/hang")
+	}()
+	select {
+	case <-arrived:
+	case <-done:
+		t.Fatal("the request to /hang did not reach the site")
+	}
+	ctx := robots.WithMaxWait(context.Background(), 300*time.Millisecond)
+	err := get(ctx, b.client, srv.URL+"/page")
+	var te *robots.TurnError
+	if !errors.As(err, &te) || te.Reason != robots.ReasonInFlight {
+		t.Errorf("a request while another process has one in flight: %v; want a TurnError for %q", err, robots.ReasonInFlight)
+	}
+	close(release)
+	<-done
 }

@@ -89,7 +89,7 @@ func TestCrawlAgentHeader(t *testing.T) {
 	ua := "Mozilla/5.0 (compatible; BadBot/1.0; +https://x)"
 	code, stdout, stderr := runCmd(t, "", "crawl", "-agent", ua, s.URL+"/")
 	got := lines(stdout)
-	if code != exitFlagged || !contains(got, "refused / Disallow: / (line 15)") || !contains(got, "crawling "+s.URL+"/ as BadBot, at most 50 URLs") {
+	if code != exitFlagged || !contains(got, "refused / Disallow: / (line 15)") || !contains(got, "crawling "+s.URL+"/ as BadBot, at most 50 URLs, keeping no state") {
 		t.Errorf("crawl -agent %q = %d\n%s\nstderr: %s", ua, code, stdout, stderr)
 	}
 	mu.Lock()

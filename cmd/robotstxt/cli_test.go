@@ -303,20 +303,25 @@ func TestCrawlObeying(t *testing.T) {
 		{http.StatusOK, "User-agent: other\nDisallow: /\n",
 			"ExampleBot", "no group names ExampleBot and there is no * group: everything is allowed, no crawl-delay"},
 		{http.StatusNotFound, "User-agent: *\nDisallow: /\n",
-			"ExampleBot", "robots.txt is unavailable: everything is allowed, no crawl-delay"},
+			"ExampleBot", "robots.txt is unavailable: everything is allowed, no crawl-delay: the default pace, 1s"},
 		{http.StatusServiceUnavailable, "User-agent: *\nDisallow: /\n",
 			"ExampleBot", "robots.txt unreachable (503 Service Unavailable): every URL is refused until it is fetched again, at "},
 	}
-	for _, c := range cases {
-		s := newSite(t, robotsHandler(c.status, c.body))
-		_, stdout, stderr := runCmd(t, "", "crawl", "-agent", c.agent, "-max", "2", s.URL+"/")
-		got := lines(stdout)
-		if len(got) < 2 || !strings.HasPrefix(got[1], c.want) {
-			t.Errorf("robots.txt %d %q: crawl says\n%s\nwant a second line starting %q; stderr: %s", c.status, c.body, stdout, c.want, stderr)
-		}
-		if n := s.count("/robots.txt"); n != 1 {
-			t.Errorf("robots.txt %d %q: fetched %d times, want once", c.status, c.body, n)
-		}
+	for i, c := range cases {
+		// In parallel: a site that states no crawl-delay is paced by the
+		// default delay, a second between robots.txt and the page.
+		t.Run(strconv.Itoa(i), func(t *testing.T) {
+			t.Parallel()
+			s := newSite(t, robotsHandler(c.status, c.body))
+			_, stdout, stderr := runCmd(t, "", "crawl", "-agent", c.agent, "-max", "2", s.URL+"/")
+			got := lines(stdout)
+			if len(got) < 2 || !strings.HasPrefix(got[1], c.want) {
+				t.Errorf("robots.txt %d %q: crawl says\n%s\nwant a second line starting %q; stderr: %s", c.status, c.body, stdout, c.want, stderr)
+			}
+			if n := s.count("/robots.txt"); n != 1 {
+				t.Errorf("robots.txt %d %q: fetched %d times, want once", c.status, c.body, n)
+			}
+		})
 	}
 }
 

@@ -8,11 +8,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,16 +48,20 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	asJSON := fs.Bool("json", false, "write one JSON object per URL, one a line; the rest goes to standard error")
 	max := fs.Int("max", defaultMax, "stop after `N` URLs, fetched or refused")
 	demo := fs.Bool("demo", false, "start a demo site on 127.0.0.1 and crawl it")
-	timeout := fs.Duration("timeout", fetchTimeout, "time limit for fetching robots.txt and for each request")
+	timeout := fs.Duration("timeout", fetchTimeout, "time limit for fetching robots.txt, and for each request: for its answer, then for its body")
 	workers := fs.Int("workers", defaultWorkers, "send up to `N` requests at a time")
+	statePath := fs.String("state", stateDefault(), "keep the crawl's state in `FILE`, and resume an interrupted crawl; \"\" for none")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-demo] [URL...]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-state FILE] [-demo] [URL...]\n\n"+
 			"Crawls each URL and the pages it links to on the same site, obeying its\n"+
 			"robots.txt and Crawl-delay. A site's pages wait for its turn in a queue, not\n"+
 			"in a worker: a site with a long Crawl-delay does not hold up the others.\n"+
 			"With -demo, starts a small site on 127.0.0.1 and crawls it.\n"+
-			"Exit status: 0 the crawl ran, 1 a start URL could not be fetched, 2 bad usage.\n\n")
+			"Exit status: 0 the crawl ran to its end, 1 a start URL could not be fetched\n"+
+			"or the crawl stopped before its end (the same command resumes it), 2 bad\n"+
+			"usage or a state file that cannot be used.\n\n")
 		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), stateHelp)
 		fmt.Fprint(fs.Output(), crawlJSONHelp)
 	}
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
@@ -111,7 +113,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	} else {
 		for _, arg := range fs.Args() {
 			u, err := parseSite(arg)
-			if err != nil || u.Scheme != "http" && u.Scheme != "https" {
+			if err != nil || u.Scheme != "http" && u.Scheme != "https" || originOf(u) == "" {
 				fmt.Fprintf(stderr, "robotstxt: %q is not an http or https URL\n", arg)
 				return exitUsage
 			}
@@ -126,6 +128,21 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		c.out = bufio.NewWriter(stderr)
 	}
 	defer c.client.CloseIdleConnections()
+	for i, start := range starts {
+		starts[i] = cleanURL(start)
+	}
+	if *statePath != "" {
+		closeState, err := c.openState(*statePath, starts, !*demo)
+		if err != nil {
+			fmt.Fprintf(stderr, "robotstxt: %v\n", err)
+			return exitUsage
+		}
+		defer func() {
+			if err := closeState(); err != nil {
+				fmt.Fprintf(stderr, "robotstxt: closing the state file %s: %v\n", *statePath, err)
+			}
+		}()
+	}
 	return c.crawl(ctx, starts)
 }
 
@@ -148,15 +165,21 @@ type crawler struct {
 	json    *json.Encoder // with -json, where a URL's object goes; else nil
 	prog    *progress     // nil unless standard error is a terminal
 
-	origins map[string]bool // of the start URLs: links to them are followed
-	single  string          // the origin, if one: its URLs print as paths
-	starts  map[string]bool // the start URLs
+	single string // the origin, if one: its URLs print as paths
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// origins are the origins crawled: those of the start URLs and of the
+	// targets of their redirects. Links to them are followed.
+	origins map[string]bool
+	// starts are the start URLs, with the redirects of another origin
+	// that led to each: 1 for a URL of the command line.
+	starts map[string]int
+
 	seen     map[string]bool // every URL ever queued: the frontier forgets a URL once done
 	capped   bool            // a link was not queued because of max
 	said     map[string]bool // the origins whose robots.txt crawl has described
 	requeued map[string]int  // by URL: times refused for now (robots.ErrNotYet), until it is done
+	retries  map[string]int  // by URL: times answered 429 or 503 and sent again, until it is done
 	visited  int
 
 	// Totals for the summary.
@@ -164,6 +187,23 @@ type crawler struct {
 	refused     int // by a rule
 	unreachable int // because robots.txt was unreachable
 	errors      int
+
+	// stopped is why the crawl stopped before its end (a *stalledError,
+	// or the journal's write error), or nil; set once run returns.
+	stopped     error
+	interrupted bool                    // the crawl's context ended
+	halt        context.CancelCauseFunc // stops the workers, with why
+
+	retried int // answers 429 or 503 sent again
+	givenUp int // pages still 429 or 503 after the retries
+
+	// the state: the file's path, the crawl's journal, and what the
+	// journal held of the runs before (nil if none)
+	statePath string
+	journal   *journal
+	resume    *resume
+	resumed   *resumedJSON
+	others    []string // the unfinished crawls of other journals beside the state file
 
 	timeout time.Duration // of each request, once its response has begun
 	ua      string        // the User-Agent header sent
@@ -176,6 +216,10 @@ func newCrawler(agent, token string, max, workers int, timeout time.Duration, st
 	tr.FetchTimeout = timeout
 	tr.UserAgent = sentAgent(agent, token) // for robots.txt fetched before any request
 	tr.MaxWait = crawlMaxWait
+	// A request of the crawl gets its answer within -timeout of its turn
+	// or fails (see try), so a turn held longer is of a process that
+	// died: the site is not held for longer after a kill.
+	tr.TurnTimeout = timeout + time.Second
 	c := &crawler{
 		tr:       tr,
 		timeout:  timeout,
@@ -186,13 +230,14 @@ func newCrawler(agent, token string, max, workers int, timeout time.Duration, st
 		out:      bufio.NewWriter(stdout),
 		prog:     newProgress(stderr),
 		origins:  make(map[string]bool),
-		starts:   make(map[string]bool),
+		starts:   make(map[string]int),
 		seen:     make(map[string]bool),
 		said:     make(map[string]bool),
 		requeued: make(map[string]int),
+		retries:  make(map[string]int),
 		statuses: make(map[int]int),
 	}
-	c.front = &frontier.Frontier{Turns: tr}
+	c.front = &frontier.Frontier{Turns: tr, MaxRetries: maxRetries}
 	c.client = &http.Client{
 		Transport: tr,
 		// Redirects are not followed: a redirect's target on a crawled
@@ -206,8 +251,9 @@ func newCrawler(agent, token string, max, workers int, timeout time.Duration, st
 // A job is a URL of the crawl.
 type job struct {
 	u        *url.URL
-	start    bool // a start URL
-	requeued int  // how many times it was refused for now and queued again
+	start    int // a start URL: 1, or 1 + the redirects that led to it; else 0
+	requeued int // how many times it was refused for now and queued again
+	retries  int // how many times it was answered 429 or 503 and sent again
 }
 
 // outcome is what a worker made of a job.
@@ -219,8 +265,12 @@ type outcome struct {
 	what   string // for the line: the status, "refused" or "error"
 	note   string
 	kind   int        // what to count: outFetched, outRefused, …
-	links  []*url.URL // of an HTML page, or a redirect's target
-	rec    crawlRecord
+	links  []*url.URL // of an HTML page
+	// redirect is a redirect's target; record decides whether it is
+	// followed and says so in note
+	redirect *url.URL
+	gaveUp   bool // deferred (429, 503, a failure that may pass) once more than maxRetries times
+	rec      crawlRecord
 }
 
 const (
@@ -228,16 +278,64 @@ const (
 	outRefused
 	outUnreachable
 	outError
+	outGivenUp // answered 429 or 503, or failed, after maxRetries retries
 )
+
+// maxRetries is how many times a page answered 429 or 503 (or whose
+// request failed in a way that may pass) is sent again, each once its
+// site's pause (Retry-After, or the back-off) has ended, before it is
+// given up: the frontier's MaxRetries.
+const maxRetries = frontier.DefaultMaxRetries
+
+// mayDefer reports whether the frontier may retry o (see
+// frontier.Frontier.Answered): an answer 429 Too Many Requests or 503
+// Service Unavailable, the site's ways to say "later", or a request that
+// failed (on the network, in a way that may pass). Such an outcome has no
+// links to queue. A 404, a 500 or a refusal is never retried.
+func mayDefer(o outcome) bool {
+	return o.kind == outError ||
+		o.kind == outFetched && (o.status == http.StatusTooManyRequests || o.status == http.StatusServiceUnavailable)
+}
+
+// response returns what frontier.Frontier.Answered reads of o's response:
+// its status; nil if none came.
+func (o outcome) response() *http.Response {
+	if o.kind != outFetched {
+		return nil
+	}
+	return &http.Response{StatusCode: o.status}
+}
+
+// turnOf returns when the frontier hands out u's site next: after the
+// pause of a deferred answer; now if not known.
+func (c *crawler) turnOf(u *url.URL) time.Time {
+	origin := originOf(u)
+	for _, s := range c.front.Sites() {
+		if s.Origin == origin && !s.At.IsZero() {
+			return s.At
+		}
+	}
+	return time.Now()
+}
+
+// visit counts o, the outcome of the URL raw, prints its line, queues its
+// links and records it as visited. c.mu must be held.
+func (c *crawler) visit(ctx context.Context, raw string, o outcome, done func(outcome)) {
+	delete(c.requeued, raw)
+	delete(c.retries, raw)
+	c.visited++
+	c.record(ctx, o)
+	c.note(c.journal.add("-", raw))
+	done(o)
+}
 
 // crawl visits starts and the pages they lead to on the same sites, up to
 // c.max URLs, and prints a line per URL and a summary.
 func (c *crawler) crawl(ctx context.Context, starts []*url.URL) int {
 	defer c.out.Flush()
 	begin := time.Now()
-	for i, start := range starts {
-		starts[i] = cleanURL(start)
-		c.origins[originOf(starts[i])] = true
+	for _, start := range starts {
+		c.origins[originOf(start)] = true
 	}
 	if len(c.origins) == 1 {
 		c.single = originOf(starts[0])
@@ -246,7 +344,10 @@ func (c *crawler) crawl(ctx context.Context, starts []*url.URL) int {
 	for i, start := range starts {
 		names[i] = start.String()
 	}
-	fmt.Fprintf(c.out, "crawling %s as %s, at most %d URLs\n", strings.Join(names, ", "), c.agent, c.max)
+	fmt.Fprintf(c.out, "crawling %s as %s, at most %d URLs, %s\n", strings.Join(names, ", "), c.agent, c.max, c.stateText())
+	for _, o := range c.others {
+		fmt.Fprintln(c.out, o)
+	}
 	c.out.Flush()
 	// No robots.txt is fetched here: the frontier asks the Transport
 	// about each site, which fetches its robots.txt, and hands out the
@@ -254,58 +355,35 @@ func (c *crawler) crawl(ctx context.Context, starts []*url.URL) int {
 	// a site's robots.txt makes of the crawler is said before its first
 	// URL's line (see record).
 	for _, start := range starts {
-		c.starts[start.String()] = true
-		c.enqueue(start)
+		c.starts[start.String()] = 1
+	}
+	if c.resume != nil {
+		c.restore()
+	} else {
+		for _, start := range starts {
+			c.enqueue(start)
+		}
 	}
 
 	code := exitOK
-	done := c.run(ctx, func(o outcome) {
-		if o.start && o.kind != outFetched {
-			code = exitFlagged
-		}
-	})
+	done := 0
+	if c.journal.failure() == nil {
+		done = c.run(ctx, func(o outcome) {
+			if o.start > 0 && o.kind != outFetched {
+				code = exitFlagged
+			}
+		})
+	}
+	c.interrupted = ctx.Err() != nil
+	if c.stopped == nil && c.journal.failure() != nil {
+		c.stopped = c.journal.failure()
+	}
 	c.prog.clear()
-
-	var parts []string
-	fetched := 0
-	for _, status := range slices.Sorted(maps.Keys(c.statuses)) {
-		n := c.statuses[status]
-		fetched += n
-		parts = append(parts, fmt.Sprintf("%d × %d", n, status))
+	sum := c.summary(done, time.Since(begin))
+	if sum.Stopped != stopFinished && sum.Stopped != stopMax && sum.Stopped != stopRefused {
+		code = exitFlagged
 	}
-	fmt.Fprintf(c.out, "\n%s in %v: %d fetched", count(done, "URL"), time.Since(begin).Round(10*time.Millisecond), fetched)
-	if len(parts) > 0 {
-		fmt.Fprintf(c.out, " (%s)", strings.Join(parts, ", "))
-	}
-	fmt.Fprintf(c.out, ", %d disallowed by rules", c.refused)
-	if c.unreachable > 0 {
-		fmt.Fprintf(c.out, ", %d refused: robots.txt unreachable", c.unreachable)
-	}
-	fmt.Fprintf(c.out, ", %s", count(c.errors, "error"))
-	if c.front.Len() > 0 || c.capped {
-		fmt.Fprintf(c.out, "; stopped at -max %d", c.max)
-	}
-	if err := ctx.Err(); err != nil {
-		fmt.Fprintf(c.out, "; interrupted")
-	}
-	fmt.Fprintln(c.out)
-
-	st := c.tr.Stats()
-	fetches := st.FetchSuccess + st.FetchUnavailable + st.FetchUnreachable
-	parts = parts[:0]
-	for _, p := range []struct {
-		n    uint64
-		what string
-	}{{st.FetchSuccess, "ok"}, {st.FetchUnavailable, "unavailable"}, {st.FetchUnreachable, "unreachable"}} {
-		if p.n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
-		}
-	}
-	fmt.Fprintf(c.out, "robots.txt fetched %s", count(int(fetches), "time"))
-	if len(parts) > 0 {
-		fmt.Fprintf(c.out, " (%s)", strings.Join(parts, ", "))
-	}
-	fmt.Fprintf(c.out, "; %s refused for now and queued again\n", count(int(c.front.Counts().NotYet), "request"))
+	c.printSummary(sum)
 	return code
 }
 
@@ -314,38 +392,153 @@ func (c *crawler) crawl(ctx context.Context, starts []*url.URL) int {
 // calls done with each outcome. It returns how many URLs it visited.
 //
 // A URL refused for now (its site's turn is later than crawlMaxWait) goes
-// back to its site's queue, for that turn.
+// back to its site's queue, for that turn. The crawl stops early, with
+// c.stopped set, when every URL left waits for a turn further away than
+// it waits (see stalled).
 func (c *crawler) run(ctx context.Context, done func(outcome)) int {
+	parent := ctx
+	// The requests out when the crawl is interrupted are let end (each
+	// within -timeout), so that none is sent for nothing and sent again
+	// by a resumed crawl.
+	send := context.WithoutCancel(ctx)
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	c.mu.Lock()
+	c.halt = stop
+	c.mu.Unlock()
 	var wg sync.WaitGroup
 	for range c.workers {
 		wg.Go(func() {
 			for {
-				raw, err := c.front.Next(ctx)
+				raw, err := c.next(ctx, stop)
 				if err != nil {
 					return // frontier.ErrEmpty: the crawl is over; or ctx is done
 				}
+				if ctx.Err() != nil {
+					c.front.Requeue(raw, time.Now()) // for a resumed crawl
+					return
+				}
 				u, _ := url.Parse(raw) // it parsed when it was queued
 				c.mu.Lock()
-				j := job{u: u, start: c.starts[raw], requeued: c.requeued[raw]}
-				c.prog.show(fmt.Sprintf("[%d/%d, %d queued] %s", c.visited+1, c.max, c.front.Len()-1, u.RequestURI()))
+				j := job{u: u, start: c.starts[raw], requeued: c.requeued[raw], retries: c.retries[raw]}
+				c.prog.show(fmt.Sprintf("[%d/%d, %d queued] %s", c.before()+c.visited+1, c.max, c.front.Len()-1, u.RequestURI()))
 				c.mu.Unlock()
-				o := c.fetch(ctx, j)
+				o := c.fetch(send, j)
 				c.mu.Lock()
-				if o.notYet {
+				switch {
+				case o.notYet:
 					c.requeued[raw]++
-				} else {
-					delete(c.requeued, raw)
-					c.visited++
-					c.record(ctx, o) // queues its links before Done, so that the crawl does not end before them
-					done(o)
+					c.mu.Unlock()
+					c.front.Done(raw, o.err) // back in the queue, for its turn
+					continue
+				case ctx.Err() != nil && o.kind != outFetched:
+					// Cut short by the crawl's end: not visited, so
+					// that a resumed crawl sends it again.
+					c.mu.Unlock()
+					c.front.Requeue(raw, time.Now())
+					continue
+				case !mayDefer(o):
+					// Its links are queued before the frontier is told,
+					// so that the crawl does not end before them.
+					c.visit(send, raw, o, done)
+					c.mu.Unlock()
+					c.front.Answered(raw, o.response(), o.err)
+					continue
 				}
 				c.mu.Unlock()
-				c.front.Done(raw, o.err)
+				// A 429, a 503 or a network error: the frontier decides
+				// whether it is retried (after the site's pause, at least
+				// 1, 2 and 4 s after the answer) or given up.
+				what, _ := c.front.Answered(raw, o.response(), o.err)
+				c.mu.Lock()
+				switch what {
+				case frontier.Retrying:
+					c.retries[raw]++
+					c.retried++
+					// (With -json, on standard error: the URL's object
+					// comes with its last answer.)
+					c.line(o.what, u, fmt.Sprintf("deferred: retry %d of %d at %s", o.retries+1, maxRetries, clock(c.turnOf(u))))
+				case frontier.Requeued:
+				default:
+					o.gaveUp = what == frontier.GaveUp
+					c.visit(send, raw, o, done)
+				}
+				c.mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
+	if parent.Err() == nil {
+		c.stopped = context.Cause(ctx) // why a worker stopped the crawl, or nil
+	}
 	return c.visited
+}
+
+// next returns the next URL from the frontier, as Next does. It checks
+// every -timeout, while it waits, whether the crawl has stalled, and then
+// stops it with the reason.
+func (c *crawler) next(ctx context.Context, stop context.CancelCauseFunc) (string, error) {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, c.timeout)
+		raw, err := c.front.Next(wctx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return raw, err
+		}
+		if why := c.stalled(ctx, time.Now()); why != nil {
+			stop(why)
+			return "", why
+		}
+	}
+}
+
+// stalledError is why a crawl stopped before its end, other than an
+// interrupt: every URL left waits for a pause further away than it waits.
+type stalledError struct {
+	origin  string    // the site whose turn is the soonest
+	at      time.Time // that turn
+	timeout time.Duration
+}
+
+func (e *stalledError) Error() string {
+	return fmt.Sprintf("every URL left waits for its site's pause, further away than twice -timeout %v (the soonest, of %s, at %s)",
+		e.timeout, e.origin, clock(e.at))
+}
+
+// stalled returns why the crawl cannot go on, or nil: no URL is out, and
+// every site with a URL queued has its turn further away than both twice
+// -timeout and its crawl-delay: a pause the site asked for (Retry-After)
+// or a back-off, which the crawl does not wait for. (Twice -timeout: the
+// pace a site keeps by its answers' times is up to twice the slowest,
+// which -timeout bounds.) The URLs stay queued, for a resumed crawl.
+func (c *crawler) stalled(ctx context.Context, now time.Time) error {
+	var soonest *stalledError
+	for _, s := range c.front.Sites() {
+		if s.Out {
+			return nil
+		}
+		if s.Queued == 0 {
+			continue
+		}
+		if s.At.IsZero() || s.At.Sub(now) <= 2*c.timeout {
+			return nil
+		}
+		if u, err := url.Parse(s.Origin + "/"); err == nil {
+			ctx, cancel := context.WithTimeout(ctx, c.timeout)
+			d, err := c.tr.CrawlDelay(ctx, u)
+			cancel()
+			if err != nil || s.At.Sub(now) <= d {
+				return nil
+			}
+		}
+		if soonest == nil || s.At.Before(soonest.at) {
+			soonest = &stalledError{origin: s.Origin, at: s.At, timeout: c.timeout}
+		}
+	}
+	if soonest == nil {
+		return nil
+	}
+	return soonest
 }
 
 // record counts o, prints its line and queues its links; before the first
@@ -355,14 +548,25 @@ func (c *crawler) record(ctx context.Context, o outcome) {
 	if origin := originOf(o.u); !c.said[origin] {
 		c.said[origin] = true
 		said := obeying(ctx, c.tr, o.u, c.agent)
-		if c.single == "" {
+		if origin != c.single {
 			said = origin + ": " + said
 		}
 		c.prog.clear()
 		fmt.Fprintln(c.out, said)
 		c.out.Flush()
 	}
+	if o.gaveUp {
+		last := strconv.Itoa(o.status)
+		if o.kind == outError {
+			last = o.note
+		}
+		o.kind, o.what, o.note = outGivenUp, "given up", last+" after "+retriesText(o.retries)
+		o.rec.Outcome = "given-up"
+	}
+	o.rec.Retries = o.retries
 	switch o.kind {
+	case outGivenUp:
+		c.givenUp++
 	case outFetched:
 		c.statuses[o.status]++
 	case outRefused:
@@ -371,6 +575,24 @@ func (c *crawler) record(ctx context.Context, o outcome) {
 		c.unreachable++
 	default:
 		c.errors++
+	}
+	if loc := o.redirect; loc != nil {
+		var note string
+		switch origin := originOf(loc); {
+		case c.origins[origin]:
+			note = "redirect to " + c.target(loc)
+			o.links = append(o.links, loc)
+		case o.start > 0 && o.start <= maxRedirects:
+			// A start URL that moved to another origin: that origin
+			// is crawled, as its robots.txt allows.
+			note = "redirect to " + loc.String() + ", another site: followed, as a start URL"
+			c.origins[origin] = true
+			c.addStart(loc, o.start+1)
+			o.links = append(o.links, loc)
+		default:
+			note = "redirect to " + loc.String() + ", another site: not followed"
+		}
+		o.note = joinNote(note, o.note)
 	}
 	if c.json != nil {
 		c.json.Encode(o.rec)
@@ -382,6 +604,25 @@ func (c *crawler) record(ctx context.Context, o outcome) {
 			c.enqueue(link)
 		}
 	}
+}
+
+// addStart makes u a start URL, reached through hops-1 redirects to
+// another origin. c.mu must be held.
+func (c *crawler) addStart(u *url.URL, hops int) {
+	k := cleanURL(u).String()
+	if c.starts[k] == 0 {
+		c.starts[k] = hops
+		c.note(c.journal.add("s "+strconv.Itoa(hops), k))
+	}
+}
+
+// joinNote joins two notes of a line with "; ", either of which may be
+// empty.
+func joinNote(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
 }
 
 // fetch fetches j.u and reports what happened, with the links of an HTML
@@ -406,10 +647,14 @@ func (c *crawler) fetch(ctx context.Context, j job) outcome {
 func (c *crawler) try(ctx context.Context, j job) outcome {
 	o := outcome{job: j}
 	u := j.u
-	// The request may first wait for robots.txt and for its turn, up to
-	// crawlMaxWait; the time limit starts once the response has begun.
+	// The request may first wait for its turn, up to crawlMaxWait; then
+	// its answer (the response's headers) must come within -timeout, and
+	// its body within -timeout after that. So no request holds its site
+	// longer than turnTimeout (see newCrawler).
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	timer := time.AfterFunc(crawlMaxWait+c.timeout, cancel)
+	defer timer.Stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		o.kind, o.what, o.note = outError, "error", err.Error()
@@ -450,26 +695,17 @@ func (c *crawler) try(ctx context.Context, j job) outcome {
 		o.rec.Error = o.note
 		return o
 	}
-	timer := time.AfterFunc(c.timeout, cancel)
-	defer timer.Stop()
+	timer.Reset(c.timeout) // for the body
 	defer resp.Body.Close()
 
 	o.kind, o.status, o.what = outFetched, resp.StatusCode, strconv.Itoa(resp.StatusCode)
 	if loc, err := resp.Location(); err == nil && resp.StatusCode/100 == 3 {
 		o.rec.Redirect = loc.String()
-		if c.origins[originOf(loc)] {
-			o.note = "redirect to " + c.target(loc)
-			o.links = []*url.URL{loc}
-		} else {
-			o.note = "redirect to " + loc.String() + ", another site: not followed"
-		}
+		o.redirect = loc // record decides whether it is followed
 	}
 	if u := robots.UsageOf(resp); !u.IsZero() && resp.StatusCode/100 == 2 {
 		o.rec.Usage, o.rec.Use, o.rec.UsageSources = u.String(), u.Use(), usageSources(u)
-		if o.note != "" {
-			o.note += "; "
-		}
-		o.note += "usage " + usageText(o.rec.UsageSources)
+		o.note = "usage " + usageText(o.rec.UsageSources)
 	}
 
 	body := io.LimitReader(resp.Body, maxPage)
@@ -494,7 +730,9 @@ func (c *crawler) enqueue(u *url.URL) {
 		return
 	}
 	c.seen[k] = true
-	c.front.Push(k) // a URL that the frontier refuses (too long) is not crawled
+	if c.front.Push(k) == nil { // a URL that the frontier refuses (too long) is not crawled
+		c.note(c.journal.add("+", k))
+	}
 }
 
 // target returns how a line names u: as a path if the crawl is of u's
@@ -654,7 +892,14 @@ func obeying(ctx context.Context, tr *robots.Transport, u *url.URL, agent string
 	case kept > 0 || hasDelay:
 		return s + ", crawl-delay " + kept.String()
 	}
-	return s + ", no crawl-delay"
+	if tr.NoDefaultPace {
+		return s + ", no crawl-delay"
+	}
+	d := tr.DefaultDelay
+	if d <= 0 {
+		d = robots.DefaultPaceDelay
+	}
+	return s + ", no crawl-delay: the default pace, " + d.String()
 }
 
 // obeyedGroups names the groups of r that the crawler with product token
@@ -710,4 +955,12 @@ func clock(t time.Time) string {
 		return t.Format("15:04:05")
 	}
 	return t.Format("Jan 2 15:04:05")
+}
+
+// retriesText returns "1 retry" or "n retries".
+func retriesText(n int) string {
+	if n == 1 {
+		return "1 retry"
+	}
+	return strconv.Itoa(n) + " retries"
 }

@@ -13,10 +13,11 @@ import (
 type crawlRecord struct {
 	URL string `json:"url"`
 
-	// Outcome is "fetched" (a response came, of any status),
-	// "disallowed" (a robots.txt rule refused it), "unreachable" (refused:
-	// the site's robots.txt is unreachable) or "error" (not sent, or no
-	// response).
+	// Outcome is "fetched" (a response came, of any status but 429 and
+	// 503 after their retries), "given-up" (still 429, 503 or failing
+	// after its retries; Status is the last, or Error), "disallowed" (a robots.txt rule refused
+	// it), "unreachable" (refused: the site's robots.txt is unreachable) or
+	// "error" (not sent, or no response).
 	Outcome string `json:"outcome"`
 
 	Status   int    `json:"status,omitempty"`   // of the response, for "fetched"
@@ -28,6 +29,10 @@ type crawlRecord struct {
 	// RetryAt, for "unreachable", is when robots.txt is fetched again:
 	// until then the site's URLs are refused.
 	RetryAt *time.Time `json:"retry_at,omitempty"`
+
+	// Retries is how many times the URL was answered 429 or 503, or
+	// failed in a way that may pass, and sent again after its site's pause.
+	Retries int `json:"retries,omitempty"`
 
 	// Requeued is how many times the URL was not sent because its site's
 	// turn was later (robots.ErrNotYet) and went back in the queue.
@@ -58,9 +63,12 @@ type usageSourceJSON struct {
 const crawlJSONHelp = `
 With -json, each URL is one JSON object on standard output, one a line:
   url            the URL
-  outcome        "fetched", "disallowed" (by a rule), "unreachable" (refused:
-                 robots.txt unreachable) or "error"
-  status         the response's status, when fetched
+  outcome        "fetched", "given-up" (429, 503 or failing after its retries),
+                 "disallowed" (by a rule), "unreachable" (refused: robots.txt
+                 unreachable) or "error"
+  status         the response's status, when fetched or given up
+  retries        how many times it was answered 429 or 503 (or failed) and
+                 sent again
   rule, line     the robots.txt rule that refused it, and its line
   error          why, when unreachable or an error
   retry_at       when unreachable: when robots.txt is fetched again
@@ -70,7 +78,12 @@ With -json, each URL is one JSON object on standard output, one a line:
                  key (immediate, reference or full)
   usage_sources  for each label of usage: the robots.txt lines (and rules)
                  and whether the response's Content-Usage header decided it
-The header and summary go to standard error.
+The last line is the summary, {"summary": {...}}: urls, fetched, statuses,
+disallowed, unreachable, errors, retried, given_up, stopped ("finished",
+"max", "timeout", "interrupted", "refused" or "error", with why), left (the
+URLs queued when it stopped), robots_txt_fetches, requeued, state, and
+resumed (visited and queued: what the runs before left) when it resumed.
+The header and the summary in text go to standard error.
 `
 
 // usageSources returns each label of u and what decided it.

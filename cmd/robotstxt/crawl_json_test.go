@@ -19,16 +19,16 @@ func TestCrawlJSON(t *testing.T) {
 		t.Errorf("crawl -json = %d, stderr %s", code, stderr)
 	}
 	byPath := map[string]crawlRecord{}
-	dec := json.NewDecoder(strings.NewReader(stdout))
-	for dec.More() {
-		var r crawlRecord
-		if err := dec.Decode(&r); err != nil {
-			t.Fatalf("decoding: %v\n%s", err, stdout)
-		}
+	recs, sum := decodeCrawl(t, stdout)
+	for _, r := range recs {
 		byPath[strings.TrimPrefix(r.URL, s.URL)] = r
 	}
-	if n := strings.Count(stdout, "\n"); n != len(byPath) || n != 10 {
-		t.Errorf("%d lines for %d URLs, want one per URL (10):\n%s", n, len(byPath), stdout)
+	if n := strings.Count(stdout, "\n"); n != len(byPath)+1 || n != 11 {
+		t.Errorf("%d lines for %d URLs, want one per URL (10) and the summary:\n%s", n, len(byPath), stdout)
+	}
+	if sum.URLs != 10 || sum.Fetched != 5 || sum.Statuses["200"] != 4 || sum.Statuses["404"] != 1 || sum.Disallowed != 5 ||
+		sum.Stopped != "finished" || sum.Left != 0 || sum.RobotsTxtFetches != 1 || sum.Max != 50 {
+		t.Errorf("summary %+v", sum)
 	}
 	if r := byPath["/private/team"]; r.Outcome != "disallowed" || r.Rule != "Disallow: /private/" || r.Line != 6 || r.Status != 0 {
 		t.Errorf("/private/team: %+v", r)
@@ -59,11 +59,47 @@ func TestCrawlJSON(t *testing.T) {
 	}))
 	defer down.Close()
 	code, stdout, _ = runCmd(t, "", "crawl", "-json", down.URL+"/")
-	var u crawlRecord
-	if err := json.Unmarshal([]byte(stdout), &u); err != nil || code != exitFlagged {
-		t.Fatalf("crawl -json of a site that is down = %d, %v\n%s", code, err, stdout)
+	recs, sum = decodeCrawl(t, stdout)
+	if len(recs) != 1 || code != exitFlagged || sum.Stopped != "refused" || sum.Unreachable != 1 {
+		t.Fatalf("crawl -json of a site that is down = %d, %+v\n%s", code, sum, stdout)
 	}
+	u := recs[0]
 	if u.Outcome != "unreachable" || u.Error != "503 Service Unavailable" || u.RetryAt == nil || u.RetryAt.Before(time.Now()) {
 		t.Errorf("unreachable: %+v", u)
 	}
+}
+
+// decodeCrawl decodes the output of crawl -json: an object per URL, then
+// the summary.
+func decodeCrawl(t *testing.T, stdout string) ([]crawlRecord, crawlSummary) {
+	t.Helper()
+	var recs []crawlRecord
+	var sum struct {
+		Summary *crawlSummary `json:"summary"`
+	}
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	for dec.More() {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			t.Fatalf("decoding: %v\n%s", err, stdout)
+		}
+		if sum.Summary != nil {
+			t.Fatalf("a line after the summary: %s", raw)
+		}
+		if err := json.Unmarshal(raw, &sum); err != nil {
+			t.Fatalf("decoding %s: %v", raw, err)
+		}
+		if sum.Summary != nil {
+			continue
+		}
+		var r crawlRecord
+		if err := json.Unmarshal(raw, &r); err != nil || r.URL == "" {
+			t.Fatalf("decoding %s: %v", raw, err)
+		}
+		recs = append(recs, r)
+	}
+	if sum.Summary == nil {
+		t.Fatalf("no summary:\n%s", stdout)
+	}
+	return recs, *sum.Summary
 }

@@ -123,7 +123,7 @@ func TestCrawlNotHeldUp(t *testing.T) {
 				t.Errorf("output lacks %q:\n%s", want, stdout)
 			}
 		}
-		if sum := got[len(got)-2]; !strings.HasPrefix(sum, "15 URLs in ") || !strings.HasSuffix(sum, ": 13 fetched (11 × 200, 2 × 301), 2 disallowed by rules, 0 errors") {
+		if sum := got[len(got)-2]; !strings.HasPrefix(sum, "15 URLs in ") || !strings.HasSuffix(sum, ": 13 fetched (11 × 200, 2 × 301), 2 disallowed by rules, 0 errors; finished") {
 			t.Errorf("summary = %q", sum)
 		}
 
@@ -187,7 +187,7 @@ func TestCrawlSlowRobotsTxt(t *testing.T) {
 
 		code, stdout, stderr := runCmd(t, "", "crawl", "http://site.test/")
 		got := lines(stdout)
-		if code != exitOK || len(got) < 3 || got[1] != "obeying the * group (line 1), no crawl-delay" || got[2] != "200 /" {
+		if code != exitOK || len(got) < 3 || got[1] != "obeying the * group (line 1), no crawl-delay: the default pace, 1s" || got[2] != "200 /" {
 			t.Errorf("crawl = %d; stderr: %s\n%s\nwant the group obeyed, then 200 /", code, stderr, stdout)
 		}
 		if want := "robots.txt fetched 1 time (1 ok); 0 requests refused for now and queued again"; got[len(got)-1] != want {

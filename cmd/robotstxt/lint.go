@@ -47,7 +47,10 @@ type lintGroupJSON struct {
 	Rules      int      `json:"rules"`                 // rules crawlers read
 	Ignored    int      `json:"ignored,omitempty"`     // rules past the 500 KiB cut, among those lint read
 	CrawlDelay *float64 `json:"crawl_delay,omitempty"` // seconds, as crawlers read it
-	Usage      int      `json:"usage_lines,omitempty"` // Content-Usage and Content-Signal lines crawlers read
+	// RequestRate is the interval of the group's Request-rate, T/n of n/T,
+	// in seconds.
+	RequestRate *float64 `json:"request_rate_interval,omitempty"`
+	Usage       int      `json:"usage_lines,omitempty"` // Content-Usage and Content-Signal lines crawlers read
 }
 
 // maxShown is how many problems lint lists without -all.
@@ -192,6 +195,10 @@ func lintBody(out *lintJSON, body []byte) {
 			if r.HasCrawlDelay {
 				s := r.CrawlDelay.Seconds()
 				j.CrawlDelay = &s
+			}
+			if r.HasRequestRate {
+				s := r.RequestRate.Seconds()
+				j.RequestRate = &s
 			}
 		}
 		j.Ignored = g.Rules - j.Rules
@@ -387,6 +394,10 @@ func printLint(stdout io.Writer, out *lintJSON, read bool, shown int) {
 			if g.CrawlDelay != nil {
 				d := time.Duration(*g.CrawlDelay * float64(time.Second))
 				fmt.Fprintf(w, ", crawl-delay %v", d)
+			}
+			if g.RequestRate != nil {
+				d := time.Duration(*g.RequestRate * float64(time.Second))
+				fmt.Fprintf(w, ", request-rate one each %v", d)
 			}
 			if g.Usage > 0 {
 				fmt.Fprintf(w, ", %s", count(g.Usage, "usage line"))

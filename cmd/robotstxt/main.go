@@ -5,7 +5,7 @@
 //
 //	robotstxt check [-agent TOKEN] [-json] [-timeout D] FILE|URL|- [URL...]
 //	robotstxt lint [-json] [-all] [-timeout D] FILE|URL|-
-//	robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-demo] [URL...]
+//	robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-state FILE] [-demo] [URL...]
 //	robotstxt version
 //	robotstxt help [COMMAND]
 //
@@ -87,7 +87,10 @@
 // Crawl fetches each URL and the pages it links to on the same origin
 // through a [robots.Transport]: each URL is printed with its HTTP status, or
 // as refused with the rule that refused it. The Transport fetches and caches
-// robots.txt and paces requests by its Crawl-delay. Up to -workers requests
+// robots.txt and paces requests: one at a time to a site, the next no
+// sooner than its Crawl-delay after the answer, or the default pace (1 s)
+// for a site that states none, longer for a site that answers slowly; there
+// is no way to turn that off. Up to -workers requests
 // (default 4) are sent at a time. A request whose site's turn is more than
 // 50 ms away is not sent ([robots.ErrNotYet]): its URL goes back in the
 // queue for that turn, and the worker takes a URL of another site, so that
@@ -130,10 +133,38 @@
 // Every response body is read up to a fixed size and every request has a
 // time limit (-timeout, which also bounds the fetch of robots.txt). Crawl
 // stops after -max URLs (fetched or refused). On a terminal, a progress line
-// is kept on standard error.
+// is kept on standard error. A start URL that redirects to another origin
+// is followed, and that origin crawled too, as its own robots.txt allows.
 //
-// Exit status: 0 when the crawl ran, 1 when a start URL could not be fetched
-// (refused, or a network error), 2 on bad usage.
+// The summary says why the crawl stopped: it finished, it stopped at -max,
+// it was interrupted (SIGINT or SIGTERM: the requests out are let end; a
+// second signal ends the process at once), every site refused the crawler,
+// or every URL left waits for a pause of its site (Retry-After, a back-off)
+// further away than twice -timeout, which the crawl does not wait for. With
+// -json it is also the last line of standard output, {"summary": {...}}.
+//
+// A page answered 429 or 503, or whose request failed in a way that may
+// pass (a timeout, a connection refused or reset), is sent again when its
+// site's pause ends and no sooner than 1, 2 and 4 s after each answer (see
+// [github.com/f9014239/robots/frontier.Frontier.Answered]), up to 3 times, and then printed as given
+// up. A 404, a 500 or a refusal is not retried.
+//
+// Crawl keeps its state (the robots.txt cache, the paces, pauses and
+// back-offs of the sites) in a file of package boltstore, by default
+// robotstxt/state.db in the user's cache directory ([os.UserCacheDir]),
+// which the first line names; -state FILE keeps it in another, -state ""
+// in none. Beside it a journal, one per crawl (by -agent and the start
+// URLs), records each URL queued and visited: a crawl interrupted or killed
+// resumes when the same command runs again, each URL visited once across
+// the runs but the one a kill cut short. A crawl that ran to its end
+// removes its journal, and the same command then crawls again. A state
+// file in use by another crawl, damaged or of another format, and a
+// journal damaged or of another format, are a message and exit status 2.
+//
+// Exit status: 0 when the crawl ran to its end, 1 when a start URL could not
+// be fetched (refused, or a network error) or the crawl stopped before its
+// end (interrupted, or only pauses beyond -timeout left: the same command
+// resumes it), 2 on bad usage or a state file that cannot be used.
 //
 // # version
 //
@@ -157,10 +188,18 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"syscall"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// The first signal stops the command gracefully (crawl lets the
+		// requests out end, and keeps its journal); a second ends the
+		// process at once.
+		<-ctx.Done()
+		stop()
+	}()
 	code := runContext(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -176,7 +215,7 @@ const (
 const mainUsage = `usage:
   robotstxt check [-agent TOKEN] [-json] [-timeout D] FILE|URL|- [URL...]
   robotstxt lint [-json] [-all] [-timeout D] FILE|URL|-
-  robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-demo] [URL...]
+  robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-state FILE] [-demo] [URL...]
   robotstxt version
 
 Run "robotstxt COMMAND -h" for the flags of a command.

@@ -19,7 +19,18 @@ import (
 	"go.uber.org/goleak"
 )
 
+// childEnv, set to 1, makes the test binary run as the command itself, for
+// the tests that run it as a child process (see startChild).
+const childEnv = "ROBOTSTXT_TEST_CHILD"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		main()
+		return
+	}
+	// A crawl run in the test process keeps no state: the tests of the
+	// state run the command as a child, with a cache directory of their own.
+	stateDefault = func() string { return "" }
 	if _, err := os.Stat(corpusDir); err != nil {
 		fmt.Fprintf(os.Stderr, "robotstxt: %s is absent: the corpus is not linted\n", corpusDir)
 	}
@@ -468,7 +479,7 @@ func TestCrawlDemo(t *testing.T) {
 		t.Errorf("crawl -demo left the site:\n%s", stdout)
 	}
 	if sum := got[len(got)-2]; !strings.HasPrefix(sum, "10 URLs in ") ||
-		!strings.HasSuffix(sum, ": 5 fetched (4 × 200, 1 × 404), 5 disallowed by rules, 0 errors") {
+		!strings.HasSuffix(sum, ": 5 fetched (4 × 200, 1 × 404), 5 disallowed by rules, 0 errors; finished") {
 		t.Errorf("summary = %q", sum)
 	}
 	if want := "robots.txt fetched 1 time (1 ok); 0 requests refused for now and queued again"; got[len(got)-1] != want {
@@ -563,7 +574,7 @@ func TestCrawlDown(t *testing.T) {
 	if code != exitFlagged || !strings.Contains(stdout, "refused  /  robots.txt unreachable") {
 		t.Errorf("crawl of a site that is down = %d\n%s", code, stdout)
 	}
-	if !strings.Contains(stdout, ": 0 fetched, 0 disallowed by rules, 1 refused: robots.txt unreachable, 0 errors\n") {
+	if !strings.Contains(stdout, ": 0 fetched, 0 disallowed by rules, 1 refused: robots.txt unreachable, 0 errors; stopped: every site refused the crawler\n") {
 		t.Errorf("crawl of a site that is down: summary does not count it unreachable\n%s", stdout)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/f9014239/robots"
 	"github.com/f9014239/robots/matcher"
 )
 
@@ -64,19 +64,14 @@ func robotsURL(u *url.URL) *url.URL {
 	return &url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/robots.txt"}
 }
 
-// originOf returns u's scheme and host, lower case, without a default port:
-// the key under which one robots.txt file applies (RFC 9309 §2.3).
+// originOf returns u's origin as package robots names it (see
+// [robots.OriginOf]), or "" if u has none: such a URL is of no site.
 func originOf(u *url.URL) string {
-	scheme := strings.ToLower(u.Scheme)
-	host := strings.ToLower(u.Host)
-	if h, port, err := net.SplitHostPort(host); err == nil &&
-		(scheme == "http" && port == "80" || scheme == "https" && port == "443") {
-		host = h
-		if strings.Contains(h, ":") {
-			host = "[" + h + "]"
-		}
+	o, err := robots.OriginOf(u)
+	if err != nil {
+		return ""
 	}
-	return scheme + "://" + host
+	return o
 }
 
 // countLimit bounds how far readCounted reads to learn a file's size.

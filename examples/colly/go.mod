@@ -2,10 +2,8 @@ module github.com/f9014239/robots/examples/colly
 
 go 1.26.0
 
-replace github.com/f9014239/robots => ../..
-
 require (
-	github.com/f9014239/robots v0.0.0-00010101000000-000000000000
+	github.com/f9014239/robots v0.0.0-20261128210425-f75e8beb739d
 	github.com/gocolly/colly/v2 v2.3.0
 	github.com/jarcoal/httpmock v1.4.2
 )
@@ -30,3 +28,5 @@ require (
 	google.golang.org/appengine v1.6.8 // indirect
 	google.golang.org/protobuf v1.36.10 // indirect
 )
+
+replace github.com/f9014239/robots => ../..
