@@ -15,20 +15,23 @@ import (
 // URLs. A Group is immutable and safe for concurrent use by multiple
 // goroutines.
 type Group struct {
-	r      *Robots
-	idx    atomic.Pointer[index] // for a group of more than linearMax rules, once built; built under r.mu
-	lo, hi uint32                // its rules: r.rules[lo:hi]
-	ln     uint32                // the first user-agent line of each block combined: r.lines[ln:], up to the next group's ln
-	delay  uint32                // 1 + its crawl-delay's index in r.delays, or 0 for none
+	r       *Robots
+	idx     atomic.Pointer[index] // for a group that is indexed, once built; built under r.mu
+	lo, hi  uint32                // its rules: r.rules[lo:hi]
+	ln      uint32                // the first user-agent line of each block combined: r.lines[ln:], up to the next group's ln
+	delay   uint32                // 1 + its crawl-delay's index in r.delays, or 0 for none
+	scanned bool                  // its rules are sorted best first and scanned by their prints (see scanPrints)
 }
 
 // rules returns g's rules. They are sorted best first (see better) when
-// the group has at most linearMax; those of a larger group are in file
+// the group is scanned; those of a group that is indexed are in file
 // order until its index is built, which sorts them.
 func (g *Group) rules() []rule { return g.r.rules[g.lo:g.hi] }
 
-// linearMax is the largest group that is scanned rule by rule; larger
-// groups are indexed.
+// linearMax is the largest group that is always scanned rule by rule.
+// Larger groups of up to scanMax rules are scanned too when a scan tries
+// few of their rules against any one path (see fewCandidates); the rest
+// are indexed.
 const linearMax = 16
 
 // rule is one allow or disallow line, in 8 bytes: a file of the shortest
@@ -267,8 +270,10 @@ func sortBest(rules []rule) {
 	}
 }
 
-// indexed reports whether g's rules are indexed rather than scanned.
-func (g *Group) indexed() bool { return g.hi-g.lo > linearMax }
+// indexed reports whether g's rules are indexed rather than scanned. A
+// group that Parse did not mark scanned (those of usage lines) is indexed
+// when it has more than linearMax rules.
+func (g *Group) indexed() bool { return !g.scanned && g.hi-g.lo > linearMax }
 
 // index returns g's index, building it on first use, so that the groups of
 // a file that a crawler never asks about cost nothing more than their
@@ -295,6 +300,9 @@ func (g *Group) indexLocked() *index {
 // find returns the index in g's rules of the rule that decides the
 // normalised path p, or -1 when no rule matches.
 func (g *Group) find(p string) int {
+	if g.scanned {
+		return g.r.scanPrints(g.lo, g.hi, p)
+	}
 	if !g.indexed() {
 		return scan(g.r.arena, g.rules(), p)
 	}
@@ -382,6 +390,23 @@ func (g *Group) decide(url string) int {
 		return -1
 	}
 	return g.find(p)
+}
+
+// decideScanned is decide for the scanned group of rules[lo:hi] of r.
+func (r *Robots) decideScanned(lo, hi uint32, url string) int {
+	p, normal := pathQuery(url)
+	if !normal {
+		var buf [512]byte
+		b := normalizeTo(buf[:0], p)
+		if string(b) == "/robots.txt" {
+			return -1
+		}
+		return r.scanPrints(lo, hi, string(b))
+	}
+	if p == "/robots.txt" {
+		return -1
+	}
+	return r.scanPrints(lo, hi, p)
 }
 
 // normalizeTo appends to buf the normalised form of the path and query p.
