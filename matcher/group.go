@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"math/bits"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -475,15 +476,14 @@ func normalPath(url string) string {
 // they are their own normalised form. It does not add the "/" that an empty
 // path stands for, and reports such a path as not normal.
 func pathQuery(url string) (p string, normal bool) {
-	if url == "" || url[0] != '/' {
+	switch {
+	case len(url) >= 8 && le64(url) == httpsHead:
+		url = url[6:] // the scheme a crawler meets most, without a call
+	case url == "" || url[0] != '/':
 		url = url[schemeLen(url):] // after "scheme:"
 	}
-	if strings.HasPrefix(url, "//") {
-		i := 2 // the authority ends at its path, query or fragment
-		for i < len(url) && url[i] != '/' && url[i] != '?' && url[i] != '#' {
-			i++
-		}
-		url = url[i:]
+	if len(url) >= 2 && url[0] == '/' && url[1] == '/' {
+		url = url[authorityEnd(url):]
 	}
 	// Find the fragment and whether any byte needs normalising: bytes as
 	// written, eight at a time where they all are, and escapes that
@@ -508,6 +508,27 @@ func pathQuery(url string) (p string, normal bool) {
 		}
 	}
 	return url, normal && url != "" && url[0] != '?'
+}
+
+// httpsHead is le64 of "https://".
+const httpsHead = 0x2f2f3a7370747468
+
+// authorityEnd returns where the authority of url, which starts with "//",
+// ends: at its path, query or fragment, or at its end. It reads eight bytes
+// at a time.
+func authorityEnd(url string) int {
+	const slash, quest, hash = '/' * ones8, '?' * ones8, '#' * ones8
+	i := 2
+	for ; i+8 <= len(url); i += 8 {
+		w := le64(url[i:])
+		if m := zeroBytes(w^slash) | zeroBytes(w^quest) | zeroBytes(w^hash); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for i < len(url) && url[i] != '/' && url[i] != '?' && url[i] != '#' {
+		i++
+	}
+	return i
 }
 
 // keptEscape reports whether the '%' at s[i] starts an escape that
@@ -547,15 +568,19 @@ func schemeLen(url string) int {
 
 // keyFold8 is key8 of s with ASCII letters in lower case.
 func keyFold8(s string) uint64 {
-	var b [8]byte
-	for i := 0; i < len(s) && i < 8; i++ {
-		c := s[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		b[i] = c
+	var k uint64
+	if len(s) >= 8 {
+		k = bits.ReverseBytes64(le64(s))
+	} else {
+		k = key8Short(s)
 	}
-	return binary.BigEndian.Uint64(b[:])
+	// Set bit 5 of each upper-case letter, eight bytes at once: adding
+	// to the low 7 bits of a byte carries into its high bit, and never
+	// into the next byte, when it is at least 'A', or at least '['.
+	const low7, high = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+	x := k & low7
+	upper := (x + (0x80-'A')*ones8) &^ (x + (0x80-'[')*ones8) &^ k & high
+	return k | upper>>2
 }
 
 // compareFold compares the caller's agent with a lower-case token, ignoring
