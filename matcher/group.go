@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -300,19 +301,90 @@ func (g *Group) indexLocked() *index {
 
 // find returns the index in g's rules of the rule that decides the
 // normalised path p, or -1 when no rule matches.
-func (g *Group) find(p string) int {
+func (g *Group) find(p string) int { return findIn(g, p) }
+
+// findIn is find for a normalised path held as a string or as bytes.
+func findIn[P path](g *Group, p P) int {
 	if g.scanned {
-		return g.r.scanPrints(g.lo, g.hi, p)
+		return scanPrints(g.r, g.lo, g.hi, p)
 	}
 	if !g.indexed() {
-		return scan(g.r.arena, g.rules(), p)
+		return scanRules(g.r.arena, g.rules(), p)
 	}
-	return g.index().find(g.r.arena, g.rules(), p)
+	return indexFind(g.index(), g.r.arena, g.rules(), p)
+}
+
+// path is the type of a normalised path and query: a string, or bytes
+// that a query has normalised into a buffer of its own, which matching
+// reads without copying them into a string.
+type path interface{ ~string | ~[]byte }
+
+// isString reports whether P is string. It does not allocate: the zero
+// value of a string or slice needs no memory of its own in an interface.
+func isString[P path]() bool {
+	var z P
+	_, ok := any(z).(string)
+	return ok
+}
+
+// indexByte is strings.IndexByte for a path.
+func indexByte[P path](p P, c byte) int {
+	if isString[P]() {
+		return strings.IndexByte(string(p), c)
+	}
+	return bytes.IndexByte([]byte(p), c)
+}
+
+// indexIn is strings.Index for a path.
+func indexIn[P path](s P, sep string) int {
+	if isString[P]() {
+		return strings.Index(string(s), sep)
+	}
+	return indexBytes([]byte(s), sep)
+}
+
+// indexBytes returns the index of the first sep in s, or -1, in time
+// linear in their lengths (Rabin-Karp), without copying sep.
+func indexBytes(s []byte, sep string) int {
+	n := len(sep)
+	switch {
+	case n == 0:
+		return 0
+	case n == 1:
+		return bytes.IndexByte(s, sep[0])
+	case n > len(s):
+		return -1
+	}
+	const prime = 16777619
+	var h, hs, pow uint32 = 0, 0, 1
+	for i := 0; i < n; i++ {
+		h = h*prime + uint32(sep[i])
+		hs = hs*prime + uint32(s[i])
+		pow *= prime
+	}
+	if hs == h && string(s[:n]) == sep {
+		return 0
+	}
+	for i := n; i < len(s); i++ {
+		hs = hs*prime + uint32(s[i]) - pow*uint32(s[i-n])
+		if hs == h && string(s[i-n+1:i+1]) == sep {
+			return i - n + 1
+		}
+	}
+	return -1
+}
+
+// hasPrefix is strings.HasPrefix for a path.
+func hasPrefix[P path](p P, prefix string) bool {
+	return len(p) >= len(prefix) && string(p[:len(prefix)]) == prefix
 }
 
 // scan returns the index of the first of rules, sorted best first, that
 // matches the normalised path p, or -1.
-func scan(arena string, rules []rule, p string) int {
+func scan(arena string, rules []rule, p string) int { return scanRules(arena, rules, p) }
+
+// scanRules is scan for a path held as a string or as bytes.
+func scanRules[P path](arena string, rules []rule, p P) int {
 	for i := range rules {
 		r := &rules[i]
 		// Most rules that fail, fail on their second byte, which a
@@ -325,7 +397,7 @@ func scan(arena string, rules []rule, p string) int {
 				continue
 			}
 		}
-		if r.matches(arena, p) {
+		if matches(r, arena, p) {
 			return i
 		}
 	}
@@ -335,9 +407,9 @@ func scan(arena string, rules []rule, p string) int {
 // matches reports whether r matches the normalised path p: its literal
 // prefix, tested by its last byte first, where most rules that fail do,
 // then the rest of its pattern.
-func (r *rule) matches(arena, p string) bool {
+func matches[P path](r *rule, arena string, p P) bool {
 	lit := r.lit(arena)
-	if len(p) < int(lit) || lit > 0 && p[lit-1] != arena[r.pat+lit-1] || p[:lit] != arena[r.pat:r.pat+lit] {
+	if len(p) < int(lit) || lit > 0 && p[lit-1] != arena[r.pat+lit-1] || string(p[:lit]) != arena[r.pat:r.pat+lit] {
 		return false
 	}
 	return matchesAfter(arena, r, int(lit), p)
@@ -348,7 +420,7 @@ func (r *rule) matches(arena, p string) bool {
 // '*'-separated segment at its leftmost position is correct for patterns
 // whose only wildcard is '*', and takes linear time: there is no
 // backtracking.
-func matchWild(rest, s string) bool {
+func matchWild[P path](rest string, s P) bool {
 	anchored := strings.HasSuffix(rest, "$")
 	if anchored {
 		rest = rest[:len(rest)-1]
@@ -359,12 +431,12 @@ func matchWild(rest, s string) bool {
 		if i < 0 {
 			// The last segment: a suffix of s when anchored, else anywhere.
 			if anchored {
-				return strings.HasSuffix(s, rest)
+				return len(s) >= len(rest) && string(s[len(s)-len(rest):]) == rest
 			}
-			return strings.Contains(s, rest)
+			return indexIn(s, rest) >= 0
 		}
 		if seg := rest[:i]; seg != "" {
-			j := strings.Index(s, seg)
+			j := indexIn(s, seg)
 			if j < 0 {
 				return false
 			}
@@ -379,13 +451,7 @@ func matchWild(rest, s string) bool {
 func (g *Group) decide(url string) int {
 	p, normal := pathQuery(url)
 	if !normal {
-		var buf [512]byte
-		b := normalizeTo(buf[:0], p)
-		if string(b) == "/robots.txt" {
-			return -1
-		}
-		return g.find(string(b)) // on the stack when at most 32 bytes long
-
+		return g.decideNormalized(p)
 	}
 	if p == "/robots.txt" {
 		return -1
@@ -393,22 +459,75 @@ func (g *Group) decide(url string) int {
 	return g.find(p)
 }
 
+// decideNormalized is decide for the path and query p, which are not in
+// their normalised form. That form lies in a buffer on the stack or from
+// normPool, so that a query does not allocate.
+func (g *Group) decideNormalized(p string) int {
+	var stack [256]byte
+	buf, pooled := normBuffer(stack[:0], p)
+	b := normalizeTo(buf, p)
+	i := -1
+	if string(b) != "/robots.txt" {
+		i = findIn(g, b)
+	}
+	putNormBuffer(pooled)
+	return i
+}
+
 // decideScanned is decide for the scanned group of rules[lo:hi] of r.
 func (r *Robots) decideScanned(lo, hi uint32, url string) int {
 	p, normal := pathQuery(url)
 	if !normal {
-		var buf [512]byte
-		b := normalizeTo(buf[:0], p)
-		if string(b) == "/robots.txt" {
-			return -1
-		}
-		return r.scanPrints(lo, hi, string(b))
+		return r.decideScannedNormalized(lo, hi, p)
 	}
 	if p == "/robots.txt" {
 		return -1
 	}
-	return r.scanPrints(lo, hi, p)
+	return scanPrints(r, lo, hi, p)
 }
+
+// decideScannedNormalized is decideNormalized for decideScanned.
+func (r *Robots) decideScannedNormalized(lo, hi uint32, p string) int {
+	var stack [256]byte
+	buf, pooled := normBuffer(stack[:0], p)
+	b := normalizeTo(buf, p)
+	i := -1
+	if string(b) != "/robots.txt" {
+		i = scanPrints(r, lo, hi, b)
+	}
+	putNormBuffer(pooled)
+	return i
+}
+
+// normBuffer returns the buffer to normalise the path and query p into:
+// stack, when it is large enough, else one from normPool, which it also
+// returns, or stack again when p is too long for those, and append then
+// allocates.
+func normBuffer(stack []byte, p string) ([]byte, *[]byte) {
+	n := 3*len(p) + 1 // normalising at most triples the bytes, and may add a '/'
+	if n <= cap(stack) || n > maxPooled {
+		return stack, nil
+	}
+	pooled := normPool.Get().(*[]byte)
+	return (*pooled)[:0], pooled
+}
+
+// putNormBuffer returns pooled, which normBuffer returned, to normPool.
+// Its buffer, of maxPooled bytes, held all that was appended to it.
+func putNormBuffer(pooled *[]byte) {
+	if pooled != nil {
+		normPool.Put(pooled)
+	}
+}
+
+// maxPooled is the largest buffer normPool keeps: a path and query of up
+// to a third of it (normalising at most triples their bytes) are matched
+// without allocating; longer ones allocate a buffer for each query.
+const maxPooled = 64 << 10
+
+// normPool holds buffers for the normalised paths that do not fit on the
+// stack.
+var normPool = sync.Pool{New: func() any { b := make([]byte, 0, maxPooled); return &b }}
 
 // normalizeTo appends to buf the normalised form of the path and query p.
 func normalizeTo(buf []byte, p string) []byte {

@@ -52,10 +52,10 @@
 //		}
 //	}
 //
-// Matching an ASCII URL does not allocate, unless its path and query need
-// normalising (such as "%7e" or "*") and are longer than 32 bytes once
-// normalised. Its cost follows the length of the path, not the size of the
-// file: each group's rules are indexed by their literal prefixes.
+// Matching a URL does not allocate, unless its path and query need
+// normalising (such as "%7e", "*" or a raw "ツ") and are longer than 21 KiB.
+// Its cost follows the length of the path, not the size of the file: a
+// group of many rules is indexed by their literal prefixes.
 package matcher
 
 import (

@@ -3,7 +3,6 @@ package matcher
 import (
 	"math/bits"
 	"slices"
-	"strings"
 )
 
 // A group that is scanned is matched against a path by its rules' prints:
@@ -50,7 +49,7 @@ func printsOf(pat string, rl *rule, lit uint32) (b1, b2 byte) {
 // 2, or '$' for an offset past its end: a normalised path holds no '$'
 // (it is "%24"), and a pattern's '$' at that offset needs the path to end
 // there.
-func pathPrints(p string) (q1, q2 byte) {
+func pathPrints[P path](p P) (q1, q2 byte) {
 	q1, q2 = '$', '$'
 	if len(p) > 1 {
 		q1 = p[1]
@@ -184,7 +183,7 @@ func zeroBytes(x uint64) uint64 {
 // sorted best first, of the first rule that matches the normalised path
 // p, or -1. It tries only the rules whose prints p has, eight at a time: a
 // rule's print matches p's byte when it is that byte or zero.
-func (r *Robots) scanPrints(lo, hi uint32, p string) int {
+func scanPrints[P path](r *Robots, lo, hi uint32, p P) int {
 	rules, arena, ps := r.rules[lo:hi], r.arena, r.prints
 	if len(rules) == 0 {
 		return -1
@@ -203,11 +202,11 @@ func (r *Robots) scanPrints(lo, hi uint32, p string) int {
 			j := bits.TrailingZeros64(m) &^ 7
 			if need := byte(w2 >> j); z1>>j&0x80 != 0 && need != 0 {
 				// A wildcard first, and a byte the path needs.
-				if need < 0x80 && strings.IndexByte(p, need) < 0 || need >= 0x80 && p[len(p)-1] != need&0x7f {
+				if need < 0x80 && indexByte(p, need) < 0 || need >= 0x80 && p[len(p)-1] != need&0x7f {
 					continue
 				}
 			}
-			if i := k + j>>3; rules[i].matches(arena, p) {
+			if i := k + j>>3; matches(&rules[i], arena, p) {
 				return i
 			}
 		}
