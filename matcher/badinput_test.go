@@ -99,6 +99,9 @@ func checkBad(t *testing.T, r *Robots, agent string, rules []refRule, paths []st
 			if got := g.Match(u); got != want {
 				t.Fatalf("Match(%.60q) = %+.80v\nreference: %+.80v", u, got, want)
 			}
+			if raceEnabled {
+				continue // sync.Pool drops buffers at random under the race detector
+			}
 			if n := testing.AllocsPerRun(5, func() { r.Allowed(agent, u) }); n != 0 {
 				t.Fatalf("Allowed(%.40q, %.60q) allocates %v times", agent, u, n)
 			}
@@ -162,6 +165,9 @@ func TestBadInputLargeGroup(t *testing.T) {
 	// The reference takes about a second a path here: three paths, or
 	// all of them in a long test.
 	paths := badPaths(rng, false)[:3]
+	if raceEnabled {
+		paths = paths[1:2]
+	}
 	if os.Getenv("ROBOTS_LONG_TESTS") != "" {
 		paths = append(badPaths(rng, false), "/a"+strings.Repeat("b/%7e", 300))
 	}
