@@ -206,7 +206,13 @@ func scanPrints[P path](r *Robots, lo, hi uint32, p P) int {
 					continue
 				}
 			}
-			if i := k + j>>3; matches(&rules[i], arena, p) {
+			i := k + j>>3
+			if rl := &rules[i]; rl.n() <= 3 && rl.kind() != kindWild && p[0] == '/' {
+				// Its prints are all of it after its '/': it matches
+				// without a read of its pattern.
+				return i
+			}
+			if matches(&rules[i], arena, p) {
 				return i
 			}
 		}
