@@ -173,3 +173,16 @@ func TestBadInputLargeGroup(t *testing.T) {
 	}
 	checkBad(t, r, "x", rules, paths)
 }
+
+// TestRelativeReference checks a URL that is neither absolute nor a path
+// from the root, such as "a", against rules of one to three bytes, which a
+// scan decides by their prints: no rule that starts with '/' matches it.
+func TestRelativeReference(t *testing.T) {
+	rules := []refRule{{pattern: "/", line: 2}, {allow: true, pattern: "/a", line: 3}, {pattern: "/ab", line: 4}, {pattern: "/a$", line: 5}, {pattern: "*b", line: 6}}
+	r := Parse(refBody(rules))
+	for _, u := range []string{"a", "ab", "b", "ba", "a?x"} {
+		if got, want := r.Match("x", u), refMatch(rules, u); got != want {
+			t.Errorf("Match(%q) = %+v, reference %+v", u, got, want)
+		}
+	}
+}
