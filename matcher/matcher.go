@@ -81,10 +81,10 @@ import (
 // rules in one slice, each group's rules side by side, so that a file of
 // many small groups costs few allocations and little memory.
 type Robots struct {
-	// What a query reads first comes first, in the struct's first 64
-	// bytes: a file whose agents a query's token is not among, and whose
-	// "*" group is scanned, is answered from these, its prints, rules
-	// and patterns, without reading its agents or groups.
+	// What a query reads first comes first, in the struct's first 80
+	// bytes: a query whose token is not among the file's agents, of a file
+	// whose "*" group is scanned, is answered from these, the prints, the
+	// rules and the patterns, without reading the agents or the groups.
 	agentBits      uint64 // bit agentBit(agents[i].key) set for each agent
 	star           int32  // the group of "*", or -1
 	starLo, starHi uint32 // the rules of the "*" group when it is scanned (see setStar); else 0
