@@ -157,12 +157,21 @@ func FuzzMatch(f *testing.F) {
 			path = path[:i]
 		}
 		path = "/" + path
-		// Once as written, scanned rule by rule; and twice with enough
-		// extra rules that the group is indexed.
-		for _, extra := range []int{0, linearMax + 1, 8 * linearMax} {
+		// Once as written, scanned; with extra rules whose prints differ,
+		// so that the group is still scanned; and with extra rules that
+		// all have the same prints, or too many, so that it is indexed.
+		for _, extra := range []struct {
+			n       int
+			format  string
+			scanned bool
+		}{{0, "", true}, {linearMax + 1, "/%c%d*z$", true}, {4 * linearMax, "/a%c%d*z$", false}, {scanMax + 1, "/%c%d*z$", false}} {
 			rs := rs
-			for i := range extra {
-				rs = append(rs, refRule{allow: i%2 == 0, pattern: fmt.Sprintf("/%c%d*z$", 'a'+i%3, i), line: len(rs) + 2})
+			for i := range extra.n {
+				c := 'a' + i%3
+				if extra.format == "/a%c%d*z$" {
+					c = 'a'
+				}
+				rs = append(rs, refRule{allow: i%2 == 0, pattern: fmt.Sprintf(extra.format, c, i), line: len(rs) + 2})
 			}
 			body := refBody(rs)
 			want := refMatch(rs, path)
@@ -173,7 +182,10 @@ func FuzzMatch(f *testing.F) {
 			if len(rs) <= linearMax && g.indexed() {
 				t.Fatalf("%d rules, not scanned", len(rs))
 			}
-			if extra > 0 && g.idx.Load() == nil {
+			if extra.n > 0 && extra.scanned != !g.indexed() {
+				t.Fatalf("%d rules: scanned %v, want %v", len(rs), !g.indexed(), extra.scanned)
+			}
+			if extra.n > 0 && !extra.scanned && g.idx.Load() == nil {
 				t.Fatalf("%d rules, not indexed", len(rs))
 			}
 			if !strings.HasPrefix(path, "//") {

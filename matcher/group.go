@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"math/bits"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -15,20 +16,23 @@ import (
 // URLs. A Group is immutable and safe for concurrent use by multiple
 // goroutines.
 type Group struct {
-	r      *Robots
-	idx    atomic.Pointer[index] // for a group of more than linearMax rules, once built; built under r.mu
-	lo, hi uint32                // its rules: r.rules[lo:hi]
-	ln     uint32                // the first user-agent line of each block combined: r.lines[ln:], up to the next group's ln
-	delay  uint32                // 1 + its crawl-delay's index in r.delays, or 0 for none
+	r       *Robots
+	idx     atomic.Pointer[index] // for a group that is indexed, once built; built under r.mu
+	lo, hi  uint32                // its rules: r.rules[lo:hi]
+	ln      uint32                // the first user-agent line of each block combined: r.lines[ln:], up to the next group's ln
+	delay   uint32                // 1 + its crawl-delay's index in r.delays, or 0 for none
+	scanned bool                  // its rules are sorted best first and scanned by their prints (see scanPrints)
 }
 
 // rules returns g's rules. They are sorted best first (see better) when
-// the group has at most linearMax; those of a larger group are in file
+// the group is scanned; those of a group that is indexed are in file
 // order until its index is built, which sorts them.
 func (g *Group) rules() []rule { return g.r.rules[g.lo:g.hi] }
 
-// linearMax is the largest group that is scanned rule by rule; larger
-// groups are indexed.
+// linearMax is the largest group that is always scanned rule by rule.
+// Larger groups of up to scanMax rules are scanned too when a scan tries
+// few of their rules against any one path (see fewCandidates); the rest
+// are indexed.
 const linearMax = 16
 
 // rule is one allow or disallow line, in 8 bytes: a file of the shortest
@@ -267,8 +271,10 @@ func sortBest(rules []rule) {
 	}
 }
 
-// indexed reports whether g's rules are indexed rather than scanned.
-func (g *Group) indexed() bool { return g.hi-g.lo > linearMax }
+// indexed reports whether g's rules are indexed rather than scanned. A
+// group that Parse did not mark scanned (those of usage lines) is indexed
+// when it has more than linearMax rules.
+func (g *Group) indexed() bool { return !g.scanned && g.hi-g.lo > linearMax }
 
 // index returns g's index, building it on first use, so that the groups of
 // a file that a crawler never asks about cost nothing more than their
@@ -294,16 +300,25 @@ func (g *Group) indexLocked() *index {
 
 // find returns the index in g's rules of the rule that decides the
 // normalised path p, or -1 when no rule matches.
-func (g *Group) find(p string) int {
-	if !g.indexed() {
-		return scan(g.r.arena, g.rules(), p)
+func (g *Group) find(p string) int { return findIn(g, p) }
+
+// findIn is find for a normalised path held as a string or as bytes.
+func findIn[P path](g *Group, p P) int {
+	if g.scanned {
+		return scanPrints(g.r, g.lo, g.hi, p)
 	}
-	return g.index().find(g.r.arena, g.rules(), p)
+	if !g.indexed() {
+		return scanRules(g.r.arena, g.rules(), p)
+	}
+	return indexFind(g.index(), g.r.arena, g.rules(), p)
 }
 
 // scan returns the index of the first of rules, sorted best first, that
 // matches the normalised path p, or -1.
-func scan(arena string, rules []rule, p string) int {
+func scan(arena string, rules []rule, p string) int { return scanRules(arena, rules, p) }
+
+// scanRules is scan for a path held as a string or as bytes.
+func scanRules[P path](arena string, rules []rule, p P) int {
 	for i := range rules {
 		r := &rules[i]
 		// Most rules that fail, fail on their second byte, which a
@@ -316,7 +331,7 @@ func scan(arena string, rules []rule, p string) int {
 				continue
 			}
 		}
-		if r.matches(arena, p) {
+		if matches(r, arena, p) {
 			return i
 		}
 	}
@@ -326,9 +341,9 @@ func scan(arena string, rules []rule, p string) int {
 // matches reports whether r matches the normalised path p: its literal
 // prefix, tested by its last byte first, where most rules that fail do,
 // then the rest of its pattern.
-func (r *rule) matches(arena, p string) bool {
+func matches[P path](r *rule, arena string, p P) bool {
 	lit := r.lit(arena)
-	if len(p) < int(lit) || lit > 0 && p[lit-1] != arena[r.pat+lit-1] || p[:lit] != arena[r.pat:r.pat+lit] {
+	if len(p) < int(lit) || lit > 0 && p[lit-1] != arena[r.pat+lit-1] || string(p[:lit]) != arena[r.pat:r.pat+lit] {
 		return false
 	}
 	return matchesAfter(arena, r, int(lit), p)
@@ -339,7 +354,7 @@ func (r *rule) matches(arena, p string) bool {
 // '*'-separated segment at its leftmost position is correct for patterns
 // whose only wildcard is '*', and takes linear time: there is no
 // backtracking.
-func matchWild(rest, s string) bool {
+func matchWild[P path](rest string, s P) bool {
 	anchored := strings.HasSuffix(rest, "$")
 	if anchored {
 		rest = rest[:len(rest)-1]
@@ -350,12 +365,12 @@ func matchWild(rest, s string) bool {
 		if i < 0 {
 			// The last segment: a suffix of s when anchored, else anywhere.
 			if anchored {
-				return strings.HasSuffix(s, rest)
+				return len(s) >= len(rest) && string(s[len(s)-len(rest):]) == rest
 			}
-			return strings.Contains(s, rest)
+			return indexIn(s, rest) >= 0
 		}
 		if seg := rest[:i]; seg != "" {
-			j := strings.Index(s, seg)
+			j := indexIn(s, seg)
 			if j < 0 {
 				return false
 			}
@@ -370,18 +385,52 @@ func matchWild(rest, s string) bool {
 func (g *Group) decide(url string) int {
 	p, normal := pathQuery(url)
 	if !normal {
-		var buf [512]byte
-		b := normalizeTo(buf[:0], p)
-		if string(b) == "/robots.txt" {
-			return -1
-		}
-		return g.find(string(b)) // on the stack when at most 32 bytes long
-
+		return g.decideNormalized(p)
 	}
 	if p == "/robots.txt" {
 		return -1
 	}
 	return g.find(p)
+}
+
+// decideNormalized is decide for the path and query p, which are not in
+// their normalised form. That form lies in a buffer on the stack or from
+// normPool, so that a query does not allocate.
+func (g *Group) decideNormalized(p string) int {
+	var stack [256]byte
+	buf, pooled := normBuffer(stack[:0], p)
+	b := normalizeTo(buf, p)
+	i := -1
+	if string(b) != "/robots.txt" {
+		i = findIn(g, b)
+	}
+	putNormBuffer(pooled)
+	return i
+}
+
+// decideScanned is decide for the scanned group of rules[lo:hi] of r.
+func (r *Robots) decideScanned(lo, hi uint32, url string) int {
+	p, normal := pathQuery(url)
+	if !normal {
+		return r.decideScannedNormalized(lo, hi, p)
+	}
+	if p == "/robots.txt" {
+		return -1
+	}
+	return scanPrints(r, lo, hi, p)
+}
+
+// decideScannedNormalized is decideNormalized for decideScanned.
+func (r *Robots) decideScannedNormalized(lo, hi uint32, p string) int {
+	var stack [256]byte
+	buf, pooled := normBuffer(stack[:0], p)
+	b := normalizeTo(buf, p)
+	i := -1
+	if string(b) != "/robots.txt" {
+		i = scanPrints(r, lo, hi, b)
+	}
+	putNormBuffer(pooled)
+	return i
 }
 
 // normalizeTo appends to buf the normalised form of the path and query p.
@@ -450,15 +499,14 @@ func normalPath(url string) string {
 // they are their own normalised form. It does not add the "/" that an empty
 // path stands for, and reports such a path as not normal.
 func pathQuery(url string) (p string, normal bool) {
-	if url == "" || url[0] != '/' {
+	switch {
+	case len(url) >= 8 && le64(url) == httpsHead:
+		url = url[6:] // the scheme a crawler meets most, without a call
+	case url == "" || url[0] != '/':
 		url = url[schemeLen(url):] // after "scheme:"
 	}
-	if strings.HasPrefix(url, "//") {
-		i := 2 // the authority ends at its path, query or fragment
-		for i < len(url) && url[i] != '/' && url[i] != '?' && url[i] != '#' {
-			i++
-		}
-		url = url[i:]
+	if len(url) >= 2 && url[0] == '/' && url[1] == '/' {
+		url = url[authorityEnd(url):]
 	}
 	// Find the fragment and whether any byte needs normalising: bytes as
 	// written, eight at a time where they all are, and escapes that
@@ -483,6 +531,27 @@ func pathQuery(url string) (p string, normal bool) {
 		}
 	}
 	return url, normal && url != "" && url[0] != '?'
+}
+
+// httpsHead is le64 of "https://".
+const httpsHead = 0x2f2f3a7370747468
+
+// authorityEnd returns where the authority of url, which starts with "//",
+// ends: at its path, query or fragment, or at its end. It reads eight bytes
+// at a time.
+func authorityEnd(url string) int {
+	const slash, quest, hash = '/' * ones8, '?' * ones8, '#' * ones8
+	i := 2
+	for ; i+8 <= len(url); i += 8 {
+		w := le64(url[i:])
+		if m := zeroBytes(w^slash) | zeroBytes(w^quest) | zeroBytes(w^hash); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for i < len(url) && url[i] != '/' && url[i] != '?' && url[i] != '#' {
+		i++
+	}
+	return i
 }
 
 // keptEscape reports whether the '%' at s[i] starts an escape that
@@ -522,15 +591,19 @@ func schemeLen(url string) int {
 
 // keyFold8 is key8 of s with ASCII letters in lower case.
 func keyFold8(s string) uint64 {
-	var b [8]byte
-	for i := 0; i < len(s) && i < 8; i++ {
-		c := s[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		b[i] = c
+	var k uint64
+	if len(s) >= 8 {
+		k = bits.ReverseBytes64(le64(s))
+	} else {
+		k = key8Short(s)
 	}
-	return binary.BigEndian.Uint64(b[:])
+	// Set bit 5 of each upper-case letter, eight bytes at once: adding
+	// to the low 7 bits of a byte carries into its high bit, and never
+	// into the next byte, when it is at least 'A', or at least '['.
+	const low7, high = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+	x := k & low7
+	upper := (x + (0x80-'A')*ones8) &^ (x + (0x80-'[')*ones8) &^ k & high
+	return k | upper>>2
 }
 
 // compareFold compares the caller's agent with a lower-case token, ignoring

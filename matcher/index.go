@@ -133,7 +133,7 @@ func wildNeed(pat string, lit uint32) (kind uint8, need byte) {
 // key8 returns the first 8 bytes of s as a big-endian number, zero-padded,
 // so that comparing keys compares the strings' first 8 bytes. Normalised
 // strings hold no zero byte, so padding never reorders them.
-func key8(s string) uint64 {
+func key8[P path](s P) uint64 {
 	if len(s) >= 8 {
 		return uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 | uint64(s[3])<<32 |
 			uint64(s[4])<<24 | uint64(s[5])<<16 | uint64(s[6])<<8 | uint64(s[7])
@@ -142,7 +142,7 @@ func key8(s string) uint64 {
 }
 
 // key8Short is key8 of a string shorter than 8 bytes.
-func key8Short(s string) uint64 {
+func key8Short[P path](s P) uint64 {
 	var k uint64
 	for i := 0; i < len(s); i++ {
 		k |= uint64(s[i]) << (56 - 8*i)
@@ -396,7 +396,12 @@ func (ix *index) heldBytes() int {
 // find returns the index in rules, which ix indexes, of the rule that
 // decides the normalised path p, or -1 when no rule matches.
 func (ix *index) find(arena string, rules []rule, p string) int {
-	i, l := ix.greatest(arena, rules, p)
+	return indexFind(ix, arena, rules, p)
+}
+
+// indexFind is index.find for a path held as a string or as bytes.
+func indexFind[P path](ix *index, arena string, rules []rule, p P) int {
+	i, l := greatest(ix, arena, rules, p)
 	if i < 0 {
 		return -1
 	}
@@ -409,7 +414,7 @@ func (ix *index) find(arena string, rules []rule, p string) int {
 		}
 		n = int(rules[ix.ents[i].start&^heavyBit].lit(arena))
 	}
-	m := matcher{arena: arena, p: p, best: -1}
+	m := matcher{arena: arena, best: -1}
 	for {
 		e := ix.ents[i]
 		start, end := e.start&^heavyBit, ix.ents[i+1].start&^heavyBit
@@ -420,7 +425,7 @@ func (ix *index) find(arena string, rules []rule, p string) int {
 				}
 			}
 		} else {
-			ix.findHeavy(&m, rules, ix.heavyOf(i), start, n)
+			findHeavy(ix, &m, rules, ix.heavyOf(i), start, n, p)
 		}
 		if i = e.parent; i < 0 {
 			return int(m.best)
@@ -432,8 +437,8 @@ func (ix *index) find(arena string, rules []rule, p string) int {
 // greatest returns the entry whose literal is the greatest <= the
 // normalised path p, or -1 when p has no literal as a prefix, and the
 // length of the common prefix of its literal and p.
-func (ix *index) greatest(arena string, rules []rule, p string) (int32, int) {
-	if !strings.HasPrefix(p, ix.cp) {
+func greatest[P path](ix *index, arena string, rules []rule, p P) (int32, int) {
+	if !hasPrefix(p, ix.cp) {
 		return -1, 0 // no literal is a prefix of p
 	}
 	// The last bucket whose first literal is <= p.
@@ -446,7 +451,7 @@ func (ix *index) greatest(arena string, rules []rule, p string) (int32, int) {
 		if bk := &ix.bkts[b]; bk.k0 != q0 || bk.k1 != q1 {
 			return bk.k0 > q0 || bk.k0 == q0 && bk.k1 > q1
 		}
-		return ix.literal(arena, rules, int32(b*bucketLen))[cp:] > q
+		return ix.literal(arena, rules, int32(b*bucketLen))[cp:] > string(q)
 	}) - 1
 	if b < 0 {
 		return -1, 0 // p is before the first literal
@@ -462,7 +467,7 @@ func (ix *index) greatest(arena string, rules []rule, p string) (int32, int) {
 	case skip <= 16:
 		shares = x0 == 0 && x1>>(128-8*skip) == 0
 	default:
-		shares = strings.HasPrefix(q, ix.literal(arena, rules, int32(lo))[cp:cp+skip])
+		shares = hasPrefix(q, ix.literal(arena, rules, int32(lo))[cp:cp+skip])
 	}
 	if !shares {
 		return int32(end - 1), commonPrefix(ix.literal(arena, rules, int32(end-1)), p)
@@ -470,7 +475,7 @@ func (ix *index) greatest(arena string, rules []rule, p string) (int32, int) {
 	// The last entry <= p, by keys, and by literals where they tie.
 	base := cp + int(bk.skip)
 	qk := key8(p[base:])
-	tie := func(i int) bool { return ix.literalLE(arena, rules, lo+i, base, p) }
+	tie := func(i int) bool { return literalLE(ix, arena, rules, lo+i, base, p) }
 	var n int
 	if ix.keys8 != nil {
 		n = countLE(ix.keys8[lo:end], qk, tie)
@@ -478,7 +483,7 @@ func (ix *index) greatest(arena string, rules []rule, p string) (int32, int) {
 		n = countLE(ix.keys4[lo:end], uint32(qk>>32), tie)
 	}
 	i := lo + n - 1 // n > 0: the bucket's first entry is <= p
-	return int32(i), ix.common(arena, rules, i, base, p, qk)
+	return int32(i), common(ix, arena, rules, i, base, p, qk)
 }
 
 // The literals of a bucket's entries after the bytes they all share are
@@ -488,17 +493,17 @@ func (ix *index) greatest(arena string, rules []rule, p string) (int32, int) {
 
 // literalLE reports whether the literal of entry i, whose key is that of
 // the path p at base, is <= p.
-func (ix *index) literalLE(arena string, rules []rule, i, base int, p string) bool {
+func literalLE[P path](ix *index, arena string, rules []rule, i, base int, p P) bool {
 	_, w := ix.key(i)
 	if int(rules[ix.ents[i].start&^heavyBit].lit(arena)) <= base+w {
 		return true // all in its key: a prefix of p
 	}
-	return ix.literal(arena, rules, int32(i))[base:] <= p[base:]
+	return ix.literal(arena, rules, int32(i))[base:] <= string(p[base:])
 }
 
 // common returns the length of the common prefix of the literal of entry
 // i, whose first base bytes p shares, and p, whose key at base is qk.
-func (ix *index) common(arena string, rules []rule, i, base int, p string, qk uint64) int {
+func common[P path](ix *index, arena string, rules []rule, i, base int, p P, qk uint64) int {
 	k, w := ix.key(i)
 	r := &rules[ix.ents[i].start&^heavyBit]
 	if x := (k ^ qk) >> (64 - 8*w) << (64 - 8*w); x != 0 {
@@ -525,7 +530,6 @@ func countLE[K uint32 | uint64](keys []K, q K, tie func(i int) bool) int {
 // matcher is the best rule found so far for a path p.
 type matcher struct {
 	arena    string
-	p        string
 	best     int32 // its index, or -1
 	bestRule *rule
 }
@@ -537,10 +541,9 @@ func (m *matcher) better(r *rule) bool { return m.bestRule == nil || better(r, m
 func (m *matcher) take(k uint32, r *rule) { m.best, m.bestRule = int32(k), r }
 
 // findHeavy tries the rules of the heavy run h, from rule start on, whose
-// literal of n bytes is a prefix of the path: its best plain rule, its
+// literal of n bytes is a prefix of the path p: its best plain rule, its
 // best exact rule, and its wildcard rules, by group.
-func (ix *index) findHeavy(m *matcher, rules []rule, h *heavyRun, start uint32, n int) {
-	p := m.p
+func findHeavy[P path](ix *index, m *matcher, rules []rule, h *heavyRun, start uint32, n int, p P) {
 	if start < h.exact {
 		if r := &rules[start]; m.better(r) {
 			m.take(start, r)
@@ -582,7 +585,7 @@ func (ix *index) findHeavy(m *matcher, rules []rule, h *heavyRun, start uint32, 
 
 // matchesAfter reports whether r, whose literal prefix of n bytes is a
 // prefix of the path p, matches p.
-func matchesAfter(arena string, r *rule, n int, p string) bool {
+func matchesAfter[P path](arena string, r *rule, n int, p P) bool {
 	switch r.kind() {
 	case kindPlain:
 		return true
@@ -593,7 +596,7 @@ func matchesAfter(arena string, r *rule, n int, p string) bool {
 }
 
 // commonPrefix returns the length of the longest common prefix of a and b.
-func commonPrefix(a, b string) int {
+func commonPrefix[A, B path](a A, b B) int {
 	n := min(len(a), len(b))
 	i := 0
 	for ; i+8 <= n; i += 8 {

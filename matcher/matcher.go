@@ -56,10 +56,10 @@
 //		}
 //	}
 //
-// Matching an ASCII URL does not allocate, unless its path and query need
-// normalising (such as "%7e" or "*") and are longer than 32 bytes once
-// normalised. Its cost follows the length of the path, not the size of the
-// file: each group's rules are indexed by their literal prefixes.
+// Matching a URL does not allocate, unless its path and query need
+// normalising (such as "%7e", "*" or a raw "ツ") and are longer than 21 KiB.
+// Its cost follows the length of the path, not the size of the file: a
+// group of many rules is indexed by their literal prefixes.
 package matcher
 
 import (
@@ -85,11 +85,19 @@ import (
 // rules in one slice, each group's rules side by side, so that a file of
 // many small groups costs few allocations and little memory.
 type Robots struct {
-	arena    string          // each rule's line byte (see lineOf) and normalised pattern, then the agents' tokens
-	rules    []rule          // the groups' rules, each group's in a range of its own
+	// What a query reads first comes first, in the struct's first 80
+	// bytes: a query whose token is not among the file's agents, of a file
+	// whose "*" group is scanned, is answered from these, the prints, the
+	// rules and the patterns, without reading the agents or the groups.
+	agentBits      uint64 // bit agentBit(agents[i].key) set for each agent
+	star           int32  // the group of "*", or -1
+	starLo, starHi uint32 // the rules of the "*" group when it is scanned (see setStar); else 0
+	rules          []rule // the groups' rules, each group's in a range of its own
+	prints         string // what each rule of a group that is scanned needs of a path: see appendPrints
+	arena          string // each rule's line byte (see lineOf) and normalised pattern, then the agents' tokens
+
 	agents   []agentGroup    // sorted by token
 	groups   []Group         // in the order of their first user-agent lines
-	star     int32           // the group of "*", or -1
 	lines    []int32         // the first user-agent line of each block of each group
 	marks    []lineMark      // the line numbers of the rules: see lineOf
 	sitemaps string          // the values of the sitemap lines, each but the last followed by a line feed, which no value holds
@@ -287,6 +295,8 @@ type scratch struct {
 	ids    []int
 	marks  []lineMark
 	usage  usageCollector
+	cands  []uint16 // fewCandidates's
+	prints []byte   // appendPrints's
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -336,6 +346,9 @@ func build(p *parser) *Robots {
 		sc.agents = agents
 	}
 	r.agents = slices.Clone(agents)
+	for _, a := range agents {
+		r.agentBits |= agentBit(a.key)
+	}
 	r.arena = string(p.arena)
 	r.marks = slices.Clone(p.lines.marks)
 	if len(p.smaps) > 0 {
@@ -444,10 +457,26 @@ func (r *Robots) fillGroups(p *parser, specs []groupSpec, ids []int) {
 			}
 			g.delay = uint32(len(r.delays))
 		}
-		if rs := g.rules(); len(rs) <= linearMax {
+		switch rs := g.rules(); {
+		case len(rs) <= linearMax:
 			sortBest(rs)
+			g.scanned = true
+		case len(rs) <= scanMax:
+			var few bool
+			if few, p.sc.cands = fewCandidates(r.arena, rs, p.sc.cands); few {
+				sortBestMany(rs)
+				g.scanned = true
+			}
 		}
 	}
+	if len(r.rules) > 0 {
+		buf := r.appendPrints(p.sc.prints[:0])
+		r.prints = string(buf)
+		if cap(buf) <= maxScratch {
+			p.sc.prints = buf
+		}
+	}
+	r.setStar()
 }
 
 // Size returns about how many bytes of memory r holds. It is meant for a
@@ -603,7 +632,36 @@ func parseExpDelay(v []byte) (time.Duration, bool) {
 // Allowed reports whether the crawler with product token agent may fetch url.
 // url is an absolute URL or a path with an optional query, raw or
 // percent-encoded. It is short for r.Group(agent).Allowed(url).
-func (r *Robots) Allowed(agent, url string) bool { return r.Group(agent).Allowed(url) }
+func (r *Robots) Allowed(agent, url string) bool {
+	if i := r.agent(agent); i >= 0 {
+		return r.groups[r.agents[i].group].Allowed(url)
+	}
+	if r.starHi == 0 {
+		if r.star >= 0 {
+			return r.groups[r.star].Allowed(url)
+		}
+		return true // no group applies; usage lines never refuse a fetch
+	}
+	// The "*" group, scanned without reading r.groups.
+	lo, hi := r.starLo, r.starHi
+	i := r.decideScanned(lo, hi, url)
+	return i < 0 || r.rules[lo+uint32(i)].allow()
+}
+
+// setStar records the rules of the "*" group in starLo and starHi when it
+// is scanned and has rules, for Allowed.
+func (r *Robots) setStar() {
+	if r.star < 0 {
+		return
+	}
+	if g := &r.groups[r.star]; g.scanned && g.hi > g.lo {
+		r.starLo, r.starHi = g.lo, g.hi
+	}
+}
+
+// agentBit returns the bit of agentBits that stands for agents of key,
+// a keyFold8.
+func agentBit(key uint64) uint64 { return 1 << ((key * 0x9E3779B97F4A7C15) >> 58) }
 
 // Match is like Allowed but also names the deciding rule.
 func (r *Robots) Match(agent, url string) Match { return r.Group(agent).Match(url) }
@@ -633,10 +691,10 @@ func (r *Robots) Group(agent string) *Group {
 // agent returns the index in agents of the token agent, compared without
 // regard to ASCII case, or -1.
 func (r *Robots) agent(agent string) int {
-	if len(r.agents) == 0 {
-		return -1 // most files name no agent but "*"
-	}
 	key := keyFold8(agent)
+	if r.agentBits&agentBit(key) == 0 {
+		return -1 // no agent has its key; most files name no agent but "*"
+	}
 	i, _ := slices.BinarySearchFunc(r.agents, key, func(a agentGroup, k uint64) int { return cmp.Compare(a.key, k) })
 	// Then those with the same key, which tokens of more than 8 bytes
 	// share, in order.

@@ -753,7 +753,11 @@ func TestConcurrentFirstUse(t *testing.T) {
 	var b strings.Builder
 	for g := range 4 {
 		fmt.Fprintf(&b, "User-agent: mid%d\n", g)
-		for i := range 20 + 10*g {
+		n := 20 + 10*g // scanned
+		if g%2 == 0 {
+			n = scanMax/2 + 1 + 10*g // indexed
+		}
+		for i := range n {
 			fmt.Fprintf(&b, "Disallow: /%c%c/%d\nAllow: /%c%c/%d/*.html$\n", 'a'+i%26, 'a'+g, i, 'a'+i%26, 'a'+g, i)
 		}
 		fmt.Fprintf(&b, "User-agent: small%d\nDisallow: /%c\nAllow: /%c/ok\n", g, 'a'+g, 'a'+g)
@@ -761,7 +765,7 @@ func TestConcurrentFirstUse(t *testing.T) {
 	// A "*" group whose best rule for /aa/0/star comes after a worse one
 	// in the file: scanned before it is sorted, it would decide wrong.
 	b.WriteString("User-agent: *\nDisallow: /private\nDisallow: /aa\n")
-	for i := range 20 {
+	for i := range scanMax {
 		fmt.Fprintf(&b, "Allow: /%c%c/%d/star\n", 'a'+i%26, 'a'+i%4, i)
 	}
 	body := []byte(b.String())
@@ -815,12 +819,18 @@ func TestFirstUseOfLargeGroup(t *testing.T) {
 	var b strings.Builder
 	for _, ua := range []string{"*", "named"} {
 		fmt.Fprintf(&b, "User-agent: %s\nDisallow: /aa\n", ua)
-		for i := range 20 {
+		for i := range scanMax {
 			fmt.Fprintf(&b, "Allow: /%c%c/%d/x\n", 'a'+i%26, 'a'+i%4, i)
 		}
 	}
+	// And a group of fewer rules, scanned, with the same rule after a
+	// worse one.
+	b.WriteString("User-agent: small\nDisallow: /aa\n")
+	for i := range 20 {
+		fmt.Fprintf(&b, "Allow: /%c%c/%d/x\n", 'a'+i%26, 'a'+i%4, i)
+	}
 	body := []byte(b.String())
-	for _, agent := range []string{"other", "named"} {
+	for _, agent := range []string{"other", "named", "small"} {
 		for _, ask := range []struct {
 			name string
 			f    func(r *Robots) bool
@@ -830,8 +840,8 @@ func TestFirstUseOfLargeGroup(t *testing.T) {
 			{"Match", func(r *Robots) bool { return r.Match(agent, "/aa/0/x").Allowed }},
 		} {
 			r := Parse(body)
-			if g := r.Group(agent); !g.indexed() {
-				t.Fatalf("%s: a group of %d rules, not large", agent, g.hi-g.lo)
+			if g := r.Group(agent); g.indexed() != (agent != "small") {
+				t.Fatalf("%s: a group of %d rules, indexed %v", agent, g.hi-g.lo, g.indexed())
 			}
 			if !ask.f(r) {
 				t.Errorf("%s(%q, /aa/0/x) on first use: disallowed, want allowed (Allow: /aa/0/x is longer)", ask.name, agent)

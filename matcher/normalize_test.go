@@ -95,3 +95,26 @@ func TestPlainPatternWords(t *testing.T) {
 		}
 	}
 }
+
+func TestKeyFold8Places(t *testing.T) {
+	// Every byte at every place, against folding one byte at a time.
+	for c := range 256 {
+		for n := 1; n <= 9; n++ {
+			for at := range n {
+				b := []byte(strings.Repeat("aZ", 5)[:n])
+				b[at] = byte(c)
+				var want uint64
+				for i := 0; i < len(b) && i < 8; i++ {
+					d := b[i]
+					if 'A' <= d && d <= 'Z' {
+						d += 'a' - 'A'
+					}
+					want |= uint64(d) << (56 - 8*i)
+				}
+				if got := keyFold8(string(b)); got != want {
+					t.Fatalf("keyFold8(%q) = %#x want %#x", b, got, want)
+				}
+			}
+		}
+	}
+}
