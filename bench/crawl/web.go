@@ -249,8 +249,8 @@ func scaledDefault(scale float64) (time.Duration, bool) {
 // under robots.Transport's pace, given est, the estimate of o's response
 // time so far: the stated delay (crawl-delay or request-rate), or the
 // default pace if o states neither; and no less than the adaptive delay,
-// slowFactor times est, capped like a crawl-delay (maxDelay, which the
-// crawlers' Transports keep as MaxCrawlDelay).
+// slowFactor times est, capped like a crawl-delay (the crawlers'
+// Transports keep the default MaxCrawlDelay).
 func (w *web) interval(o *origin, est time.Duration) time.Duration {
 	base := o.delay
 	if !o.stated && w.paced {
@@ -259,7 +259,7 @@ func (w *web) interval(o *origin, est time.Duration) time.Duration {
 	if !w.paced {
 		return base
 	}
-	return max(base, min(slowFactor*est, maxDelay))
+	return max(base, min(slowFactor*est, robots.DefaultMaxCrawlDelay))
 }
 
 // nextEstimate returns the estimate of an origin's response time after a
