@@ -25,7 +25,7 @@ func TestAgentGivenAsUserAgent(t *testing.T) {
 	for _, agent := range []string{"MyBot", "MyBot/1.0", "Mozilla/5.0 (compatible; MyBot/1.0; +https://example.com/bot)", "mybot"} {
 		mock := newMock()
 		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, ownGroup))
-		client := &http.Client{Transport: NewTransport(mock, agent)}
+		client := &http.Client{Transport: noDefaultPace(NewTransport(mock, agent))}
 		de := wantRefused(t, client, "https://example.com/page")
 		if de.Agent != "MyBot" && de.Agent != "mybot" {
 			t.Errorf("Agent %q: refused as %q, want MyBot", agent, de.Agent)
@@ -38,7 +38,7 @@ func TestAgentGivenAsUserAgent(t *testing.T) {
 // sends nothing.
 func TestAgentWithoutToken(t *testing.T) {
 	mock := newMock()
-	client := &http.Client{Transport: NewTransport(mock, "")} // as from an unset environment variable
+	client := &http.Client{Transport: noDefaultPace(NewTransport(mock, ""))} // as from an unset environment variable
 	if err := get(client, "https://example.com/page"); err == nil || errors.Is(err, ErrDisallowed) || !strings.Contains(err.Error(), "empty agent") {
 		t.Errorf("NewTransport(mock, \"\"): err = %v, want an error that names the empty agent", err)
 	}
@@ -46,7 +46,7 @@ func TestAgentWithoutToken(t *testing.T) {
 		t.Errorf("NewTransport(mock, \"\"): %d requests sent, want none", n)
 	}
 	for _, agent := range []string{"/1.0", "(bot)", "  ", "***", "My Crawler", "My Crawler/1.0", "Example Bot (+https://example.com)"} {
-		for _, tr := range []*Transport{NewTransport(newMock(), agent), {Base: newMock(), Agent: agent}} {
+		for _, tr := range []*Transport{noDefaultPace(NewTransport(newMock(), agent)), {Base: newMock(), Agent: agent}} {
 			err := get(&http.Client{Transport: tr}, "https://example.com/page")
 			if err == nil || errors.Is(err, ErrDisallowed) || !strings.Contains(err.Error(), "names no product token") && !strings.Contains(err.Error(), "is words, not a product token") {
 				t.Errorf("Agent %q: err = %v, want an error that says the agent names no token", agent, err)
@@ -71,7 +71,7 @@ func TestAgentWithoutToken(t *testing.T) {
 	// A UserAgent that does not name the Agent would hide the crawler's
 	// token from site owners: as loud.
 	mock = newMock()
-	tr := &Transport{Base: mock, Agent: "ExampleBot", UserAgent: "Mozilla/5.0 (compatible; OtherBot/1.0)"}
+	tr := &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", UserAgent: "Mozilla/5.0 (compatible; OtherBot/1.0)"}
 	if err := get(&http.Client{Transport: tr}, "https://example.com/page"); err == nil || errors.Is(err, ErrDisallowed) ||
 		!strings.Contains(err.Error(), "does not name the agent") {
 		t.Errorf("UserAgent without the Agent's token: err = %v, want an error that says so", err)
@@ -79,7 +79,7 @@ func TestAgentWithoutToken(t *testing.T) {
 	if n := mock.GetTotalCallCount(); n != 0 {
 		t.Errorf("UserAgent without the Agent's token: %d requests sent, want none", n)
 	}
-	tr = &Transport{Base: mock, Agent: "examplebot", UserAgent: "Mozilla/5.0 (compatible; ExampleBot/1.0)"}
+	tr = &Transport{NoDefaultPace: true, Base: mock, Agent: "examplebot", UserAgent: "Mozilla/5.0 (compatible; ExampleBot/1.0)"}
 	if err := get(&http.Client{Transport: tr}, "https://example.com/page"); err != nil {
 		t.Errorf("UserAgent naming the Agent in another case: %v", err)
 	}
@@ -91,7 +91,7 @@ func TestBareProductUserAgent(t *testing.T) {
 	mock := newMock()
 	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200,
 		"User-agent: examplebot\nDisallow: /\n\nUser-agent: *\nAllow: /\n"))
-	tr := &Transport{Base: mock}
+	tr := &Transport{NoDefaultPace: true, Base: mock}
 	req, _ := http.NewRequest("GET", "https://example.com/page", nil)
 	req.Header.Set("User-Agent", "ExampleBot")
 	if _, err := tr.RoundTrip(req); !errors.Is(err, ErrDisallowed) {
@@ -122,11 +122,11 @@ func TestDefaultUserAgent(t *testing.T) {
 		hdr  string
 		want string
 	}{
-		{NewTransport(base, "ExampleBot"), context.Background(), "", "ExampleBot"},
-		{NewTransport(base, "ExampleBot/2.1"), context.Background(), "", "ExampleBot/2.1"},
-		{&Transport{Base: base, Agent: "ExampleBot", UserAgent: "ExampleBot/2.1 (+https://example.com/bot)"}, context.Background(), "", "ExampleBot/2.1 (+https://example.com/bot)"},
-		{NewTransport(base, "ExampleBot"), context.Background(), "Custom/1.0", "Custom/1.0"},
-		{&Transport{Base: base}, WithAgent(context.Background(), "OtherBot/3"), "", "OtherBot/3"},
+		{noDefaultPace(NewTransport(base, "ExampleBot")), context.Background(), "", "ExampleBot"},
+		{noDefaultPace(NewTransport(base, "ExampleBot/2.1")), context.Background(), "", "ExampleBot/2.1"},
+		{&Transport{NoDefaultPace: true, Base: base, Agent: "ExampleBot", UserAgent: "ExampleBot/2.1 (+https://example.com/bot)"}, context.Background(), "", "ExampleBot/2.1 (+https://example.com/bot)"},
+		{noDefaultPace(NewTransport(base, "ExampleBot")), context.Background(), "Custom/1.0", "Custom/1.0"},
+		{&Transport{NoDefaultPace: true, Base: base}, WithAgent(context.Background(), "OtherBot/3"), "", "OtherBot/3"},
 	} {
 		got = nil
 		req, _ := http.NewRequestWithContext(c.ctx, "GET", "https://example.com/page", nil)
@@ -154,11 +154,11 @@ func TestDefaultUserAgent(t *testing.T) {
 		tr          *Transport
 		agent, want string
 	}{
-		{NewTransport(base, "ExampleBot"), "OtherBot/3",
+		{noDefaultPace(NewTransport(base, "ExampleBot")), "OtherBot/3",
 			"/robots.txt ExampleBot|/robots.txt ExampleBot|/page OtherBot/3"},
-		{&Transport{Base: base, Agent: "ExampleBot", UserAgent: "ExampleBot/2.1 (+https://example.com/bot)"}, "OtherBot",
+		{&Transport{NoDefaultPace: true, Base: base, Agent: "ExampleBot", UserAgent: "ExampleBot/2.1 (+https://example.com/bot)"}, "OtherBot",
 			"/robots.txt ExampleBot/2.1 (+https://example.com/bot)|/robots.txt ExampleBot/2.1 (+https://example.com/bot)|/page OtherBot"},
-		{NewTransport(base, "ExampleBot"), "Google-Extended",
+		{noDefaultPace(NewTransport(base, "ExampleBot")), "Google-Extended",
 			"/robots.txt ExampleBot|/robots.txt ExampleBot|/page Google-Extended"},
 	} {
 		got = nil
@@ -190,7 +190,7 @@ func TestDefaultTransportAssignment(t *testing.T) {
 		return httpmock.NewStringResponse(200, ""), nil
 	})
 	http.DefaultTransport = own // as if a program had set its own
-	http.DefaultTransport = NewTransport(nil, "ExampleBot")
+	http.DefaultTransport = noDefaultPace(NewTransport(nil, "ExampleBot"))
 	if err := get(http.DefaultClient, "http://127.0.0.1:1/page"); err != nil {
 		t.Errorf("through NewTransport(nil, …) as http.DefaultTransport: %v", err)
 	}
@@ -199,7 +199,7 @@ func TestDefaultTransportAssignment(t *testing.T) {
 	}
 	// A zero Transport as http.DefaultTransport sends through net/http's
 	// own: nothing listens on port 1, so robots.txt is unreachable.
-	http.DefaultTransport = &Transport{Agent: "ExampleBot", FetchTimeout: 5 * time.Second}
+	http.DefaultTransport = &Transport{NoDefaultPace: true, Agent: "ExampleBot", FetchTimeout: 5 * time.Second}
 	done := make(chan error, 1)
 	go func() { done <- get(http.DefaultClient, "http://127.0.0.1:1/page") }()
 	select {
@@ -216,7 +216,7 @@ func TestDefaultTransportAssignment(t *testing.T) {
 func TestWithAgentPerRequest(t *testing.T) {
 	mock := newMock()
 	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, ownGroup))
-	client := &http.Client{Transport: NewTransport(mock, "OtherBot")}
+	client := &http.Client{Transport: noDefaultPace(NewTransport(mock, "OtherBot"))}
 	req, _ := http.NewRequestWithContext(WithAgent(context.Background(), "MyBot/1.0"), "GET", "https://example.com/p", nil)
 	if _, err := client.Do(req); !errors.Is(err, ErrDisallowed) {
 		t.Errorf("as MyBot: err = %v, want refused", err)
@@ -320,13 +320,15 @@ func TestDecidedAsItLeaves(t *testing.T) {
 	})
 	browser := "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"
 	configs := map[string]func() *Transport{
-		"zero":              func() *Transport { return &Transport{Base: netHTTP} },
-		"zero, other base":  func() *Transport { return &Transport{Base: wrapped} },
-		"Agent MyBot/1.0":   func() *Transport { return NewTransport(netHTTP, "MyBot/1.0") },
-		"UserAgent only":    func() *Transport { return &Transport{Base: netHTTP, UserAgent: "MyBot/2 (+https://example.com/bot)"} },
-		"UserAgent browser": func() *Transport { return &Transport{Base: wrapped, UserAgent: browser} },
+		"zero":             func() *Transport { return &Transport{NoDefaultPace: true, Base: netHTTP} },
+		"zero, other base": func() *Transport { return &Transport{NoDefaultPace: true, Base: wrapped} },
+		"Agent MyBot/1.0":  func() *Transport { return noDefaultPace(NewTransport(netHTTP, "MyBot/1.0")) },
+		"UserAgent only": func() *Transport {
+			return &Transport{NoDefaultPace: true, Base: netHTTP, UserAgent: "MyBot/2 (+https://example.com/bot)"}
+		},
+		"UserAgent browser": func() *Transport { return &Transport{NoDefaultPace: true, Base: wrapped, UserAgent: browser} },
 		"Agent, UserAgent": func() *Transport {
-			return &Transport{Base: netHTTP, Agent: "mybot", UserAgent: "MyBot/2 (+https://example.com/bot)"}
+			return &Transport{NoDefaultPace: true, Base: netHTTP, Agent: "mybot", UserAgent: "MyBot/2 (+https://example.com/bot)"}
 		},
 	}
 	contexts := map[string]context.Context{
@@ -438,7 +440,7 @@ func TestAgentFromUserAgent(t *testing.T) {
 	mock := newMock()
 	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200,
 		"User-agent: ExampleBot\nDisallow: /bot\n\nUser-agent: *\nDisallow: /star\n"))
-	client := &http.Client{Transport: &Transport{Base: mock}} // the zero Transport, but for Base
+	client := &http.Client{Transport: &Transport{NoDefaultPace: true, Base: mock}} // the zero Transport, but for Base
 	do := func(ua, path string) error {
 		req, _ := http.NewRequest("GET", "https://example.com"+path, nil)
 		req.Header.Set("User-Agent", ua)
@@ -489,7 +491,7 @@ func TestFetchUserAgent(t *testing.T) {
 		if c.header != "" {
 			req.Header.Set("User-Agent", c.header)
 		}
-		resp, err := (&Transport{Base: mock, Agent: c.agent}).RoundTrip(req)
+		resp, err := (&Transport{NoDefaultPace: true, Base: mock, Agent: c.agent}).RoundTrip(req)
 		if err != nil {
 			t.Fatal(err)
 		}

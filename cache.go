@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/f9014239/robots/internal/pacing"
 )
 
 // cache is the in-process cache of origins: a fixed set of shards, each a
@@ -13,21 +15,22 @@ import (
 // the CLOCK algorithm (an approximation of least-recently-used). It starts
 // no goroutines; entries expire when they are next used.
 //
-// The pace of an evicted origin is parked while it still matters (a turn or
-// the end of a pause ahead), and taken back when the origin returns.
+// A site takes its origin's pace from the paces' Table (package pacing)
+// when it is added, and hands it back when it is evicted: the Table keeps
+// it while it still matters (a turn or the end of a pause ahead).
 //
 // Lock order: a goroutine that holds more than one of these locks takes
 // them in this order, and holds at most one of each kind:
 //
 //	shard.mu      the shard's ring and map (one shard at a time)
 //	site.mu       the site's flight
-//	cache.parkMu  the parked paces
-//	pace.mu       the pace's turns
+//	Table.mu      the paces kept for evicted origins
+//	Pace.mu       the pace's turns
 //
 // shard.mu is held while a site's flight is set (site.mu) and while a site
-// is evicted, which reads its flight, drops or parks its pace; parkMu is
-// held while parked paces are swept (pace.mu). site.mu and pace.mu are
-// never held together. MemoryStore.mu is taken under none of them.
+// is evicted, which reads its flight and hands its pace back. site.mu and
+// Pace.mu are never held together. MemoryStore.mu is taken under none of
+// them.
 type cache struct {
 	seed     maphash.Seed
 	shards   []shard
@@ -36,10 +39,7 @@ type cache struct {
 	bytes    atomic.Int64  // the sum of the shards' bytes
 	sweep    atomic.Uint32 // the shard where the next eviction for bytes starts
 
-	parkMu sync.Mutex
-	parked map[originKey]*pace // guarded by parkMu
-	// guarded by parkMu: len(parked) after the last sweep
-	parkSwept int
+	paces *pacing.Table[originKey] // the paces of evicted origins
 }
 
 type shard struct {
@@ -55,7 +55,7 @@ type shard struct {
 // newCache returns a cache of at most maxOrigins origins and maxBytes bytes
 // (beyond the state being added, when it alone is larger). Its shards hold
 // 64 to 128 origins each, so that copying one on a miss stays cheap.
-func newCache(maxOrigins int, maxBytes int64) *cache {
+func newCache(maxOrigins int, maxBytes int64, paces *pacing.Table[originKey]) *cache {
 	n := 1
 	for n < 1<<14 && n*2*64 <= maxOrigins {
 		n *= 2
@@ -65,7 +65,7 @@ func newCache(maxOrigins int, maxBytes int64) *cache {
 		shards:   make([]shard, n),
 		per:      max(maxOrigins/n, 1),
 		maxBytes: maxBytes,
-		parked:   make(map[originKey]*pace),
+		paces:    paces,
 	}
 }
 
@@ -93,7 +93,7 @@ func (c *cache) add(sh *shard, k originKey, now time.Duration) (s *site, evicted
 	if s := sh.get(k); s != nil {
 		return s, 0
 	}
-	s = &site{key: k, origin: k.String(), pace: c.unpark(k)}
+	s = &site{key: k, origin: k.String(), pace: c.paces.Take(k)}
 	s.used.Store(usedNew)
 	var victim *site
 	if len(sh.ring) >= c.per {
@@ -169,9 +169,7 @@ func (c *cache) evict(sh *shard, now time.Duration, keep, add *site, steps int) 
 		sh.bytes -= v.bytes
 		c.bytes.Add(-v.bytes)
 		v.bytes, v.gone = 0, true
-		if !v.pace.drop(now) {
-			c.park(v.key, v.pace, now)
-		}
+		c.paces.HandBack(v.key, v.pace, now)
 		return v
 	}
 	return nil
@@ -235,21 +233,6 @@ func (c *cache) evictFrom(sh *shard, now time.Duration, keep *site, steps int) b
 	return true
 }
 
-// park keeps p, the pace of an evicted origin, until it no longer matters.
-func (c *cache) park(k originKey, p *pace, now time.Duration) {
-	c.parkMu.Lock()
-	defer c.parkMu.Unlock()
-	c.parked[k] = p
-	if len(c.parked) > max(2*c.parkSwept, 1024) {
-		for k, p := range c.parked {
-			if p.drop(now) {
-				delete(c.parked, k)
-			}
-		}
-		c.parkSwept = len(c.parked)
-	}
-}
-
 // routed returns the site of k, adding one if there is none, and notes rt
 // as the route of its robots.txt (see route).
 func (c *cache) routed(k originKey, rt *route, now time.Duration) *site {
@@ -270,17 +253,6 @@ func (c *cache) siteOf(k originKey, now time.Duration) *site {
 	return s
 }
 
-// unpark returns the pace parked for k, or a new one.
-func (c *cache) unpark(k originKey) *pace {
-	c.parkMu.Lock()
-	defer c.parkMu.Unlock()
-	if p := c.parked[k]; p != nil {
-		delete(c.parked, k)
-		return p
-	}
-	return new(pace)
-}
-
 // site is the cached state of one origin.
 type site struct {
 	key    originKey
@@ -290,7 +262,7 @@ type site struct {
 	used atomic.Int32
 	cur  atomic.Pointer[state]
 	// the origin's pace, when Transport.Pacer is nil or fails
-	pace *pace
+	pace *pacing.Pace
 	// set by Transport.Forget, in Unix ns: the next load takes no older entry
 	// from the Store
 	forget atomic.Int64

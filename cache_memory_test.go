@@ -115,7 +115,7 @@ func TestMemoryPerOrigin(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				base := hostileBase(func(string) []byte { return s.body })
 				before := heapInUse()
-				tr := &Transport{Base: base, Agent: s.agent, MaxBytes: 1 << 40}
+				tr := &Transport{NoDefaultPace: true, Base: base, Agent: s.agent, MaxBytes: 1 << 40}
 				if withStore {
 					tr.Store = &fleet.MemoryStore{}
 				}
@@ -180,7 +180,7 @@ func TestMemoryHostileOrigins(t *testing.T) {
 				return shapes[i%len(shapes)].body
 			})
 			before := heapInUse()
-			tr := &Transport{Base: base, Agent: "ExampleBot"}
+			tr := &Transport{NoDefaultPace: true, Base: base, Agent: "ExampleBot"}
 			if budget != DefaultMaxBytes {
 				tr.MaxBytes = budget
 			}

@@ -323,7 +323,7 @@ func TestLoadMillionOrigins(t *testing.T) {
 // ones.)
 func TestCacheKeepsRecentOrigins(t *testing.T) {
 	base := &countingBase{fetches: map[string]int{}}
-	tr := &Transport{Base: base, Agent: "LoadBot", MaxOrigins: 1000}
+	tr := &Transport{NoDefaultPace: true, Base: base, Agent: "LoadBot", MaxOrigins: 1000}
 	get := func(i int) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://o%d.example/private/ok", i), nil)
@@ -377,8 +377,8 @@ func TestCacheKeepsHotOriginUnderMaxBytes(t *testing.T) {
 		name string
 		tr   *Transport
 	}{
-		{"MaxBytes", &Transport{Agent: "LoadBot", MaxBytes: 64 << 10}},
-		{"MaxOrigins", &Transport{Agent: "LoadBot", MaxOrigins: 64}},
+		{"MaxBytes", &Transport{NoDefaultPace: true, Agent: "LoadBot", MaxBytes: 64 << 10}},
+		{"MaxOrigins", &Transport{NoDefaultPace: true, Agent: "LoadBot", MaxOrigins: 64}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			base := &countingBase{fetches: map[string]int{}}
@@ -414,7 +414,7 @@ func TestMaxOrigins(t *testing.T) {
 	for _, h := range []string{"a", "b", "c"} {
 		mock.RegisterResponder("GET", "https://"+h+".example/robots.txt", httpmock.NewStringResponder(200, ""))
 	}
-	tr := &Transport{Base: mock, Agent: "ExampleBot", MaxOrigins: 2}
+	tr := &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", MaxOrigins: 2}
 	client := &http.Client{Transport: tr}
 	fetches := func(host string) int { return calls(mock, "https://"+host+"/robots.txt") }
 	wantAllowed(t, client, "https://a.example/")
@@ -435,7 +435,7 @@ func TestMaxOrigins(t *testing.T) {
 	}
 
 	// Many origins stay within the bound.
-	tr = &Transport{Base: mock, Agent: "ExampleBot", MaxOrigins: 1000}
+	tr = &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", MaxOrigins: 1000}
 	client = &http.Client{Transport: tr}
 	for i := range 5000 {
 		wantAllowed(t, client, fmt.Sprintf("https://h%d.example/", i))
@@ -509,7 +509,7 @@ func TestCachedBodyDropped(t *testing.T) {
 	for _, withStore := range []bool{false, true} {
 		mock := newMock()
 		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, body))
-		tr := NewTransport(mock, "ExampleBot")
+		tr := noDefaultPace(NewTransport(mock, "ExampleBot"))
 		store := &fleet.MemoryStore{}
 		if withStore {
 			tr.Store = store

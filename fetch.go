@@ -189,11 +189,12 @@ func (l *loader) fetch(parent context.Context, origin string, rt *route, userAge
 func (l *loader) hopTurn(ctx context.Context, k originKey) (func(), error) {
 	now := l.now()
 	s := l.cache.siteOf(k, now)
-	tk, err := l.waitTurn(ctx, s, l.paceOf(s).fetchEvery(l.cfg.minDelay), nil, true, now, nil)
+	tk, err := l.turns.waitTurn(ctx, s, l.turns.fetchAsk(s), nil, true, now, nil)
 	if err != nil {
 		return nil, err
 	}
-	return func() { l.release(ctx, s, tk) }, nil
+	sent := l.now()
+	return func() { l.turns.release(ctx, s, tk, l.now()-sent, false) }, nil
 }
 
 // roundTrip sends req through Base, guarded (see guard), and returns Base's

@@ -134,7 +134,7 @@ func TestCutLineThroughTransport(t *testing.T) {
 					}
 					return resp, nil
 				})
-				client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+				client := &http.Client{Transport: noDefaultPace(NewTransport(mock, "ExampleBot"))}
 				if de := wantRefused(t, client, "https://example.com/private/secret"); de.Rule != "Disallow: /" {
 					t.Errorf("/private/secret refused by %q, want Disallow: /", de.Rule)
 				}
@@ -151,7 +151,7 @@ func TestCutLineThroughTransport(t *testing.T) {
 		mock := newMock()
 		body := strings.Repeat("Disallow: /", DefaultMaxBodySize/10)
 		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, body))
-		client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+		client := &http.Client{Transport: noDefaultPace(NewTransport(mock, "ExampleBot"))}
 		wantAllowed(t, client, "https://example.com/private") // nothing whole was read: no rules
 	})
 }
@@ -286,7 +286,7 @@ func TestBasePanics(t *testing.T) {
 
 func TestBasePanicsWithoutLogger(t *testing.T) {
 	base := rtFunc(func(req *http.Request) (*http.Response, error) { panic("kaput") })
-	tr := &Transport{Base: base, Agent: "FaultBot"}
+	tr := &Transport{NoDefaultPace: true, Base: base, Agent: "FaultBot"}
 	err := tr.Check(context.Background(), mustURL("http://example.com/"))
 	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "Base panicked") {
 		t.Errorf("Check = %v, want an unreachable refusal that says Base panicked", err)
@@ -404,7 +404,7 @@ func TestGzipBomb(t *testing.T) {
 		}
 		return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
 	})
-	tr := &Transport{Base: base, Agent: "FaultBot"}
+	tr := &Transport{NoDefaultPace: true, Base: base, Agent: "FaultBot"}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start := time.Now()
@@ -451,7 +451,7 @@ func TestGzipCutLine(t *testing.T) {
 				}
 				return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
 			})
-			tr := &Transport{Base: base, Agent: "FaultBot"}
+			tr := &Transport{NoDefaultPace: true, Base: base, Agent: "FaultBot"}
 			if err := tr.Check(context.Background(), mustURL("http://example.com/private")); !errors.Is(err, ErrDisallowed) {
 				t.Errorf("Check(/private) = %v, want refused", err)
 			}
@@ -490,7 +490,7 @@ func TestBasePanicsWithPanickingLogger(t *testing.T) {
 					}
 					return &http.Response{StatusCode: 200, ContentLength: -1, Body: &panicBody{onRead: "kaput"}, Request: req}, nil
 				})
-				tr := &Transport{Base: base, Agent: "FaultBot", Logger: slog.New(panicHandler{})}
+				tr := &Transport{NoDefaultPace: true, Base: base, Agent: "FaultBot", Logger: slog.New(panicHandler{})}
 				for i := range 3 {
 					checkRefusedForPanic(t, tr, "http://example.com/page", deadline, fmt.Sprintf("request %d", i))
 				}
@@ -528,7 +528,7 @@ func TestDeflateBomb(t *testing.T) {
 				}
 				return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
 			})
-			tr := &Transport{Base: base, Agent: "FaultBot"}
+			tr := &Transport{NoDefaultPace: true, Base: base, Agent: "FaultBot"}
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			err := tr.Check(context.Background(), mustURL("http://example.com/private/x"))

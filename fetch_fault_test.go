@@ -51,7 +51,7 @@ func faultTransport(t *testing.T, base *http.Transport) *Transport {
 		base.CloseIdleConnections()
 		goleak.VerifyNone(t, ignore)
 	})
-	return &Transport{Base: base, Agent: "FaultBot", FetchTimeout: slowOK}
+	return &Transport{NoDefaultPace: true, Base: base, Agent: "FaultBot", FetchTimeout: slowOK}
 }
 
 // outcome is what a fault must lead to: the verdicts for /private and
@@ -701,7 +701,7 @@ func TestFaultBaseBreaksContract(t *testing.T) {
 				}
 				return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
 			})
-			tr := &Transport{Base: base, Agent: "FaultBot"}
+			tr := &Transport{NoDefaultPace: true, Base: base, Agent: "FaultBot"}
 			req, _ := http.NewRequest(http.MethodGet, "http://example.com/private", nil)
 			resp, err := tr.RoundTrip(req)
 			got := allowed

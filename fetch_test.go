@@ -36,7 +36,7 @@ func TestRedirects(t *testing.T) {
 		t.Run(fmt.Sprintf("%d hops", c.hops), func(t *testing.T) {
 			mock := newMock()
 			chain(mock, c.hops, "User-agent: *\nDisallow: /\n")
-			client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+			client := &http.Client{Transport: noDefaultPace(NewTransport(mock, "ExampleBot"))}
 			if c.allowed {
 				wantAllowed(t, client, "https://example.com/page")
 			} else {
@@ -56,7 +56,7 @@ func TestRedirects(t *testing.T) {
 			httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n"))
 		mock.RegisterResponder("GET", "https://cdn.example.net/robots.txt",
 			httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /public\n"))
-		client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+		client := &http.Client{Transport: noDefaultPace(NewTransport(mock, "ExampleBot"))}
 		wantRefused(t, client, "https://example.com/private")
 		wantAllowed(t, client, "https://example.com/public")
 		// The CDN's own origin has its own robots.txt.
@@ -71,7 +71,7 @@ func TestRedirects(t *testing.T) {
 		mock := newMock()
 		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(301, "").
 			HeaderSet(http.Header{"Location": {"ftp://example.com/robots.txt"}}))
-		client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+		client := &http.Client{Transport: noDefaultPace(NewTransport(mock, "ExampleBot"))}
 		wantAllowed(t, client, "https://example.com/page")
 	})
 }
@@ -92,7 +92,7 @@ func TestBodySizeLimit(t *testing.T) {
 	t.Run("rules past the limit are ignored", func(t *testing.T) {
 		mock := newMock()
 		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, big))
-		client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+		client := &http.Client{Transport: noDefaultPace(NewTransport(mock, "ExampleBot"))}
 		wantRefused(t, client, "https://example.com/head")
 		wantAllowed(t, client, "https://example.com/tail")
 	})
@@ -100,14 +100,14 @@ func TestBodySizeLimit(t *testing.T) {
 	t.Run("a larger MaxBodySize reads them", func(t *testing.T) {
 		mock := newMock()
 		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, big))
-		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", MaxBodySize: 1 << 20}}
+		client := &http.Client{Transport: &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", MaxBodySize: 1 << 20}}
 		wantRefused(t, client, "https://example.com/tail")
 	})
 
 	t.Run("a smaller MaxBodySize is raised to 500 KiB", func(t *testing.T) {
 		mock := newMock()
 		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, head+strings.Repeat("#\n", 1000)+tail))
-		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", MaxBodySize: 100}}
+		client := &http.Client{Transport: &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", MaxBodySize: 100}}
 		wantRefused(t, client, "https://example.com/tail")
 	})
 
@@ -120,7 +120,7 @@ func TestBodySizeLimit(t *testing.T) {
 			resp.ContentLength = -1
 			return resp, nil
 		})
-		client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+		client := &http.Client{Transport: noDefaultPace(NewTransport(mock, "ExampleBot"))}
 		wantRefused(t, client, "https://example.com/head")
 		// The limit, and one byte to tell that the body goes on.
 		if n := body.read.Load(); n != DefaultMaxBodySize+1 {
@@ -321,7 +321,7 @@ func TestFetchCarriesNoCallerTrace(t *testing.T) {
 		}
 		return httpmock.NewStringResponse(200, ""), nil
 	})
-	tr := NewTransport(base, "ExampleBot")
+	tr := noDefaultPace(NewTransport(base, "ExampleBot"))
 	for _, deadline := range []bool{false, true} {
 		traced = nil
 		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{GetConn: func(string) {}})
@@ -369,7 +369,7 @@ func TestFetchFiresNoCallerTraceHooks(t *testing.T) {
 		}
 		base := &http.Transport{}
 		defer base.CloseIdleConnections()
-		client := &http.Client{Transport: NewTransport(base, "ExampleBot")}
+		client := &http.Client{Transport: noDefaultPace(NewTransport(base, "ExampleBot"))}
 		if err := atkGet(ctx, client, ts.URL+"/page", nil); err != nil {
 			t.Fatal(err)
 		}

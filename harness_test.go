@@ -311,144 +311,11 @@ func atkGet(ctx context.Context, c *http.Client, u string, hdr http.Header) erro
 	return resp.Body.Close()
 }
 
-// memPacer is a Pacer shared by several Transports, as the processes of a
-// fleet share one, kept in memory. It is written from the Pacer contract
-// alone, apart from the Transport's own pace, so that a test through it
-// does not share the pace's mistakes.
-type memPacer struct {
-	epoch time.Time
-	mu    sync.Mutex
-	last  map[string]memTurn       // the latest turn taken
-	pause map[string]time.Duration // since epoch: the end of the pause
-	bo    map[string]memBackoff
-	ids   uint64
-}
-
-// memTurn is a turn of a memPacer: when, since its epoch, the interval it
-// keeps, and while it is held, its ID and the end of its hold.
-type memTurn struct {
-	at, every time.Duration
-	id        uint64
-	holdUntil time.Duration
-}
-
-// memForgive is the Forgive of the latest PushBack to any memPacer: the
-// tests give one Backoff to all.
-var memForgive time.Duration
-
-// memBackoff is a memPacer's back-off of one origin.
-type memBackoff struct {
-	level      int
-	start, end time.Duration
-}
-
-func (p *memPacer) Reserve(ctx context.Context, origin string, r fleet.TurnRequest) (fleet.Turn, error) {
-	every := r.Every
-	if !r.Known {
-		every = unknownEvery(every)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := time.Since(p.epoch)
-	at := max(now, p.pause[origin])
-	ask, keep := every, every
-	if every < 0 { // the caller does not know the origin's rules
-		ask, keep = -every, -every
-	}
-	last, ok := p.last[origin]
-	if ok {
-		if last.id != 0 && now < last.holdUntil {
-			return fleet.Turn{InFlight: true, Wait: last.at + max(ask, last.every) - now}, nil
-		}
-		if last.id != 0 {
-			last.at = last.holdUntil // never released: spaced from its hold's end
-		}
-		at = max(at, last.at+max(ask, last.every))
-		if every < 0 {
-			keep = max(keep, last.every)
-		}
-	}
-	if wait := at - now; wait > 0 && wait >= r.MaxWait {
-		return fleet.Turn{Wait: wait}, nil
-	}
-	if p.last == nil {
-		p.last = make(map[string]memTurn)
-	}
-	t := memTurn{at: at, every: keep}
-	bo, backingOff := p.bo[origin]
-	backingOff = backingOff && now <= bo.end+memForgive
-	if r.Hold > 0 && (keep > 0 || !r.Known || backingOff) {
-		p.ids++
-		t.id, t.holdUntil = p.ids, at+r.Hold
-	}
-	p.last[origin] = t
-	return fleet.Turn{OK: true, Wait: at - now, ID: t.id}, nil
-}
-
-func (p *memPacer) Release(ctx context.Context, origin string, id uint64, answered time.Time) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if t, ok := p.last[origin]; ok && t.id == id && id != 0 {
-		t.at = max(t.at, answered.Sub(p.epoch), time.Since(p.epoch))
-		t.id = 0
-		p.last[origin] = t
-	}
-	return nil
-}
-
-func (p *memPacer) Pause(ctx context.Context, origin string, until time.Time) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.pause == nil {
-		p.pause = make(map[string]time.Duration)
-	}
-	p.pause[origin] = max(p.pause[origin], until.Sub(p.epoch))
-	return nil
-}
-
-func (p *memPacer) PausedUntil(ctx context.Context, origin string) (time.Time, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if u, ok := p.pause[origin]; ok {
-		return p.epoch.Add(u), nil
-	}
-	return time.Time{}, nil
-}
-
-func (p *memPacer) PushBack(ctx context.Context, origin string, sent time.Time, b Backoff) (time.Time, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now, s := time.Since(p.epoch), sent.Sub(p.epoch)
-	if p.bo == nil {
-		p.bo = make(map[string]memBackoff)
-	}
-	bo := p.bo[origin]
-	if bo.level > 0 && s <= bo.start {
-		return p.epoch.Add(bo.end), nil
-	}
-	if bo.level > 0 && now > bo.end+b.Forgive {
-		bo.level = 0
-	}
-	bo.level++
-	d := b.First
-	for i := 1; i < bo.level && d < b.Max; i++ {
-		d *= 2
-	}
-	bo.start, bo.end = now, now+min(d, b.Max)
-	memForgive = b.Forgive
-	p.bo[origin] = bo
-	if p.pause == nil {
-		p.pause = make(map[string]time.Duration)
-	}
-	p.pause[origin] = max(p.pause[origin], bo.end)
-	return p.epoch.Add(bo.end), nil
-}
-
 // noHold gives a test Pacer a Release that does nothing and a PushBack
 // that pauses nothing.
 type noHold struct{}
 
-func (noHold) Release(context.Context, string, uint64, time.Time) error { return nil }
+func (noHold) Release(context.Context, string, fleet.Answer) error { return nil }
 func (noHold) PushBack(context.Context, string, time.Time, Backoff) (time.Time, error) {
 	return time.Time{}, nil
 }
@@ -465,4 +332,11 @@ func (b benchBase) RoundTrip(req *http.Request) (*http.Response, error) {
 		return httpmock.NewStringResponse(200, benchRobots), nil
 	}
 	return b.page, nil
+}
+
+// noDefaultPace sets NoDefaultPace on t, for a test that is not about the
+// default pace and runs on the real clock, and returns t.
+func noDefaultPace(t *Transport) *Transport {
+	t.NoDefaultPace = true
+	return t
 }

@@ -17,6 +17,12 @@ type Origin struct {
 	Access fleet.Access    // of the last fetch that reached it, or AccessUnreachable; it decides
 	File   *matcher.Robots // the parsed file if Access is AccessSuccess, else an empty one; never nil
 
+	// CrawlDelay and RequestRate are the intervals the group of the
+	// Transport's Agent (or "*") states: its Crawl-delay, and T/n of its
+	// Request-rate n/T; zero if it states none (see Transport.CrawlDelay
+	// for the interval kept).
+	CrawlDelay, RequestRate time.Duration
+
 	// FetchedAt is when the file in use was fetched (zero if none was),
 	// Expires when it is fetched again, and Err why the last fetch was
 	// unreachable, or nil.
@@ -39,13 +45,22 @@ func (t *Transport) Origin(ctx context.Context, u *url.URL) (*Origin, error) {
 	if r == nil {
 		r = emptyRobots
 	}
+	agent := t.cfg.agent
+	if agent == "" {
+		agent = "*"
+	}
+	g := r.Group(agent)
+	cd, _ := g.CrawlDelay()
+	rr, _ := g.RequestRate()
 	return &Origin{
-		Name:      s.origin,
-		Access:    e.Access,
-		File:      r,
-		FetchedAt: e.FetchedAt,
-		Expires:   e.Expires,
-		Err:       st.err,
+		CrawlDelay:  cd,
+		RequestRate: rr,
+		Name:        s.origin,
+		Access:      e.Access,
+		File:        r,
+		FetchedAt:   e.FetchedAt,
+		Expires:     e.Expires,
+		Err:         st.err,
 	}, nil
 }
 
@@ -53,9 +68,13 @@ func (t *Transport) Origin(ctx context.Context, u *url.URL) (*Origin, error) {
 // modified.
 var emptyRobots = matcher.Parse(nil)
 
-// CrawlDelay returns the time the Transport keeps between two requests to
-// u's origin, as the crawler that ctx names (see WithAgent) or else as
-// Agent: the group's crawl-delay within MaxCrawlDelay and MinDelay, or zero.
+// CrawlDelay returns the delay that u's origin states for the crawler that
+// ctx names (see WithAgent) or else for Agent, as the Transport keeps it
+// between an answer and the next request: the longer of Crawl-delay and
+// Request-rate's T/n, within MaxCrawlDelay, and at least MinDelay; zero if
+// it states none. An origin that states none is paced by DefaultDelay
+// instead (unless NoDefaultPace is set), and the adaptive delay, which
+// follows the origin's answers, may lengthen either.
 // It fetches robots.txt if needed, and waits for that fetch as Origin does.
 func (t *Transport) CrawlDelay(ctx context.Context, u *url.URL) (time.Duration, error) {
 	t.once.Do(t.init)
@@ -70,7 +89,7 @@ func (t *Transport) CrawlDelay(ctx context.Context, u *url.URL) (time.Duration, 
 	if agent == t.cfg.agent {
 		agent = ""
 	}
-	return t.turns.interval(st, agent), nil
+	return t.turns.interval(st, agent).stated(), nil
 }
 
 // Forget drops the cached robots.txt of u's origin, so that the next request

@@ -19,7 +19,7 @@ func TestOriginNeverNil(t *testing.T) {
 	mock.RegisterResponder("GET", "https://gone.example/robots.txt", httpmock.NewStringResponder(404, ""))
 	mock.RegisterResponder("GET", "https://down.example/robots.txt", httpmock.NewStringResponder(503, ""))
 	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "Sitemap: https://example.com/s.xml\nUser-agent: *\nDisallow: /x\n"))
-	tr := NewTransport(mock, "ExampleBot")
+	tr := noDefaultPace(NewTransport(mock, "ExampleBot"))
 	for _, c := range []struct {
 		u        string
 		access   fleet.Access

@@ -19,10 +19,13 @@ import (
 // are the Transport's, frozen at first use.
 type loader struct {
 	*logs
-	*turns // a fetch takes its origin's turn, and a pause, like any request
-	cfg    *config
-	cache  *cache
-	stats  *stats
+	cfg   *config
+	epoch time.Time // the origin of the Transport's clock (see now)
+	cache *cache
+	stats *stats
+	// where a fetch takes its origin's turn, and a pause, like any
+	// request
+	turns *turns
 
 	// missed, if set (only by tests, through export_test.go), is called
 	// on each miss before the load is waited for.
@@ -66,6 +69,12 @@ func (l *loader) lookup(ctx context.Context, k originKey, now time.Duration, use
 	return s, st, err
 }
 
+// now returns the time on the Transport's clock (see Transport.now).
+func (l *loader) now() time.Duration { return time.Since(l.epoch) }
+
+// clock returns tm on the Transport's clock.
+func (l *loader) clock(tm time.Time) time.Duration { return tm.Sub(l.epoch) }
+
 // errSiteGone is the error of Transport.wait for a site evicted before its
 // load began.
 var errSiteGone = errors.New("robots: site evicted")
@@ -96,7 +105,7 @@ func (l *loader) wait(ctx context.Context, s *site, userAgent func() string, eve
 		s.mu.Unlock()
 		return st, nil
 	}
-	lim := l.limitOf(ctx, start)
+	lim := l.turns.limitOf(ctx, start)
 	f := s.flight
 	if f == nil {
 		f = &flight{done: make(chan struct{}), waiting: make(chan struct{})}
@@ -130,7 +139,7 @@ func (l *loader) wait(ctx context.Context, s *site, userAgent func() string, eve
 			waiting = nil
 			sendAt := time.Unix(0, f.sendAt.Load())
 			if now := l.now(); l.clock(sendAt) >= lim.until {
-				return nil, l.notYet(ctx, s, now, max(l.clock(sendAt)-now, time.Nanosecond), lim, ReasonRobotsTxt)
+				return nil, l.turns.notYet(ctx, s, now, max(l.clock(sendAt)-now, time.Nanosecond), lim, ReasonRobotsTxt)
 			}
 		case <-timeout:
 			select {
@@ -138,7 +147,7 @@ func (l *loader) wait(ctx context.Context, s *site, userAgent func() string, eve
 				return f.st, nil
 			default:
 			}
-			return nil, l.notYet(ctx, s, l.now(), fetchPoll, lim, ReasonRobotsTxt)
+			return nil, l.turns.notYet(ctx, s, l.now(), fetchPoll, lim, ReasonRobotsTxt)
 		case <-ctx.Done():
 			return nil, fmt.Errorf("robots: waiting for %s/robots.txt: %w", s.origin, ctx.Err())
 		}
@@ -185,7 +194,7 @@ func (l *loader) load(ctx context.Context, s *site, f *flight, userAgent string)
 		}
 		// An unreachable robots.txt says nothing of the origin's
 		// rules: the pace knows them only from one that was read.
-		l.paceOf(s).know(st.every, st.entry != nil && st.entry.Access != fleet.AccessUnreachable)
+		l.turns.paceOf(s).Know(st.ask.every, st.entry != nil && st.entry.Access != fleet.AccessUnreachable)
 		l.warnCapped(ctx, s, st)
 		s.cur.Store(st)
 		l.stats.evictions.Add(uint64(l.cache.account(s, st.bytes, l.now())))
@@ -270,23 +279,26 @@ func (l *loader) obtain(logCtx context.Context, s *site, f *flight, prevSt *stat
 	// by the interval of the origin's latest turn in a shared Pacer; see
 	// Pacer.Reserve) and never during a pause. With no deadline, waitTurn
 	// fails only if the Pacer and the memory both fail, which they cannot.
-	every := l.paceOf(s).fetchEvery(l.cfg.minDelay)
+	a := l.turns.fetchAsk(s)
 	if prev != nil && prevSt == nil {
 		// The Store's entry says what this Transport may not have
 		// seen: the crawl-delay that the fleet keeps.
-		every = max(every, l.cfg.minDelay, l.compile(prev, nil).every)
+		if pa := l.compile(prev, nil).ask; pa.every > a.every {
+			a.every, a.why = pa.every, pa.why
+		}
 	}
-	tk, _ := l.waitTurn(ctx, s, every, f, true, l.now(), nil)
+	tk, _ := l.turns.waitTurn(ctx, s, a, f, true, l.now(), nil)
+	sent := l.now()
 	r := l.fetch(ctx, s.origin, s.route.Load(), userAgent)
 	// The request after the fetch is spaced from its answer, not from
 	// when it left: the site sees the two at least an interval apart,
 	// however long the fetch took.
-	l.release(logCtx, s, tk)
+	l.turns.release(logCtx, s, tk, l.now()-sent, r.status == 0 && r.err != nil)
 	if r.retryAfter > 0 && !l.cfg.ignoreRetryAfter {
 		// A robots.txt that asks to wait pauses its origin like a
 		// page does: the last good copy is obeyed, but no request
 		// goes out until the pause ends.
-		l.pause(logCtx, s, r.retryAfter)
+		l.turns.pause(logCtx, s, r.retryAfter, ReasonRetryAfter)
 	}
 	now := time.Now()
 	e := next(prev, r, now)
@@ -349,8 +361,13 @@ func (l *loader) warnCapped(ctx context.Context, s *site, st *state) {
 	if agent == "" {
 		agent = "*"
 	}
-	if d, ok := st.robots.Group(agent).CrawlDelay(); ok && d > l.cfg.maxCrawlDelay {
+	g := st.robots.Group(agent)
+	if d, ok := g.CrawlDelay(); ok && d > l.cfg.maxCrawlDelay {
 		l.log(ctx, "robots: Crawl-delay capped at MaxCrawlDelay", "origin", s.origin,
+			"asked", d, "kept", l.cfg.maxCrawlDelay)
+	}
+	if d, ok := g.RequestRate(); ok && d > l.cfg.maxCrawlDelay {
+		l.log(ctx, "robots: Request-rate capped at MaxCrawlDelay", "origin", s.origin,
 			"asked", d, "kept", l.cfg.maxCrawlDelay)
 	}
 }

@@ -114,7 +114,7 @@ func TestExpiredEntryWaitsForRefresh(t *testing.T) {
 		respond(&cur, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /old\n"))
 		mock := newMock()
 		mock.RegisterResponder("GET", exampleRobots, switchable(&cur))
-		client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+		client := &http.Client{Transport: noDefaultPace(NewTransport(mock, "ExampleBot"))}
 		wantRefused(t, client, "https://example.com/old")
 		respond(&cur, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /new\n").Delay(5*time.Second))
 		time.Sleep(DefaultTTL)
@@ -240,7 +240,7 @@ func TestStoreErrorsAreNotFatal(t *testing.T) {
 	mock := newMock()
 	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n"))
 	store := &failingStore{}
-	client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Store: store}}
+	client := &http.Client{Transport: &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", Store: store}}
 	wantRefused(t, client, "https://example.com/private")
 	wantAllowed(t, client, "https://example.com/public")
 	if n := store.calls.Load(); n != 2 {
@@ -297,7 +297,7 @@ func TestStoreEntryPutBeforeLock(t *testing.T) {
 	mock := newMock()
 	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n"))
 	store := &lateStore{}
-	client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Store: store}}
+	client := &http.Client{Transport: &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", Store: store}}
 	wantRefused(t, client, "https://example.com/other")
 	wantAllowed(t, client, "https://example.com/private")
 	if n := calls(mock, exampleRobots); n != 0 {
@@ -332,9 +332,9 @@ func TestStoreBodyCutToMaxBodySize(t *testing.T) {
 		return 200, nil, "page"
 	}}
 	store := &fleet.MemoryStore{}
-	big := &Transport{Base: srv, Agent: "ExampleBot", Store: store, MaxBodySize: 4 << 20}
+	big := &Transport{NoDefaultPace: true, Base: srv, Agent: "ExampleBot", Store: store, MaxBodySize: 4 << 20}
 	const maxBytes = 4 << 20
-	small := &Transport{Base: srv, Agent: "ExampleBot", Store: store, MaxBytes: maxBytes}
+	small := &Transport{NoDefaultPace: true, Base: srv, Agent: "ExampleBot", Store: store, MaxBytes: maxBytes}
 	var lateRefused int
 	for i := range 4 {
 		u, _ := url.Parse(fmt.Sprintf("https://h%d.example/late", i))
@@ -395,7 +395,7 @@ func TestStorePacerPanicDuringFetch(t *testing.T) {
 	} {
 		for _, deadline := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/deadline %v", c.name, deadline), func(t *testing.T) {
-				tr := &Transport{Base: newMock(), Agent: "FaultBot"}
+				tr := &Transport{NoDefaultPace: true, Base: newMock(), Agent: "FaultBot"}
 				c.set(tr)
 				checkRefusedForPanic(t, tr, "https://example.com/page", deadline, "request")
 				s := tr.cache.shard(originKey{"https", "example.com"}).get(originKey{"https", "example.com"})
@@ -466,7 +466,7 @@ func TestStoreErrorsCounted(t *testing.T) {
 	mock := newMock()
 	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n"))
 	var buf syncBuffer
-	tr := &Transport{Base: mock, Agent: "ExampleBot", Store: &failingLocker{},
+	tr := &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", Store: &failingLocker{},
 		Logger: slog.New(slog.NewTextHandler(&buf, nil))}
 	client := &http.Client{Transport: tr}
 	wantRefused(t, client, "https://example.com/private")
@@ -485,7 +485,7 @@ func TestStoreErrorsCounted(t *testing.T) {
 	}
 
 	// A Store without a Locker: a Get and a Put.
-	tr = &Transport{Base: mock, Agent: "ExampleBot", Store: &failingStore{}, Logger: slog.New(slog.DiscardHandler)}
+	tr = &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", Store: &failingStore{}, Logger: slog.New(slog.DiscardHandler)}
 	wantAllowed(t, &http.Client{Transport: tr}, "https://example.com/public")
 	if n := tr.Stats().StoreErrors; n != 2 {
 		t.Errorf("StoreErrors %d, want 2", n)

@@ -77,7 +77,7 @@ func TestVirtualHost(t *testing.T) {
 	u, _ := url.Parse(srv.URL)
 	port := u.Port()
 	store := &fleet.MemoryStore{}
-	tr := &Transport{Base: srv.Client().Transport, Agent: "ExampleBot", Store: store}
+	tr := &Transport{NoDefaultPace: true, Base: srv.Client().Transport, Agent: "ExampleBot", Store: store}
 	get := func(path, host string) (*http.Response, error) {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
 		req.Host = host
@@ -177,7 +177,7 @@ func TestVirtualHostDoesNotAllocate(t *testing.T) {
 		t.Skip("allocations are counted without the race detector")
 	}
 	base := benchBase{page: &http.Response{StatusCode: 200, Body: http.NoBody}}
-	tr := NewTransport(base, "ExampleBot")
+	tr := noDefaultPace(NewTransport(base, "ExampleBot"))
 	for _, host := range []string{"", "example.com"} {
 		req, _ := http.NewRequest("GET", "https://example.com/page", nil)
 		req.Header.Set("User-Agent", "ExampleBot/1.0")
@@ -274,7 +274,7 @@ func (p *namingPacer) names() []string {
 
 func TestInvalidHost(t *testing.T) {
 	mock := newMock()
-	client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+	client := &http.Client{Transport: noDefaultPace(NewTransport(mock, "ExampleBot"))}
 	err := get(client, "https://a\uFFFDb.example/x")
 	if err == nil || errors.Is(err, ErrDisallowed) || !strings.Contains(err.Error(), "robots: invalid host") {
 		t.Errorf("err = %v, want an invalid host error", err)
@@ -293,7 +293,7 @@ func TestOrigins(t *testing.T) {
 	mock.RegisterResponder("GET", "http://127.0.0.1/robots.txt", httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /v4\n"))
 	mock.RegisterResponder("GET", "http://[::1]:8080/robots.txt", httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /v6\n"))
 	mock.RegisterResponder("GET", "https://shop.example.com/robots.txt", httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /shop\n"))
-	client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+	client := &http.Client{Transport: noDefaultPace(NewTransport(mock, "ExampleBot"))}
 
 	for _, c := range []struct {
 		url     string

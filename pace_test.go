@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/f9014239/robots/fleet"
+	"github.com/f9014239/robots/internal/pacing"
 
 	"github.com/jarcoal/httpmock"
 )
@@ -50,7 +51,7 @@ func TestCrawlDelayConcurrent(t *testing.T) {
 		mock := newMock()
 		a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 2\n")
 		mock.RegisterResponder("GET", "https://other.example/robots.txt", httpmock.NewStringResponder(404, ""))
-		client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+		client := &http.Client{Transport: noDefaultPace(NewTransport(mock, "ExampleBot"))}
 		start := time.Now()
 		var wg sync.WaitGroup
 		for i := range 20 {
@@ -110,18 +111,25 @@ func TestCrawlDelaySettings(t *testing.T) {
 		tr     *Transport
 		want   time.Duration // between two requests
 	}{
-		{"no delay", "User-agent: *\nDisallow: /private\n", &Transport{}, 0},
-		{"zero delay", "User-agent: *\nCrawl-delay: 0\n", &Transport{}, 0},
-		{"fractional", "User-agent: *\nCrawl-delay: 0.5\n", &Transport{}, 500 * time.Millisecond},
-		{"an hour, honoured by default", "User-agent: *\nCrawl-delay: 3600\n", &Transport{}, time.Hour},
-		{"capped by default", "User-agent: *\nCrawl-delay: 172800\n", &Transport{}, DefaultMaxCrawlDelay},
-		{"capped", "User-agent: *\nCrawl-delay: 60\n", &Transport{MaxCrawlDelay: 10 * time.Second}, 10 * time.Second},
-		{"ignored", "User-agent: *\nCrawl-delay: 5\n", &Transport{IgnoreCrawlDelay: true}, 0},
-		{"min delay, none stated", "User-agent: *\nDisallow: /private\n", &Transport{MinDelay: 2 * time.Second}, 2 * time.Second},
-		{"min delay, shorter stated", "User-agent: *\nCrawl-delay: 1\n", &Transport{MinDelay: 2 * time.Second}, 2 * time.Second},
-		{"min delay, longer stated", "User-agent: *\nCrawl-delay: 3\n", &Transport{MinDelay: 2 * time.Second}, 3 * time.Second},
-		{"min delay, ignored", "User-agent: *\nCrawl-delay: 3\n", &Transport{MinDelay: 2 * time.Second, IgnoreCrawlDelay: true}, 2 * time.Second},
-		{"min delay, unavailable", "", &Transport{MinDelay: 2 * time.Second}, 2 * time.Second},
+		{"no delay", "User-agent: *\nDisallow: /private\n", &Transport{NoDefaultPace: true}, 0},
+		{"zero delay", "User-agent: *\nCrawl-delay: 0\n", &Transport{NoDefaultPace: true}, 0},
+		{"fractional", "User-agent: *\nCrawl-delay: 0.5\n", &Transport{NoDefaultPace: true}, 500 * time.Millisecond},
+		{"an hour, honoured by default", "User-agent: *\nCrawl-delay: 3600\n", &Transport{NoDefaultPace: true}, time.Hour},
+		{"capped by default", "User-agent: *\nCrawl-delay: 172800\n", &Transport{NoDefaultPace: true}, DefaultMaxCrawlDelay},
+		{"capped", "User-agent: *\nCrawl-delay: 60\n", &Transport{NoDefaultPace: true, MaxCrawlDelay: 10 * time.Second}, 10 * time.Second},
+		{"ignored", "User-agent: *\nCrawl-delay: 5\n", &Transport{NoDefaultPace: true, IgnoreCrawlDelay: true}, 0},
+		{"min delay, none stated", "User-agent: *\nDisallow: /private\n", &Transport{NoDefaultPace: true, MinDelay: 2 * time.Second}, 2 * time.Second},
+		{"min delay, shorter stated", "User-agent: *\nCrawl-delay: 1\n", &Transport{NoDefaultPace: true, MinDelay: 2 * time.Second}, 2 * time.Second},
+		{"min delay, longer stated", "User-agent: *\nCrawl-delay: 3\n", &Transport{NoDefaultPace: true, MinDelay: 2 * time.Second}, 3 * time.Second},
+		{"min delay, ignored", "User-agent: *\nCrawl-delay: 3\n", &Transport{NoDefaultPace: true, MinDelay: 2 * time.Second, IgnoreCrawlDelay: true}, 2 * time.Second},
+		{"min delay, unavailable", "", &Transport{NoDefaultPace: true, MinDelay: 2 * time.Second}, 2 * time.Second},
+		{"default pace, none stated", "User-agent: *\nDisallow: /private\n", &Transport{}, DefaultPaceDelay},
+		{"default pace, zero stated", "User-agent: *\nCrawl-delay: 0\n", &Transport{}, 0},
+		{"default pace, shorter stated", "User-agent: *\nCrawl-delay: 0.5\n", &Transport{}, 500 * time.Millisecond},
+		{"default pace, ignored", "User-agent: *\nCrawl-delay: 5\n", &Transport{IgnoreCrawlDelay: true}, DefaultPaceDelay},
+		{"default pace, unavailable", "", &Transport{}, DefaultPaceDelay},
+		{"default pace, set", "User-agent: *\nDisallow: /private\n", &Transport{DefaultDelay: 3 * time.Second}, 3 * time.Second},
+		{"default pace, under MinDelay", "", &Transport{DefaultDelay: time.Second, MinDelay: 2 * time.Second}, 2 * time.Second},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -134,7 +142,8 @@ func TestCrawlDelaySettings(t *testing.T) {
 				}
 				// A TTL longer than the longest delay: no fetch between.
 				tr := &Transport{Base: mock, Agent: "ExampleBot", IgnoreCrawlDelay: c.tr.IgnoreCrawlDelay,
-					MaxCrawlDelay: c.tr.MaxCrawlDelay, MinDelay: c.tr.MinDelay, TTL: 7 * 24 * time.Hour}
+					MaxCrawlDelay: c.tr.MaxCrawlDelay, MinDelay: c.tr.MinDelay, TTL: 7 * 24 * time.Hour,
+					NoDefaultPace: c.tr.NoDefaultPace, DefaultDelay: c.tr.DefaultDelay}
 				client := &http.Client{Transport: tr}
 				wantAllowed(t, client, "https://example.com/page1")
 				start := time.Now()
@@ -186,7 +195,7 @@ func TestPacer(t *testing.T) {
 			HeaderSet(http.Header{"Retry-After": {"90"}}))
 		mock.RegisterResponder("GET", "https://fast.example/robots.txt", httpmock.NewStringResponder(404, ""))
 		p := &fakePacer{wait: 4 * time.Second}
-		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Pacer: p}}
+		client := &http.Client{Transport: &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", Pacer: p}}
 		start := time.Now()
 		wantAllowed(t, client, "https://example.com/page")
 		// The Pacer's answer comes on top of what the process knows
@@ -232,43 +241,6 @@ func TestPacer(t *testing.T) {
 			t.Errorf("waited %v with a failing fleet.Pacer, want the 90s left of the pause", d)
 		}
 	})
-}
-
-// TestPaceKeepsInterval: the in-memory pace follows the Pacer contract. Each
-// turn keeps its interval; the next is spaced by the larger of its own and
-// the latest turn's; a turn of unknown rules hands the latest interval on,
-// one with a known interval of zero does not; a give-back restores the
-// interval with the turn.
-func TestPaceKeepsInterval(t *testing.T) {
-	const s = time.Second
-	p := new(pace)
-	steps := []struct {
-		every, want time.Duration // want: the turn, on the pace's clock
-	}{
-		{s, 0},                        // first turn, keeps 1s
-		{0, s},                        // spaced by the latest's 1s; keeps 0
-		{0, s},                        // the latest kept 0
-		{2 * s, 3 * s},                // keeps 2s
-		{unknownEvery(0), 5 * s},      // spaced by 2s; hands 2s on
-		{unknownEvery(0), 7 * s},      // and again
-		{unknownEvery(3 * s), 10 * s}, // its own floor, 3s, is larger; keeps 3s
-		{0, 13 * s},                   // known, no delay: spaced by 3s, keeps 0
-		{unknownEvery(0), 13*s + time.Nanosecond},
-	}
-	for i, st := range steps {
-		g := p.reserve(0, st.every, time.Hour, 0)
-		if !g.ok || g.wait != st.want {
-			t.Errorf("turn %d (every %v) at %v, %v; want %v", i, st.every, g.wait, g.ok, st.want)
-		}
-	}
-	// A give-back of the latest turn restores the interval it replaced.
-	q := new(pace)
-	q.reserve(0, 2*s, time.Hour, 0)
-	tk := q.reserve(0, 0, time.Hour, 0).tk // at 2s, keeps 0
-	tk.giveBack(0)
-	if g := q.reserve(0, 0, time.Hour, 0); g.wait != 2*s {
-		t.Errorf("turn after a give-back at %v, want 2s: the 2s interval restored", g.wait)
-	}
 }
 
 // downWatcher is a Pacer whose Reserve fails (a store in its cooldown) and
@@ -401,8 +373,8 @@ func TestPauseWatcherSkipsReserve(t *testing.T) {
 		mock := newMock()
 		mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n"))
 		mock.RegisterResponder("GET", "https://slow.example/robots.txt", httpmock.NewStringResponder(200, "User-agent: *\nCrawl-delay: 1\n"))
-		p := &watchPacer{atkPacer: atkPacer{epoch: time.Now()}, watched: map[string]time.Time{}}
-		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Pacer: p}}
+		p := &watchPacer{atkPacer: atkPacer{}, watched: map[string]time.Time{}}
+		client := &http.Client{Transport: &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", Pacer: p}}
 		for range 10 {
 			wantAllowed(t, client, "https://example.com/page")
 		}
@@ -456,80 +428,45 @@ func TestPauseWatcherSkipsReserve(t *testing.T) {
 
 // atkPacer is a correct Pacer kept in memory that can be made to fail.
 type atkPacer struct {
-	epoch time.Time
-	down  atomic.Bool
-	mu    sync.Mutex
-	paces map[string]*pace
-	held  map[uint64]turn // guarded by mu: the held turns by ID
-	ids   uint64          // guarded by mu
+	pacing.Memory
+	down atomic.Bool
 }
 
-func (p *atkPacer) pace(origin string) *pace {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.paces == nil {
-		p.paces = map[string]*pace{}
-	}
-	if p.paces[origin] == nil {
-		p.paces[origin] = new(pace)
-	}
-	return p.paces[origin]
-}
+var errPacerDown = errors.New("pacer down")
 
 func (p *atkPacer) Reserve(ctx context.Context, origin string, r fleet.TurnRequest) (fleet.Turn, error) {
-	every := r.Every
-	if !r.Known {
-		every = unknownEvery(every)
-	}
 	if p.down.Load() {
-		return fleet.Turn{}, errors.New("pacer down")
+		return fleet.Turn{}, errPacerDown
 	}
-	g := p.pace(origin).reserve(time.Since(p.epoch), every, r.MaxWait, r.Hold)
-	if !g.ok {
-		return fleet.Turn{Wait: g.wait, InFlight: g.why == ReasonInFlight}, nil
-	}
-	tr := fleet.Turn{OK: true, Wait: g.wait}
-	if g.tk.held {
-		p.mu.Lock()
-		p.ids++
-		tr.ID = p.ids
-		if p.held == nil {
-			p.held = map[uint64]turn{}
-		}
-		p.held[tr.ID] = g.tk
-		p.mu.Unlock()
-	}
-	return tr, nil
+	return p.Memory.Reserve(ctx, origin, r)
 }
 
-func (p *atkPacer) Release(ctx context.Context, origin string, id uint64, answered time.Time) error {
+func (p *atkPacer) Release(ctx context.Context, origin string, a fleet.Answer) error {
 	if p.down.Load() {
-		return errors.New("pacer down")
+		return errPacerDown
 	}
-	p.mu.Lock()
-	tk, ok := p.held[id]
-	delete(p.held, id)
-	p.mu.Unlock()
-	if ok {
-		tk.p.release(tk, max(answered.Sub(p.epoch), time.Since(p.epoch)))
-	}
-	return nil
+	return p.Memory.Release(ctx, origin, a)
 }
 
 func (p *atkPacer) PushBack(ctx context.Context, origin string, sent time.Time, b Backoff) (time.Time, error) {
 	if p.down.Load() {
-		return time.Time{}, errors.New("pacer down")
+		return time.Time{}, errPacerDown
 	}
-	until, _ := p.pace(origin).pushBack(time.Since(p.epoch), sent.Sub(p.epoch), b, 0)
-	return p.epoch.Add(until), nil
+	return p.Memory.PushBack(ctx, origin, sent, b)
 }
 
 func (p *atkPacer) Pause(ctx context.Context, origin string, until time.Time) error {
 	if p.down.Load() {
-		return errors.New("pacer down")
+		return errPacerDown
 	}
-	p.pace(origin).pause(until.Sub(p.epoch), ReasonRetryAfter)
-	return nil
+	return p.Memory.Pause(ctx, origin, until)
+}
+
+func (p *atkPacer) PausedUntil(ctx context.Context, origin string) (time.Time, error) {
+	if p.down.Load() {
+		return time.Time{}, errPacerDown
+	}
+	return p.Memory.PausedUntil(ctx, origin)
 }
 
 // TestPacerOutageKeepsOwnTurns guards against this: "If [the Pacer] returns
@@ -542,7 +479,7 @@ func TestPacerOutageKeepsOwnTurns(t *testing.T) {
 		srv := &fakeOrigins{handle: func(req *http.Request) (int, http.Header, string) {
 			return 200, nil, "User-agent: *\nCrawl-delay: 10\n"
 		}}
-		p := &atkPacer{epoch: time.Now()}
+		p := &atkPacer{}
 		client := &http.Client{Transport: &Transport{Base: srv, Agent: "ExampleBot", Pacer: p}}
 		for i := range 3 {
 			atkGet(context.Background(), client, fmt.Sprintf("https://example.com/up%d", i), nil)

@@ -216,7 +216,7 @@ func TestAccessResults(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			mock := newMock()
 			mock.RegisterResponder("GET", exampleRobots, c.resp)
-			client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+			client := &http.Client{Transport: noDefaultPace(NewTransport(mock, "ExampleBot"))}
 			for _, p := range []struct {
 				path    string
 				allowed bool
@@ -267,7 +267,7 @@ func TestUnreachableCauseIsKept(t *testing.T) {
 	cause := errors.New("dial tcp: lookup example.com: no such host")
 	mock := newMock()
 	mock.RegisterResponder("GET", exampleRobots, httpmock.NewErrorResponder(cause))
-	client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+	client := &http.Client{Transport: noDefaultPace(NewTransport(mock, "ExampleBot"))}
 	de := wantRefused(t, client, "https://example.com/")
 	if !errors.Is(de, cause) {
 		t.Errorf("DisallowedError.Err = %v, want it to wrap %v", de.Err, cause)
@@ -297,7 +297,7 @@ func TestLifetime(t *testing.T) {
 				mock := newMock()
 				mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n").
 					HeaderSet(http.Header{"Cache-Control": {c.cacheControl}}))
-				client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", TTL: c.ttl}}
+				client := &http.Client{Transport: &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", TTL: c.ttl}}
 				wantAllowed(t, client, "https://example.com/a")
 				time.Sleep(c.want - time.Second)
 				wantAllowed(t, client, "https://example.com/b")
@@ -491,7 +491,7 @@ func TestCacheControlHeaderLines(t *testing.T) {
 				mock := newMock()
 				mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n").
 					HeaderSet(http.Header{"Cache-Control": c.lines}))
-				client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+				client := &http.Client{Transport: noDefaultPace(NewTransport(mock, "ExampleBot"))}
 				wantAllowed(t, client, "https://example.com/a")
 				time.Sleep(c.want - time.Second)
 				wantAllowed(t, client, "https://example.com/b")
@@ -555,7 +555,7 @@ func TestEntryZeroFields(t *testing.T) {
 			})
 			store := &fleet.MemoryStore{}
 			store.Put(context.Background(), "https://example.com", c.entry)
-			tr := &Transport{Base: base, Agent: "ExampleBot", Store: store}
+			tr := &Transport{NoDefaultPace: true, Base: base, Agent: "ExampleBot", Store: store}
 			if c.forget {
 				// Forget drops what the Transport holds: load it first.
 				if err := tr.Check(context.Background(), mustURL("https://example.com/private")); err != nil || fetches.Load() != 0 {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/f9014239/robots/fleet"
+	"github.com/f9014239/robots/internal/pacing"
 )
 
 // siteLog is a base transport that plays origins as a site sees them: each
@@ -123,7 +124,7 @@ func TestSlowSiteOneInFlight(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				site := &siteLog{robots: "User-agent: *\nCrawl-delay: 0.2\n",
 					latency: func(string) time.Duration { return 300 * time.Millisecond }}
-				pacer := &memPacer{epoch: time.Now()}
+				pacer := &pacing.Memory{}
 				store := &fleet.MemoryStore{}
 				var clients []*http.Client
 				var trs []*Transport
@@ -187,7 +188,7 @@ func TestAtIsWhenRetrySucceeds(t *testing.T) {
 				}
 				return 400 * time.Millisecond
 			}}
-		tr := &Transport{Base: site, Agent: "ExampleBot", MaxWait: 10 * time.Millisecond}
+		tr := &Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot", MaxWait: 10 * time.Millisecond}
 		client := &http.Client{Transport: tr}
 		ctx := WithMaxWait(context.Background(), 0)
 		// Two pages, so that the origin's answer time is known.
@@ -230,7 +231,7 @@ func TestHeldTurnRunsOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		site := &siteLog{robots: "User-agent: *\nCrawl-delay: 1\n", hang: make(chan struct{})}
 		defer close(site.hang)
-		tr := &Transport{Base: site, Agent: "ExampleBot", TurnTimeout: 10 * time.Second}
+		tr := &Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot", TurnTimeout: 10 * time.Second}
 		client := &http.Client{Transport: tr}
 		wantAllowed(t, client, "https://example.com/a")
 		go get(client, "https://example.com/hang")
@@ -262,7 +263,7 @@ func TestPushbackBacksOff(t *testing.T) {
 				return 200, nil
 			}}
 		b := Backoff{First: time.Minute, Max: 5 * time.Minute, Forgive: time.Hour}
-		tr := &Transport{Base: site, Agent: "ExampleBot", Backoff: b}
+		tr := &Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot", Backoff: b}
 		client := &http.Client{Transport: tr}
 		wantAllowed(t, client, "https://example.com/ok") // robots.txt, no interval
 		setPushing := func(v bool) { mu.Lock(); pushing = v; mu.Unlock() }
@@ -321,7 +322,7 @@ func TestBackoffOneAtATime(t *testing.T) {
 				}
 				return code, nil
 			}}
-		tr := &Transport{Base: site, Agent: "ExampleBot"}
+		tr := &Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot"}
 		client := &http.Client{Transport: tr}
 		get(client, "https://example.com/push")
 		time.Sleep(DefaultBackoffFirst + DefaultBackoffFirst/10)
@@ -354,7 +355,7 @@ func TestBackoffOneAtATime(t *testing.T) {
 func TestBackoffInFleet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		site := &siteLog{robots: "", status: func(string) (int, http.Header) { return 429, nil }}
-		pacer := &memPacer{epoch: time.Now()}
+		pacer := &pacing.Memory{}
 		a := &Transport{Base: site, Agent: "ExampleBot", Pacer: pacer}
 		b := &Transport{Base: site, Agent: "ExampleBot", Pacer: pacer}
 		get(&http.Client{Transport: a}, "https://example.com/a")

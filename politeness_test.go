@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/f9014239/robots/fleet"
+	"github.com/f9014239/robots/internal/pacing"
 
 	"github.com/f9014239/robots"
 )
@@ -237,133 +238,19 @@ func (h *svLogs) find(level slog.Level, substr string) []string {
 }
 
 // ---------------------------------------------------------------------------
-// A Pacer written from its contract (pace.go), holding a turn whenever
-// TurnRequest.Hold is positive, shared by the Transports of a fleet.
+// The in-memory Pacer (package pacing), shared by the Transports of a fleet.
 
 type svPacer struct {
-	mu  sync.Mutex
-	o   map[string]*svPaceOrigin
-	ids uint64
+	pacing.Memory
+	once sync.Once
 }
 
-type svPaceOrigin struct {
-	hasLast         bool
-	last            time.Time
-	lastEvery       time.Duration
-	heldID          uint64
-	heldAt, heldEnd time.Time
-	pause           time.Time
-	boLevel         int
-	boStart, boEnd  time.Time
-	forgiven        time.Time // the back-off's end plus its Forgive
-}
-
-func (p *svPacer) get(origin string) *svPaceOrigin {
-	if p.o == nil {
-		p.o = map[string]*svPaceOrigin{}
-	}
-	o := p.o[origin]
-	if o == nil {
-		o = &svPaceOrigin{}
-		p.o[origin] = o
-	}
-	return o
-}
-
-func (p *svPacer) Reserve(ctx context.Context, origin string, r fleet.TurnRequest) (fleet.Turn, error) {
-	if err := ctx.Err(); err != nil {
-		return fleet.Turn{}, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := time.Now()
-	o := p.get(origin)
-	ask := max(r.Every, 0)
-	keep := ask
-	turn := now
-	if o.pause.After(turn) {
-		turn = o.pause
-	}
-	if o.heldID != 0 {
-		if now.Before(o.heldEnd) {
-			free := o.heldAt.Add(max(ask, o.lastEvery))
-			if turn.After(free) {
-				free = turn
-			}
-			return fleet.Turn{InFlight: true, Wait: max(free.Sub(now), 0)}, nil
-		}
-		o.heldID = 0
-		o.last = o.heldEnd // never released: spaced from the hold's end
-	}
-	if o.hasLast {
-		if n := o.last.Add(max(ask, o.lastEvery)); n.After(turn) {
-			turn = n
-		}
-		if !r.Known {
-			keep = max(keep, o.lastEvery)
-		}
-	}
-	wait := turn.Sub(now)
-	if wait > 0 && wait > r.MaxWait {
-		return fleet.Turn{Wait: wait}, nil
-	}
-	o.hasLast, o.last, o.lastEvery = true, turn, keep
-	var id uint64
-	if r.Hold > 0 && (keep > 0 || !r.Known || time.Now().Before(o.forgiven)) {
-		p.ids++
-		id = p.ids
-		o.heldID, o.heldAt, o.heldEnd = id, turn, turn.Add(r.Hold)
-	}
-	return fleet.Turn{OK: true, Wait: wait, ID: id}, nil
-}
-
-func (p *svPacer) Release(ctx context.Context, origin string, id uint64, answered time.Time) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	o := p.get(origin)
-	if id != 0 && o.heldID == id {
-		now := time.Now()
-		if answered.After(now) {
-			now = answered
-		}
-		o.heldID, o.last = 0, now
-	}
-	return nil
-}
-
-func (p *svPacer) Pause(ctx context.Context, origin string, until time.Time) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	o := p.get(origin)
-	if until.After(o.pause) {
-		o.pause = until
-	}
-	return nil
-}
-
+// PushBack is the Memory's with no jitter, so that the fleet's pause is
+// never longer than the one the Transport keeps in memory, whose RetryAt
+// the tests check.
 func (p *svPacer) PushBack(ctx context.Context, origin string, sent time.Time, b robots.Backoff) (time.Time, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := time.Now()
-	o := p.get(origin)
-	if o.boLevel > 0 && !sent.After(o.boStart) {
-		return o.boEnd, nil
-	}
-	if o.boLevel > 0 && now.After(o.boEnd.Add(b.Forgive)) {
-		o.boLevel = 0
-	}
-	o.boLevel++
-	d := b.First
-	for i := 1; i < o.boLevel && d < b.Max; i++ {
-		d *= 2
-	}
-	d = min(d, b.Max)
-	o.boStart, o.boEnd = now, now.Add(d)
-	o.forgiven = o.boEnd.Add(b.Forgive)
-	if o.boEnd.After(o.pause) {
-		o.pause = o.boEnd
-	}
-	return o.boEnd, nil
+	p.once.Do(func() { p.Jitter = func() float64 { return 0 } })
+	return p.Memory.PushBack(ctx, origin, sent, b)
 }
 
 // ---------------------------------------------------------------------------
@@ -633,7 +520,7 @@ func TestPoliteHangingBaseTurnTimeout(t *testing.T) {
 					hang: make(chan struct{}), ignoreCtx: true}
 				pacer, store := &svPacer{}, &fleet.MemoryStore{}
 				mk := func() *robots.Transport {
-					tr := &robots.Transport{Base: site, Agent: "ExampleBot", TurnTimeout: turnTimeout, MaxWait: c.maxWait}
+					tr := &robots.Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot", TurnTimeout: turnTimeout, MaxWait: c.maxWait}
 					if c.fleet {
 						tr.Pacer, tr.Store = pacer, store
 					}
@@ -742,7 +629,7 @@ func TestPoliteBackoffUnusableRetryAfter(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					site := &svSite{robots: map[string]string{svOrigin: "User-agent: *\nDisallow: /private\n"},
 						respond: svSeq([]svStep{{status, ra}})}
-					tr := &robots.Transport{Base: site, Agent: "ExampleBot", MaxWait: time.Millisecond}
+					tr := &robots.Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot", MaxWait: time.Millisecond}
 					resp, err := svGet(t.Context(), tr, svOrigin+"/p1", "")
 					if err != nil || resp.StatusCode != status {
 						t.Fatalf("got %v, %v", resp, err)
@@ -800,7 +687,7 @@ func TestPoliteRetryAfterHonoured(t *testing.T) {
 				logs := &svLogs{}
 				site := &svSite{robots: map[string]string{svOrigin: "User-agent: *\nDisallow: /private\n"},
 					respond: svSeq([]svStep{{429, ra}})}
-				tr := &robots.Transport{Base: site, Agent: "ExampleBot", MaxWait: time.Millisecond, Logger: slog.New(logs)}
+				tr := &robots.Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot", MaxWait: time.Millisecond, Logger: slog.New(logs)}
 				svGet(t.Context(), tr, svOrigin+"/p1", "")
 				answered := time.Now()
 				_, err := svGet(t.Context(), tr, svOrigin+"/p2", "")
@@ -892,7 +779,7 @@ func TestPoliteBackoffForgiven(t *testing.T) {
 				return status, nil, svBody("")
 			}}
 		set := func(s int) { mu.Lock(); status = s; mu.Unlock() }
-		tr := &robots.Transport{Base: site, Agent: "ExampleBot", MaxWait: time.Millisecond}
+		tr := &robots.Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot", MaxWait: time.Millisecond}
 		check := func(name string, want time.Duration) {
 			t.Helper()
 			set(503)
@@ -939,7 +826,7 @@ func TestPoliteBurstIsOneIncident(t *testing.T) {
 				pacer := &svPacer{}
 				var trs []*robots.Transport
 				for range 2 {
-					tr := &robots.Transport{Base: site, Agent: "ExampleBot"}
+					tr := &robots.Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot"}
 					if inFleet {
 						tr.Pacer, tr.Store = pacer, &fleet.MemoryStore{}
 					}
@@ -1103,7 +990,7 @@ func TestPoliteOneCallerRetryAtAtIsSent(t *testing.T) {
 				site := &svSite{robots: map[string]string{svOrigin: "User-agent: *\nCrawl-delay: 2\n"},
 					latency: func(_, p string) time.Duration { return lat[int(i.Add(1))%len(lat)] },
 					respond: svSeq([]svStep{{200, ""}, {200, ""}, {503, ""}, {200, ""}, {429, "30"}, {200, ""}})}
-				tr := &robots.Transport{Base: site, Agent: "ExampleBot", MaxWait: 10 * time.Millisecond}
+				tr := &robots.Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot", MaxWait: 10 * time.Millisecond}
 				if inFleet {
 					tr.Pacer, tr.Store = &svPacer{}, &fleet.MemoryStore{}
 				}
@@ -1163,17 +1050,17 @@ func (p *svFaultPacer) Reserve(ctx context.Context, origin string, r fleet.TurnR
 	return p.svPacer.Reserve(ctx, origin, r)
 }
 
-func (p *svFaultPacer) Release(ctx context.Context, origin string, id uint64, answered time.Time) error {
+func (p *svFaultPacer) Release(ctx context.Context, origin string, a fleet.Answer) error {
 	if p.hangRelease {
 		// answered in the shared state, but the call itself hangs
-		p.svPacer.Release(ctx, origin, id, answered)
+		p.svPacer.Release(ctx, origin, a)
 		<-ctx.Done()
 		return ctx.Err()
 	}
 	if p.errRelease {
 		return errors.New("pacer down")
 	}
-	return p.svPacer.Release(ctx, origin, id, answered)
+	return p.svPacer.Release(ctx, origin, a)
 }
 
 func (p *svFaultPacer) PushBack(ctx context.Context, origin string, sent time.Time, b robots.Backoff) (time.Time, error) {
@@ -1529,7 +1416,7 @@ func TestPoliteCrawlDelayExtreme(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				logs := &svLogs{}
 				site := &svSite{robots: map[string]string{svOrigin: "User-agent: *\nCrawl-delay: " + c.v + "\n"}}
-				tr := &robots.Transport{Base: site, Agent: "ExampleBot", MaxWait: time.Millisecond, Logger: slog.New(logs)}
+				tr := &robots.Transport{NoDefaultPace: true, Base: site, Agent: "ExampleBot", MaxWait: time.Millisecond, Logger: slog.New(logs)}
 				if _, err := tr.Origin(t.Context(), must(url.Parse(svOrigin))); err != nil {
 					t.Fatal(err)
 				}
@@ -1564,10 +1451,14 @@ func TestPoliteOverflowCaps(t *testing.T) {
 		tr     func() *robots.Transport
 		step   svStep
 	}{
-		{"MaxCrawlDelay max, Crawl-delay 1e308", "User-agent: *\nCrawl-delay: 1e308\n", func() *robots.Transport { return &robots.Transport{MaxCrawlDelay: math.MaxInt64} }, svStep{200, ""}},
-		{"MaxRetryAfter max, Retry-After huge", "User-agent: *\n", func() *robots.Transport { return &robots.Transport{MaxRetryAfter: math.MaxInt64} }, svStep{429, "99999999999999999999"}},
-		{"Backoff.First max", "User-agent: *\n", func() *robots.Transport { return &robots.Transport{Backoff: robots.Backoff{First: math.MaxInt64}} }, svStep{503, ""}},
-		{"Backoff.First 1<<62 (control)", "User-agent: *\n", func() *robots.Transport { return &robots.Transport{Backoff: robots.Backoff{First: 1 << 62}} }, svStep{503, ""}},
+		{"MaxCrawlDelay max, Crawl-delay 1e308", "User-agent: *\nCrawl-delay: 1e308\n", func() *robots.Transport { return &robots.Transport{NoDefaultPace: true, MaxCrawlDelay: math.MaxInt64} }, svStep{200, ""}},
+		{"MaxRetryAfter max, Retry-After huge", "User-agent: *\n", func() *robots.Transport { return &robots.Transport{NoDefaultPace: true, MaxRetryAfter: math.MaxInt64} }, svStep{429, "99999999999999999999"}},
+		{"Backoff.First max", "User-agent: *\n", func() *robots.Transport {
+			return &robots.Transport{NoDefaultPace: true, Backoff: robots.Backoff{First: math.MaxInt64}}
+		}, svStep{503, ""}},
+		{"Backoff.First 1<<62 (control)", "User-agent: *\n", func() *robots.Transport {
+			return &robots.Transport{NoDefaultPace: true, Backoff: robots.Backoff{First: 1 << 62}}
+		}, svStep{503, ""}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -1751,4 +1642,11 @@ func TestPoliteRobotsTxtRetryAfterPauses(t *testing.T) {
 			t.Errorf("%d requests in 20 minutes", len(v))
 		}
 	})
+}
+
+// svNoPace sets NoDefaultPace on t, for a test that is not about the
+// default pace and runs on the real clock, and returns t.
+func svNoPace(t *robots.Transport) *robots.Transport {
+	t.NoDefaultPace = true
+	return t
 }

@@ -42,6 +42,17 @@ type Stats struct {
 	// requests that waited for, or were refused for, the answer to
 	// another request to their origin (ReasonInFlight)
 	InFlightWaits uint64
+
+	// RateLimits counts the pauses that a RateLimit response field asked
+	// for (a spent quota, or the rest spread over its window).
+	RateLimits uint64
+	// Requests that waited for, or were refused for, the interval of an
+	// origin set by DefaultDelay (ReasonDefaultPace), by the adaptive
+	// delay (ReasonSlowAnswers), and by a Request-rate
+	// (ReasonRequestRate).
+	DefaultPaceWaits uint64
+	SlowWaits        uint64
+	RequestRateWaits uint64
 }
 
 // Stats returns the Transport's counters, each read atomically (together,
@@ -69,6 +80,10 @@ func (t *Transport) Stats() Stats {
 		Pauses:             s.pauses.Load(),
 		Backoffs:           s.backoffs.Load(),
 		InFlightWaits:      s.inFlightWaits.Load(),
+		RateLimits:         s.rateLimits.Load(),
+		DefaultPaceWaits:   s.defaultWaits.Load(),
+		SlowWaits:          s.slowWaits.Load(),
+		RequestRateWaits:   s.rateWaits.Load(),
 	}
 }
 
@@ -80,7 +95,8 @@ type stats struct {
 	refusedRule, refusedUnreachable, refusedUsage atomic.Uint64
 	fetches                                       [3]atomic.Uint64 // by Access
 	paceWaits, pauses, notYet                     atomic.Uint64
-	backoffs, inFlightWaits                       atomic.Uint64
+	backoffs, inFlightWaits, rateLimits           atomic.Uint64
+	defaultWaits, slowWaits, rateWaits            atomic.Uint64
 	paceWait                                      atomic.Int64 // nanoseconds
 }
 
@@ -102,6 +118,21 @@ func (c *striped) load() uint64 {
 }
 
 func (s *stats) hit() { s.hitCount.add() }
+
+// waitedFor counts a request that waited for, or was refused for, the
+// reason why, in the counter of that reason if it has one.
+func (s *stats) waitedFor(why string) {
+	switch why {
+	case ReasonInFlight:
+		s.inFlightWaits.Add(1)
+	case ReasonDefaultPace:
+		s.defaultWaits.Add(1)
+	case ReasonSlowAnswers:
+		s.slowWaits.Add(1)
+	case ReasonRequestRate:
+		s.rateWaits.Add(1)
+	}
+}
 
 func (s *stats) fetched(a fleet.Access) {
 	if int(a) < len(s.fetches) {

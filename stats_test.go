@@ -12,7 +12,7 @@ func TestStats(t *testing.T) {
 	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n"))
 	mock.RegisterResponder("GET", "https://gone.example/robots.txt", httpmock.NewStringResponder(404, ""))
 	mock.RegisterResponder("GET", "https://down.example/robots.txt", httpmock.NewStringResponder(500, ""))
-	tr := NewTransport(mock, "ExampleBot")
+	tr := noDefaultPace(NewTransport(mock, "ExampleBot"))
 	client := &http.Client{Transport: tr}
 	wantAllowed(t, client, "https://example.com/a")
 	wantAllowed(t, client, "https://example.com/b")

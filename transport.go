@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/f9014239/robots/fleet"
+	"github.com/f9014239/robots/internal/pacing"
 )
 
 // ErrDisallowed is matched by every request refused under robots.txt:
@@ -86,6 +87,7 @@ const (
 	DefaultMaxCrawlDelay = 24 * time.Hour // MaxCrawlDelay
 	DefaultMaxRetryAfter = 24 * time.Hour // MaxRetryAfter
 	DefaultTurnTimeout   = time.Minute    // TurnTimeout
+	DefaultPaceDelay     = time.Second    // DefaultDelay
 	// Backoff's fields
 	DefaultBackoffFirst   = time.Minute
 	DefaultBackoffMax     = 24 * time.Hour
@@ -149,13 +151,34 @@ type Transport struct {
 	// each request held for its turn, with the request's context.
 	Logger *slog.Logger
 
-	// IgnoreCrawlDelay turns off pacing by crawl-delay; MaxCrawlDelay caps
-	// the crawl-delay honoured (if zero, DefaultMaxCrawlDelay); MinDelay is
-	// the least time between two requests to one origin (if zero, an
-	// origin that states no crawl-delay is not paced). IgnoreRetryAfter
-	// turns off the pauses that Retry-After sets; MaxRetryAfter caps them
-	// (if zero, DefaultMaxRetryAfter). A cap that shortens what a site
-	// asked for is logged (Warn), with the origin, the ask and the cap.
+	// Every origin is paced: one request to it is in flight at a time,
+	// and the next leaves no sooner than its interval after the answer to
+	// the one before (see doc/pacing.md). The interval is the longest of
+	// the delay the origin's robots.txt states (Crawl-delay, or
+	// Request-rate n/T read as T/n, the longer), MinDelay, the adaptive
+	// delay (twice the origin's recent response time, once that is a
+	// millisecond or more, at most MaxCrawlDelay) and, for an origin that
+	// states neither Crawl-delay nor Request-rate, DefaultDelay.
+	//
+	// DefaultDelay is the interval of an origin that states no delay; if
+	// zero, DefaultPaceDelay (1 s). NoDefaultPace turns off DefaultDelay
+	// and the adaptive delay: an origin that states no delay, with no
+	// MinDelay, pause or back-off, then takes no turn and gets requests
+	// with no limit, as a client that is not a crawler may want; robots.txt,
+	// Crawl-delay, Request-rate, Retry-After, RateLimit, the back-off and
+	// MinDelay still hold. The zero value is polite.
+	DefaultDelay  time.Duration
+	NoDefaultPace bool
+
+	// IgnoreCrawlDelay ignores the delays robots.txt states (Crawl-delay
+	// and Request-rate: the origin then takes DefaultDelay as if it stated
+	// none); MaxCrawlDelay caps the delay honoured and the adaptive delay
+	// (if zero, DefaultMaxCrawlDelay); MinDelay is the least time between
+	// two requests to one origin. IgnoreRetryAfter turns off the pauses
+	// that Retry-After sets; MaxRetryAfter caps them and those a RateLimit
+	// field asks for (if zero, DefaultMaxRetryAfter). A cap that shortens
+	// what a site asked for is logged (Warn), with the origin, the ask and
+	// the cap.
 	IgnoreCrawlDelay bool
 	MaxCrawlDelay    time.Duration
 	MinDelay         time.Duration
@@ -163,15 +186,16 @@ type Transport struct {
 	MaxRetryAfter    time.Duration
 
 	// TurnTimeout bounds how long a request to a paced origin holds it:
-	// while an origin has an interval (a crawl-delay, MinDelay, a back-off)
 	// one request to it is in flight at a time, and the next leaves an
 	// interval after its answer (response headers or error), or after
 	// TurnTimeout if the answer has not come by then (a Base that hangs, a
-	// killed process holding a Pacer's turn). If zero, DefaultTurnTimeout.
+	// killed process holding a Pacer's turn); such a hold counts as an
+	// answer that took TurnTimeout. If zero, DefaultTurnTimeout.
 	TurnTimeout time.Duration
 
 	// Backoff pauses an origin that answers 429 or 503 without a usable
-	// Retry-After (absent, zero, in the past, malformed, or ignored);
+	// Retry-After (absent, zero, in the past, malformed, or ignored) or
+	// RateLimit field;
 	// its zero fields take DefaultBackoffFirst, DefaultBackoffMax and
 	// DefaultBackoffForgive. Until a back-off is forgiven, the origin
 	// gets one request at a time. IgnoreBackoff turns it off.
@@ -199,9 +223,10 @@ type Transport struct {
 	epoch  time.Time // set once: the origin of the clock of t.now
 	cache  *cache    // set once
 	stats  stats
-	logs          // set once
-	turns  turns  // set once
-	loader loader // set once
+	logs                           // set once
+	paces  pacing.Table[originKey] // the paces of origins dropped from cache
+	turns  turns                   // set once
+	loader loader                  // set once
 	// the last User-Agent header → token derivation
 	ua atomic.Pointer[uaToken]
 	// named is set by NewTransport: Agent must name a token, even when
@@ -234,13 +259,16 @@ type config struct {
 	ignoreCrawlDelay bool
 	maxCrawlDelay    time.Duration
 	minDelay         time.Duration
+	defaultDelay     time.Duration // 0 with NoDefaultPace
 	ignoreRetryAfter bool
 	maxRetryAfter    time.Duration
 	maxWait          time.Duration // Transport.MaxWait; 0 for none
 	turnTimeout      time.Duration
-	backoff          Backoff // First is 0 if IgnoreBackoff
-	pacer            fleet.Pacer
-	watcher          fleet.PauseWatcher // pacer, if it is one
+	// the cap of the adaptive delay: MaxCrawlDelay, or 0 with NoDefaultPace
+	maxAdaptive time.Duration
+	backoff     Backoff // First is 0 if IgnoreBackoff
+	pacer       fleet.Pacer
+	watcher     fleet.PauseWatcher // pacer, if it is one
 	// Transport.Uses, "ai-train" read as "train-ai"
 	uses []string
 }
@@ -285,6 +313,7 @@ func (t *Transport) init() {
 		ignoreCrawlDelay: t.IgnoreCrawlDelay,
 		maxCrawlDelay:    t.MaxCrawlDelay,
 		minDelay:         max(t.MinDelay, 0),
+		defaultDelay:     t.DefaultDelay,
 		ignoreRetryAfter: t.IgnoreRetryAfter,
 		maxRetryAfter:    t.MaxRetryAfter,
 		maxWait:          max(t.MaxWait, 0),
@@ -359,12 +388,19 @@ func (t *Transport) init() {
 	if c.maxRetryAfter <= 0 {
 		c.maxRetryAfter = DefaultMaxRetryAfter
 	}
+	if c.defaultDelay <= 0 {
+		c.defaultDelay = DefaultPaceDelay
+	}
+	c.maxAdaptive = c.maxCrawlDelay
+	if t.NoDefaultPace {
+		c.defaultDelay, c.maxAdaptive = 0, 0
+	}
 	t.cfg = c
-	t.cache = newCache(c.maxOrigins, c.maxBytes)
+	t.cache = newCache(c.maxOrigins, c.maxBytes, &t.paces)
 	t.epoch = time.Now()
 	t.logs = logs{logger: c.logger}
-	t.turns = turns{logs: &t.logs, cfg: &t.cfg, epoch: t.epoch, cache: t.cache, stats: &t.stats}
-	t.loader = loader{logs: &t.logs, turns: &t.turns, cfg: &t.cfg, cache: t.cache, stats: &t.stats, missed: t.missed}
+	t.turns = turns{logs: &t.logs, cfg: &t.cfg, epoch: t.epoch, cache: t.cache, paces: &t.paces, stats: &t.stats}
+	t.loader = loader{logs: &t.logs, cfg: &t.cfg, epoch: t.epoch, cache: t.cache, stats: &t.stats, turns: &t.turns, missed: t.missed}
 }
 
 // now returns the time since t.epoch. On the hot path it is cheaper than
@@ -419,11 +455,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if isRobotsTxt(req.URL) {
 		s, tk, err = t.robotsTxtSite(ctx, req.URL, req.Host, now)
 	} else {
-		var every time.Duration
-		s, st, every, err = t.check(ctx, req.URL, req.Host, agent, t.fetchAgent(req.Header, ua), now)
+		var a ask
+		s, st, a, err = t.check(ctx, req.URL, req.Host, agent, t.fetchAgent(req.Header, ua), now)
 		if err == nil {
-			if !t.turns.free(s, every) {
-				tk, err = t.turns.waitTurn(ctx, s, every, nil, false, now, req.URL)
+			if !t.turns.free(s, a) {
+				tk, err = t.turns.waitTurn(ctx, s, a, nil, false, now, req.URL)
 			}
 		}
 	}
@@ -444,12 +480,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// The next request is spaced from this one's answer: the site sees
 	// them an interval apart, however long this one took to reach it.
 	if tk.p != nil {
-		t.turns.release(ctx, s, tk)
+		t.turns.release(ctx, s, tk, t.now()-sent, err != nil && ctx.Err() == nil)
 	}
 	if err == nil && resp != nil {
-		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-			t.turns.pushedBack(ctx, s, resp.StatusCode, resp.Header, sent)
-		}
+		t.turns.answered(ctx, s, resp.StatusCode, resp.Header, sent)
 		if st != nil && st.robots != nil && st.robots.HasUsage() {
 			t.attachUsage(resp, req, st, agent) // see UsageOf
 		}
@@ -472,7 +506,7 @@ func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL, host string, 
 		s, evicted = t.cache.add(sh, k, now)
 		t.stats.evictions.Add(uint64(evicted))
 	}
-	tk, err := t.turns.waitTurn(ctx, s, t.turns.paceOf(s).fetchEvery(t.cfg.minDelay), nil, true, now, u)
+	tk, err := t.turns.waitTurn(ctx, s, t.turns.fetchAsk(s), nil, true, now, u)
 	return s, tk, err
 }
 

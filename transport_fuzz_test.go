@@ -128,7 +128,7 @@ func FuzzTransport(f *testing.F) {
 			contentLength: contentLength, body: body, fault: fuzzFault(fault % uint8(fuzzNumFaults)),
 		}
 		store := &fleet.MemoryStore{}
-		tr := &Transport{Base: base, Agent: "FuzzBot", Store: store, IgnoreCrawlDelay: true}
+		tr := &Transport{NoDefaultPace: true, Base: base, Agent: "FuzzBot", Store: store, IgnoreCrawlDelay: true}
 		u := &url.URL{Scheme: "https", Host: "fuzz.example", Path: "/" + path}
 		ctx := context.Background()
 

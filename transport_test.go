@@ -23,7 +23,7 @@ func TestEveryHopAndMethodIsChecked(t *testing.T) {
 	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n"))
 	mock.RegisterResponder("GET", "https://example.com/go", httpmock.NewStringResponder(302, "").
 		HeaderSet(http.Header{"Location": {"/private/x"}}))
-	client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+	client := &http.Client{Transport: noDefaultPace(NewTransport(mock, "ExampleBot"))}
 	wantRefused(t, client, "https://example.com/go")
 	if n := calls(mock, "https://example.com/private/x"); n != 0 {
 		t.Errorf("redirect target sent %d times, want 0", n)
@@ -39,7 +39,7 @@ func TestEveryHopAndMethodIsChecked(t *testing.T) {
 func TestRobotsTxtPassesThrough(t *testing.T) {
 	mock := newMock()
 	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(503, "busy"))
-	client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+	client := &http.Client{Transport: noDefaultPace(NewTransport(mock, "ExampleBot"))}
 	resp, err := client.Get(exampleRobots)
 	if err != nil {
 		t.Fatalf("GET /robots.txt: %v", err)
@@ -56,7 +56,7 @@ func TestRobotsTxtPassesThrough(t *testing.T) {
 func TestErrorsThroughClient(t *testing.T) {
 	mock := newMock()
 	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: ExampleBot\nAllow: /\nDisallow: /private\n"))
-	client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+	client := &http.Client{Transport: noDefaultPace(NewTransport(mock, "ExampleBot"))}
 	err := get(client, "https://example.com/private/page?q=1")
 	var ue *url.Error
 	if !errors.As(err, &ue) {
@@ -89,7 +89,7 @@ func TestErrorsThroughClient(t *testing.T) {
 func TestRequestNotModified(t *testing.T) {
 	mock := newMock()
 	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /private\n"))
-	tr := NewTransport(mock, "ExampleBot")
+	tr := noDefaultPace(NewTransport(mock, "ExampleBot"))
 	for _, path := range []string{"/public", "/private"} {
 		req, _ := http.NewRequest("GET", "https://example.com"+path, nil)
 		req.Header.Set("User-Agent", "ExampleBot/1.0")
@@ -165,7 +165,7 @@ func (m *closeIdleMock) CloseIdleConnections() { m.n++ }
 
 func TestCloseIdleConnections(t *testing.T) {
 	base := &closeIdleMock{RoundTripper: newMock()}
-	client := &http.Client{Transport: NewTransport(base, "ExampleBot")}
+	client := &http.Client{Transport: noDefaultPace(NewTransport(base, "ExampleBot"))}
 	client.CloseIdleConnections()
 	if base.n != 1 {
 		t.Errorf("CloseIdleConnections reached Base %d times, want 1", base.n)
@@ -197,7 +197,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}{
 		{"base", base},
 		{"robots", NewTransport(base, "ExampleBot")},
-		{"robots-no-pacing", &Transport{Base: base, Agent: "ExampleBot", IgnoreCrawlDelay: true, IgnoreRetryAfter: true}},
+		{"robots-no-pacing", &Transport{NoDefaultPace: true, Base: base, Agent: "ExampleBot", IgnoreCrawlDelay: true, IgnoreRetryAfter: true}},
 		{"robots-derived-agent", &Transport{Base: base}},
 	} {
 		if _, err := c.rt.RoundTrip(req); err != nil { // warm the cache
@@ -237,10 +237,10 @@ func (b brokenBase) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func TestBrokenBase(t *testing.T) {
 	u := mustURL("https://example.com/page")
-	if err := NewTransport(brokenBase{}, "ExampleBot").Check(context.Background(), u); err != nil {
+	if err := noDefaultPace(NewTransport(brokenBase{}, "ExampleBot")).Check(context.Background(), u); err != nil {
 		t.Errorf("robots.txt with a nil Body: %v, want an empty file (allowed)", err)
 	}
-	err := NewTransport(brokenBase{noResponse: true}, "ExampleBot").Check(context.Background(), u)
+	err := noDefaultPace(NewTransport(brokenBase{noResponse: true}, "ExampleBot")).Check(context.Background(), u)
 	if de, ok := errors.AsType[*DisallowedError](err); !ok || !errors.Is(de.Err, errNoResponse) {
 		t.Errorf("robots.txt with no response: %v, want unreachable", err)
 	}
@@ -292,8 +292,8 @@ func TestDefaultTransportDoesNotRecurse(t *testing.T) {
 	old := http.DefaultTransport
 	defer func() { http.DefaultTransport = old }()
 	for _, mk := range []func() http.RoundTripper{
-		func() http.RoundTripper { return NewTransport(nil, "MyBot/1.0") },
-		func() http.RoundTripper { return &Transport{Agent: "MyBot/1.0"} },
+		func() http.RoundTripper { return noDefaultPace(NewTransport(nil, "MyBot/1.0")) },
+		func() http.RoundTripper { return &Transport{NoDefaultPace: true, Agent: "MyBot/1.0"} },
 	} {
 		http.DefaultTransport = mk()
 		c := &http.Client{Timeout: 5 * time.Second}
@@ -317,11 +317,11 @@ func TestMisuseFailsClearly(t *testing.T) {
 		}
 		return 200, nil, "User-agent: examplebot\nDisallow: /x\n"
 	}}
-	bad := &http.Client{Transport: &Transport{Base: srv, Agent: "(bot)"}}
+	bad := &http.Client{Transport: &Transport{NoDefaultPace: true, Base: srv, Agent: "(bot)"}}
 	if err := atkGet(context.Background(), bad, "https://example.com/y", nil); err == nil || errors.Is(err, ErrDisallowed) {
 		t.Errorf("Agent (bot): err = %v, want a misuse error", err)
 	}
-	tr := NewTransport(srv, "ExampleBot/1.0")
+	tr := noDefaultPace(NewTransport(srv, "ExampleBot/1.0"))
 	c := &http.Client{Transport: tr}
 	if err := atkGet(context.Background(), c, "ftp://example.com/y", nil); err == nil || errors.Is(err, ErrDisallowed) {
 		t.Errorf("ftp: err = %v, want a non-ErrDisallowed error", err)

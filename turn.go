@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"math/rand/v2"
-	"net/http"
 	"net/url"
 	"sync/atomic"
 	"time"
 
 	"github.com/f9014239/robots/fleet"
+	"github.com/f9014239/robots/internal/pacing"
+	"github.com/f9014239/robots/matcher"
 )
 
 // ErrNotYet is matched by a [*TurnError]: a request not sent because its
@@ -74,27 +74,15 @@ type turns struct {
 	*logs
 	cfg   *config
 	epoch time.Time // the origin of the clock of now
-	cache *cache    // the origins' paces
+	cache *cache    // the origins' sites, whose paces it holds
+	// the paces of the origins dropped from the cache that still matter
+	paces *pacing.Table[originKey]
 	stats *stats
 	// when a Pacer failure was last logged, in Unix ns; 0 if never
 	pacerLogged atomic.Int64
 	// since when every Reserve cut short by MaxWait has gone unanswered,
 	// in Unix ns; 0 if the last one was answered
 	pacerSlowSince atomic.Int64
-}
-
-// pacerDown notes that a Reserve was cut short by MaxWait, and reports
-// whether the Pacer has answered none for storeTimeout, the bound of one
-// call: then it counts as failed, and turns are taken in memory, as for a
-// Pacer that errs, rather than refused for as long as it hangs.
-func (tn *turns) pacerDown() bool {
-	now := time.Now().UnixNano()
-	since := tn.pacerSlowSince.Load()
-	if since == 0 {
-		tn.pacerSlowSince.CompareAndSwap(0, now)
-		return false
-	}
-	return now-since >= int64(storeTimeout)
 }
 
 // now returns the time since epoch, on the monotonic clock.
@@ -142,16 +130,16 @@ func (t *Transport) NextTurn(ctx context.Context, u *url.URL) (time.Time, error)
 	ctx = context.WithValue(ctx, probeKey{}, true)
 	now := t.now()
 	var s *site
-	every := time.Duration(0)
+	var a ask
 	if isRobotsTxt(u) {
 		k, err := keyOf(u)
 		if err != nil {
 			return time.Time{}, err
 		}
 		s = t.cache.siteOf(k, now)
-		every = t.turns.paceOf(s).fetchEvery(t.cfg.minDelay)
+		a = t.turns.fetchAsk(s)
 	} else {
-		s, _, every, err = t.check(ctx, u, "", agent, t.fetchAgent(nil, ua), now)
+		s, _, a, err = t.check(ctx, u, "", agent, t.fetchAgent(nil, ua), now)
 		if te, ok := err.(*TurnError); ok && te.Err == nil {
 			return te.RetryAt, nil
 		}
@@ -164,19 +152,19 @@ func (t *Transport) NextTurn(ctx context.Context, u *url.URL) (time.Time, error)
 	}
 	now = t.now()
 	p := t.turns.paceOf(s)
-	if every <= 0 && !p.heeded(now) {
+	if t.turns.untimed(a) && !p.Heeded(now) {
 		// Such a request takes no turn (see waitTurn): only a pause
 		// holds it back.
-		return t.epoch.Add(max(now, time.Duration(p.pausedUntil.Load()))), nil
+		return t.epoch.Add(max(now, p.PausedUntil())), nil
 	}
-	at, _ := p.earliest(now, every)
+	at, _ := p.Next(now, t.turns.request(a, 0))
 	return t.epoch.Add(at), nil
 }
 
 // paceOf returns the pace of s's origin: s's own, unless it was dropped
 // with s from the cache, and then the pace of the origin's current site.
-func (tn *turns) paceOf(s *site) *pace {
-	for s.pace.dropped.Load() {
+func (tn *turns) paceOf(s *site) *pacing.Pace {
+	for s.pace.Dropped() {
 		s = tn.cache.siteOf(s.key, tn.now())
 	}
 	return s.pace
@@ -184,20 +172,57 @@ func (tn *turns) paceOf(s *site) *pace {
 
 // interval returns how far apart the requests to an origin decided by st
 // must be, for the crawler agent ("" for the Transport's own Agent).
-func (tn *turns) interval(st *state, agent string) time.Duration {
+func (tn *turns) interval(st *state, agent string) ask {
 	if agent == "" || st.robots == nil {
-		return st.every
+		return st.ask
 	}
-	return tn.delayOf(st.robots.Group(agent).CrawlDelay())
+	return tn.delayOf(st.robots.Group(agent))
 }
 
-// delayOf returns the interval for a group whose crawl-delay is d (ok false
-// if it states none), under the Transport's settings.
-func (tn *turns) delayOf(d time.Duration, ok bool) time.Duration {
-	if !ok || tn.cfg.ignoreCrawlDelay {
-		d = 0
+// delayOf returns the interval for the group g of robots.txt (nil when
+// there are no rules: robots.txt unavailable or unreachable), under the
+// Transport's settings: the longest of the delay the group states
+// (Crawl-delay, or Request-rate's T/n, the longer; at most MaxCrawlDelay),
+// MinDelay, and, if the group states neither (or IgnoreCrawlDelay is set),
+// DefaultDelay unless NoDefaultPace is set. The adaptive delay is the
+// pace's own (see pacing.State.Adaptive).
+func (tn *turns) delayOf(g *matcher.Group) ask {
+	a := ask{why: ReasonCrawlDelay, known: true}
+	stated := false
+	if g != nil && !tn.cfg.ignoreCrawlDelay {
+		if d, ok := g.CrawlDelay(); ok {
+			a.every, stated = d, true
+		}
+		if d, ok := g.RequestRate(); ok {
+			stated = true
+			if d > a.every {
+				a.every, a.why = d, ReasonRequestRate
+			}
+		}
+		a.every = min(a.every, tn.cfg.maxCrawlDelay)
 	}
-	return max(min(d, tn.cfg.maxCrawlDelay), tn.cfg.minDelay)
+	if tn.cfg.minDelay > a.every {
+		a.every, a.why = tn.cfg.minDelay, ReasonCrawlDelay
+	}
+	if !stated && tn.cfg.defaultDelay > a.every {
+		a.every, a.why = tn.cfg.defaultDelay, ReasonDefaultPace
+		a.floor = max(a.floor, tn.cfg.minDelay)
+	}
+	return a
+}
+
+// fetchAsk returns the interval of a fetch of the robots.txt of s's
+// origin: the longest interval known for the origin, at least MinDelay;
+// unknown if no robots.txt of it was read.
+func (tn *turns) fetchAsk(s *site) ask {
+	every, known := tn.paceOf(s).FetchEvery(tn.cfg.minDelay)
+	return ask{every: every, why: ReasonCrawlDelay, known: known}
+}
+
+// untimed reports whether a request that keeps a takes no turn when its
+// origin is not heeded: no interval, known rules, no adaptive delay.
+func (tn *turns) untimed(a ask) bool {
+	return a.every <= 0 && a.known && tn.cfg.maxAdaptive <= 0
 }
 
 // turnLimit is how far away a request's turn may be: the first instant on
@@ -242,9 +267,7 @@ func (l turnLimit) left(now time.Duration) time.Duration {
 func (tn *turns) notYet(ctx context.Context, s *site, now, wait time.Duration, l turnLimit, why string) *TurnError {
 	if ctx.Value(probeKey{}) == nil {
 		tn.stats.notYet.Add(1)
-		if why == ReasonInFlight {
-			tn.stats.inFlightWaits.Add(1)
-		}
+		tn.stats.waitedFor(why)
 	}
 	e := &TurnError{Origin: s.origin, RetryAt: tn.epoch.Add(add(now, wait)), Reason: why}
 	if l.deadline {
@@ -280,8 +303,8 @@ type probeKey struct{}
 // A request that is not a fetch takes no turn when no interval applies and
 // the origin is not paused nor backing off (the hot path), unless always is
 // set: then it takes one, so that a later request is spaced from it.
-func (tn *turns) waitTurn(ctx context.Context, s *site, every time.Duration, f *flight, always bool, start time.Duration, u *url.URL) (turn, error) {
-	if f == nil && !always && tn.free(s, every) {
+func (tn *turns) waitTurn(ctx context.Context, s *site, a ask, f *flight, always bool, start time.Duration, u *url.URL) (turn, error) {
+	if f == nil && !always && tn.free(s, a) {
 		return turn{}, nil
 	}
 	lim := tn.limitOf(ctx, start)
@@ -294,7 +317,7 @@ func (tn *turns) waitTurn(ctx context.Context, s *site, every time.Duration, f *
 	}()
 	poll := minPoll // the Pacer's turn in flight is asked about at most so often
 	for {
-		g, err := tn.reserve(ctx, s, every, lim, f, &waited, u)
+		g, err := tn.reserve(ctx, s, a, lim, f, &waited, u)
 		if err != nil {
 			return turn{}, err
 		}
@@ -317,6 +340,9 @@ func (tn *turns) waitTurn(ctx context.Context, s *site, every time.Duration, f *
 				f.wait()
 			}
 			tn.debugWait(ctx, s, g.wait, g.why, u)
+			if ctx.Value(probeKey{}) == nil && g.why != ReasonInFlight {
+				tn.stats.waitedFor(g.why)
+			}
 			if err := tn.sleep(ctx, s, g.wait, &waited); err != nil {
 				tn.giveBack(ctx, s, tk)
 				return turn{}, err
@@ -325,10 +351,10 @@ func (tn *turns) waitTurn(ctx context.Context, s *site, every time.Duration, f *
 		// A pause that began while this request waited holds it back
 		// too: no request goes to a paused origin.
 		if !tn.paused(ctx, s, g.wait > 0) {
-			if !tk.held && tk.p != nil {
+			if !tk.t.Held && tk.p != nil {
 				// A turn that holds nothing is moved to when its
 				// request leaves, if it woke late.
-				tk.p.release(tk, tn.now())
+				tk.p.Settle(tn.now(), tk.t)
 			}
 			return tk, nil
 		}
@@ -344,12 +370,11 @@ const (
 	maxPoll = 250 * time.Millisecond
 )
 
-// free reports whether a request to s with the interval every takes no
-// turn: the hot path. No interval applies, the origin is neither paused nor
-// backing off, and the Pacer's copy of the fleet's pauses, if any, says so.
-func (tn *turns) free(s *site, every time.Duration) bool {
-	return every <= 0 && !s.pace.dropped.Load() &&
-		(s.pace.heedUntil.Load() == 0 || !s.pace.heeded(tn.now())) &&
+// free reports whether a request to s that keeps a takes no turn: no
+// interval applies (see untimed), the origin is neither paused nor backing
+// off, and the Pacer's copy of the fleet's pauses, if any, says so.
+func (tn *turns) free(s *site, a ask) bool {
+	return tn.untimed(a) && !s.pace.Dropped() && !s.pace.Heeded(tn.now()) &&
 		(tn.cfg.pacer == nil || tn.watchedUnpaused(s.origin))
 }
 
@@ -378,7 +403,7 @@ func (tn *turns) waitFreed(ctx context.Context, s *site, g grant, l turnLimit, w
 	case <-timer.C:
 		if byLimit {
 			now := tn.now()
-			at, _ := tn.paceOf(s).earliest(now, 0)
+			at, _ := tn.paceOf(s).Next(now, tn.request(ask{known: true}, 0))
 			wait := max(at-now, g.wait-time.Since(start), time.Nanosecond)
 			return tn.notYet(ctx, s, now, wait, l, ReasonInFlight)
 		}
@@ -407,54 +432,30 @@ func urlOf(s *site, u *url.URL) string {
 }
 
 // release notes that the request that took tk (the zero turn for none) of
-// s was answered now: the next turn is spaced from now, in memory and in
-// the Pacer.
-func (tn *turns) release(ctx context.Context, s *site, tk turn) {
+// s was answered now, after took from its turn (failed: a network error or
+// a timeout, not a caller's cancel): the next turn is spaced from now, in
+// memory and in the Pacer, and took is a sample of the origin's response
+// time.
+func (tn *turns) release(ctx context.Context, s *site, tk turn, took time.Duration, failed bool) {
 	if tk.p == nil {
 		return
 	}
-	tk.p.release(tk, tn.now())
-	if tk.pacer && tk.held {
-		tn.pacerRelease(ctx, s, tk.id)
+	tk.p.Release(tn.now(), tk.t, took, failed)
+	if tk.pacer && tk.t.Held {
+		tn.pacerRelease(ctx, s, fleet.Answer{ID: tk.t.ID, At: time.Now(), Took: took, Failed: failed})
 	}
 }
 
-// giveBack returns tk, a turn whose request was not sent: see turn.giveBack.
-// A turn held in the Pacer is released there.
+// giveBack returns tk, a turn whose request was not sent (see
+// pacing.Pace.GiveBack). A turn held in the Pacer is released there.
 func (tn *turns) giveBack(ctx context.Context, s *site, tk turn) {
-	tk.giveBack(tn.now())
-	if tk.pacer && tk.held {
-		tn.pacerRelease(ctx, s, tk.id)
-	}
-}
-
-// pacerRelease releases the held turn id of s in the Pacer, answered now.
-func (tn *turns) pacerRelease(ctx context.Context, s *site, id uint64) {
-	answered := time.Now()
-	tn.afterAnswer(ctx, func(pctx context.Context) {
-		if err := tn.cfg.pacer.Release(pctx, s.origin, id, answered); err != nil {
-			tn.pacerFailed(ctx, s.origin, err)
-		}
-	})
-}
-
-// afterAnswer makes call, a call to the Pacer after a request's answer (a
-// release, a pause, a back-off), under a context of its own bounded by
-// storeTimeout, so that it is made even when the request is cancelled as its
-// answer comes. For a request under MaxWait it is made on a goroutine of its
-// own, which ends with the call: a worker that gave MaxWait is not held by
-// a Pacer that hangs. The memory's state is the caller's to change first.
-func (tn *turns) afterAnswer(ctx context.Context, call func(context.Context)) {
-	run := func() {
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-		defer cancel()
-		call(pctx)
-	}
-	if tn.maxWaitOf(ctx) > 0 {
-		go run()
+	if tk.p == nil {
 		return
 	}
-	run()
+	tk.p.GiveBack(tn.now(), tk.t, tk.pacer)
+	if tk.pacer && tk.t.Held {
+		tn.pacerRelease(ctx, s, fleet.Answer{ID: tk.t.ID, At: time.Now()})
+	}
 }
 
 // sleep waits for d, or until ctx is done, and adds the time it waited to
@@ -471,288 +472,3 @@ func (tn *turns) sleep(ctx context.Context, s *site, d time.Duration, waited *ti
 		return fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
 	}
 }
-
-// holdFor returns how long a turn with the interval every holds its origin
-// at most (see Transport.TurnTimeout).
-func (tn *turns) holdFor() time.Duration { return tn.cfg.turnTimeout }
-
-// reserve takes s's next turn from everything the process knows: its own
-// turns and pauses (kept in memory whether or not there is a Pacer), the
-// copy of the fleet's pauses a PauseWatcher keeps, and the Pacer, if any.
-// Where they disagree, the later turn wins: a Pacer that forgot a turn or a
-// pause (its store evicted or lost it) cannot make a request leave before
-// a turn the process took or a pause it knows of.
-//
-// With a Pacer, reserve first waits out what the process knows, and then
-// asks the Pacer, once: its answer can only make the turn later. The turn
-// is recorded in memory too. If the Pacer fails, the turn is taken in
-// memory. A turn taken in memory can be given back; one taken in a Pacer
-// cannot.
-//
-// It returns a grant that is not ok when a request to the origin is in
-// flight and the caller may wait for its answer. If the turn is at or past
-// lim, reserve takes none and returns a [*TurnError]; an error that wraps
-// ctx's error if ctx is done.
-func (tn *turns) reserve(ctx context.Context, s *site, every time.Duration, lim turnLimit, f *flight, waited *time.Duration, u *url.URL) (grant, error) {
-	p := tn.cfg.pacer
-	if p == nil {
-		now := tn.now()
-		g := tn.paceOf(s).reserve(now, every, lim.left(now), tn.holdFor())
-		if !g.ok && (g.freed == nil || g.wait >= lim.left(now)) {
-			return grant{}, tn.notYet(ctx, s, now, g.wait, lim, g.why)
-		}
-		return g, nil
-	}
-	tn.knowWatchedPause(s)
-	for {
-		now := tn.now()
-		at, why := tn.paceOf(s).earliest(now, every)
-		if why == ReasonInFlight {
-			// In flight from this process: wait for its answer here.
-			g := tn.paceOf(s).reserve(now, every, lim.left(now), tn.holdFor())
-			if g.ok {
-				tn.giveBack(ctx, s, g.tk) // answered meanwhile
-				continue
-			}
-			if g.freed == nil || g.wait >= lim.left(now) {
-				return grant{}, tn.notYet(ctx, s, now, g.wait, lim, g.why)
-			}
-			return g, nil
-		}
-		known := at - now
-		if known <= 0 {
-			break
-		}
-		if known >= lim.left(now) {
-			return grant{}, tn.notYet(ctx, s, now, known, lim, why)
-		}
-		if f != nil {
-			f.sendAt.Store(time.Now().Add(known).UnixNano())
-			f.wait()
-		}
-		tn.debugWait(ctx, s, known, why, u)
-		if err := tn.sleep(ctx, s, known, waited); err != nil {
-			return grant{}, err
-		}
-	}
-	now := tn.now()
-	left := lim.left(now)
-	iv, known := pacerEvery(every)
-	// The Pacer holds the turn if it keeps an interval, or the origin
-	// is backing off in the fleet (see Pacer.Reserve).
-	hold := tn.holdFor()
-	// The turn's ID is drawn here, so that a turn whose answer is lost
-	// (the call cut short by MaxWait) can be released all the same.
-	id := rand.Uint64() | 1
-	pctx, cancel := tn.pacerCtx(ctx, lim)
-	asked := time.Now()
-	r, err := p.Reserve(pctx, s.origin, fleet.TurnRequest{Every: iv, Known: known, MaxWait: left, Hold: hold, ID: id})
-	cutShort := err != nil && ctx.Err() == nil && pctx.Err() != nil && lim.maxWait && !tn.pacerDown()
-	cancel()
-	if err == nil {
-		tn.pacerSlowSince.Store(0)
-	}
-	if err == nil && r.OK && r.Wait >= left && lim.until != math.MaxInt64 {
-		// A Pacer that rounds may hand out a turn at the limit itself.
-		r.OK = false
-		if r.ID != 0 {
-			tn.pacerRelease(ctx, s, r.ID)
-		}
-	}
-	switch {
-	case err == nil && r.OK:
-		// Counted from the answer, not the question: the turn the
-		// process remembers is never earlier than the Pacer's.
-		wait := max(r.Wait, 0)
-		at := add(tn.now(), wait)
-		tk := tn.paceOf(s).record(at, every, r.ID != 0, add(at, hold), r.ID)
-		return grant{wait: wait, ok: true, why: ReasonCrawlDelay, tk: tk}, nil
-	case err == nil && r.InFlight:
-		// In flight from another user of the Pacer: poll it, from
-		// when it foresees a free turn (see waitFreed).
-		wait := max(r.Wait, time.Millisecond)
-		if lim.until != math.MaxInt64 && wait >= left {
-			return grant{}, tn.notYet(ctx, s, now, wait, lim, ReasonInFlight)
-		}
-		return grant{wait: wait, why: ReasonInFlight}, nil
-	case err == nil:
-		wait := max(r.Wait, time.Nanosecond) // a Pacer that refuses a turn it says is now
-		return grant{}, tn.notYet(ctx, s, now, wait, lim, ReasonCrawlDelay)
-	case ctx.Err() != nil:
-		tn.releaseLost(ctx, s, id, hold)
-		return grant{}, fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
-	case cutShort:
-		// The Pacer did not answer within MaxWait: the turn is
-		// refused, not taken in memory, which knows nothing of the
-		// fleet's requests in flight. One the Pacer took is released.
-		tn.releaseLost(ctx, s, id, hold)
-		now = tn.now()
-		return grant{}, tn.notYet(ctx, s, now, max(time.Since(asked), time.Millisecond), lim, ReasonPacer)
-	}
-	tn.pacerFailed(ctx, s.origin, err)
-	now = tn.now()
-	g := tn.paceOf(s).reserve(now, every, lim.left(now), tn.holdFor())
-	if !g.ok && (g.freed == nil || g.wait >= lim.left(now)) {
-		return grant{}, tn.notYet(ctx, s, now, g.wait, lim, g.why)
-	}
-	return g, nil
-}
-
-// releaseLost releases, in the Pacer, the turn id that a Reserve cut short
-// may have taken with a hold, on a goroutine bounded by storeTimeout: the
-// caller does not wait for it.
-func (tn *turns) releaseLost(ctx context.Context, s *site, id uint64, hold time.Duration) {
-	if hold <= 0 {
-		return
-	}
-	go tn.pacerRelease(context.WithoutCancel(ctx), s, id)
-}
-
-// pacerCtx returns ctx bounded for one call to the Pacer: by storeTimeout,
-// and by the request's limit, so that a Pacer that hangs holds a request no
-// longer than MaxWait. A Reserve cut short by MaxWait refuses the request
-// for now (ReasonPacer), until the Pacer has answered none for storeTimeout
-// (see pacerDown); other failures take the turn in memory.
-func (tn *turns) pacerCtx(ctx context.Context, lim turnLimit) (context.Context, context.CancelFunc) {
-	d := storeTimeout
-	if lim.maxWait {
-		d = min(d, max(lim.left(tn.now())-1, time.Millisecond))
-	}
-	return context.WithTimeout(ctx, d)
-}
-
-// knowWatchedPause copies into s's pace the pause that the Pacer's copy of
-// the fleet's pauses holds for s's origin, if it is a PauseWatcher and the
-// copy holds one: a pause known from any source holds, even when the copy
-// may be stale or the Pacer no longer holds it.
-func (tn *turns) knowWatchedPause(s *site) {
-	if tn.cfg.watcher == nil {
-		return
-	}
-	if until, _ := tn.cfg.watcher.WatchedPause(s.origin); !until.IsZero() && time.Now().Before(until) {
-		tn.paceOf(s).pause(tn.clock(until), ReasonRetryAfter)
-	}
-}
-
-// pushedBack pauses s if resp, the answer to a request sent at sent (on
-// the Transport's clock), is a 429 or 503: for as long as its Retry-After
-// asks, capped at MaxRetryAfter, or, when it has no usable one (absent,
-// zero, in the past, malformed, or ignored), under the back-off.
-func (tn *turns) pushedBack(ctx context.Context, s *site, status int, h http.Header, sent time.Duration) {
-	if status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable {
-		return
-	}
-	if !tn.cfg.ignoreRetryAfter {
-		if d, ok := retryAfter(h.Get("Retry-After"), time.Now()); ok && d > 0 {
-			tn.pause(ctx, s, d)
-			return
-		}
-	}
-	tn.backOff(ctx, s, status, sent)
-}
-
-// backOff pauses s under the back-off, for a 429 or 503 with no usable
-// Retry-After on a request sent at sent; see Backoff.
-func (tn *turns) backOff(ctx context.Context, s *site, status int, sent time.Duration) {
-	b := tn.cfg.backoff
-	if b.First <= 0 {
-		return // IgnoreBackoff
-	}
-	now := tn.now()
-	p := tn.paceOf(s)
-	until, isNew := p.pushBack(now, sent, b, rand.Float64())
-	if pc := tn.cfg.pacer; pc != nil {
-		// The fleet's back-off may be at a higher level: its pause, if
-		// longer, is kept in memory too.
-		tn.afterAnswer(ctx, func(pctx context.Context) {
-			pu, err := pc.PushBack(pctx, s.origin, tn.epoch.Add(sent), b)
-			if err != nil {
-				tn.pacerFailed(ctx, s.origin, err)
-			} else if d := tn.clock(pu); d > until {
-				p.backedOff(tn.now(), d, b)
-			}
-		})
-	}
-	if isNew {
-		tn.stats.backoffs.Add(1)
-		tn.log(ctx, "robots: origin pushed back; backing off", "origin", s.origin,
-			"status", status, "pause", (until - now).Round(time.Millisecond))
-	}
-}
-
-// pause pauses s for d, capped at MaxRetryAfter, in memory and in the Pacer.
-func (tn *turns) pause(ctx context.Context, s *site, d time.Duration) {
-	if d > tn.cfg.maxRetryAfter {
-		tn.log(ctx, "robots: Retry-After capped at MaxRetryAfter", "origin", s.origin,
-			"asked", d, "kept", tn.cfg.maxRetryAfter)
-		d = tn.cfg.maxRetryAfter
-	}
-	tn.stats.pauses.Add(1)
-	// The pause is kept in memory in any case, so that the requests of
-	// this Transport that wait for a turn see it at once.
-	tn.paceOf(s).pause(add(tn.now(), d), ReasonRetryAfter)
-	if p := tn.cfg.pacer; p != nil {
-		// The pause must reach the fleet even when the request that
-		// met the 429 or 503 is cancelled as the response comes back.
-		until := time.Now().Add(d)
-		tn.afterAnswer(ctx, func(pctx context.Context) {
-			if err := p.Pause(pctx, s.origin, until); err != nil {
-				tn.pacerFailed(ctx, s.origin, err)
-			}
-		})
-	}
-}
-
-// watchedUnpaused reports whether the Pacer is a PauseWatcher whose copy is
-// up to date and holds no pause of origin that has not ended.
-func (tn *turns) watchedUnpaused(origin string) bool {
-	if tn.cfg.watcher == nil {
-		return false
-	}
-	until, ok := tn.cfg.watcher.WatchedPause(origin)
-	return ok && (until.IsZero() || !time.Now().Before(until))
-}
-
-// paused reports whether s's origin is paused now, in memory or, when the
-// request waited for its turn and the Pacer can tell, in the Pacer.
-func (tn *turns) paused(ctx context.Context, s *site, waited bool) bool {
-	if tn.paceOf(s).paused(tn.now()) {
-		return true
-	}
-	pc, ok := tn.cfg.pacer.(fleet.PauseChecker)
-	if !ok || !waited {
-		return false
-	}
-	pctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	until, err := pc.PausedUntil(pctx, s.origin)
-	cancel()
-	if err != nil {
-		tn.pacerFailed(ctx, s.origin, err)
-		return false
-	}
-	if !time.Now().Before(until) {
-		return false
-	}
-	// Kept in memory, so that the next turn waits it out before asking
-	// the Pacer again, even if the Pacer's own turn ignores it.
-	tn.paceOf(s).pause(tn.clock(until), ReasonRetryAfter)
-	return true
-}
-
-// pacerFailed logs that the Pacer failed for origin, unless a failure was
-// logged in the last pacerLogInterval.
-func (tn *turns) pacerFailed(ctx context.Context, origin string, err error) {
-	if tn.debugging(ctx) {
-		tn.debug(ctx, "robots: pacing in memory", slog.String("origin", origin), slog.Any("err", err))
-	}
-	now := time.Now().UnixNano()
-	last := tn.pacerLogged.Load()
-	if last != 0 && now-last < int64(pacerLogInterval) || !tn.pacerLogged.CompareAndSwap(last, now) {
-		return
-	}
-	tn.log(ctx, "robots: pacer failed; pacing in memory", "origin", origin, "err", err)
-}
-
-// pacerLogInterval is the least time between two records of Pacer failures:
-// a Pacer is asked for every request, and when it fails, it fails for each.
-const pacerLogInterval = time.Minute

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/f9014239/robots/fleet"
+	"github.com/f9014239/robots/internal/pacing"
 
 	"github.com/jarcoal/httpmock"
 )
@@ -112,7 +113,7 @@ func TestFleetFetchTakesTheFirstTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &fakeOrigins{robots: func(string) string { return "User-agent: *\nCrawl-delay: 1\n" }}
 		store := &fleet.MemoryStore{}
-		pacer := &memPacer{epoch: time.Now()}
+		pacer := &pacing.Memory{}
 		var wg sync.WaitGroup
 		for p := range 3 {
 			tr := &Transport{Base: srv, Agent: "ExampleBot", Store: store, Pacer: pacer}
@@ -134,7 +135,7 @@ func TestFleetFetchTakesTheFirstTurn(t *testing.T) {
 	// taken: its page leaves a crawl-delay after robots.txt.
 	synctest.Test(t, func(t *testing.T) {
 		srv := &fakeOrigins{robots: func(string) string { return "User-agent: *\nCrawl-delay: 1\n" }}
-		pacer := &memPacer{epoch: time.Now()}
+		pacer := &pacing.Memory{}
 		store := &putHookStore{}
 		other := &http.Client{Transport: &Transport{Base: srv, Agent: "ExampleBot", Store: store, Pacer: pacer}}
 		store.hook = func() {
@@ -173,7 +174,7 @@ func (s *putHookStore) Put(ctx context.Context, origin string, e *fleet.Entry) e
 func TestPacerWaitIsCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := &fakeOrigins{robots: func(string) string { return "User-agent: *\nCrawl-delay: 2\n" }}
-		pacer := &memPacer{epoch: time.Now()}
+		pacer := &pacing.Memory{}
 		store := &fleet.MemoryStore{}
 		other := &Transport{Base: srv, Agent: "ExampleBot", Pacer: pacer, Store: store}
 		tr := &Transport{Base: srv, Agent: "ExampleBot", Pacer: pacer, Store: store}
@@ -267,14 +268,14 @@ func politenessRun(t *testing.T, seed uint64) {
 		// Transports that share a Pacer but no Store: each fetches
 		// robots.txt on its own, not knowing the crawl-delay that the
 		// others' turns keep.
-		pacer = &memPacer{epoch: time.Now()}
+		pacer = &pacing.Memory{}
 		srv.firstFetches = true
 	case nt > 1 || rng.IntN(2) == 0:
-		store, pacer = &fleet.MemoryStore{}, &memPacer{epoch: time.Now()}
+		store, pacer = &fleet.MemoryStore{}, &pacing.Memory{}
 	}
 	var clients []*http.Client
 	for range nt {
-		tr := &Transport{Base: srv, Agent: "ExampleBot", Store: store, Pacer: pacer,
+		tr := &Transport{NoDefaultPace: true, Base: srv, Agent: "ExampleBot", Store: store, Pacer: pacer,
 			TTL: time.Duration(1+rng.IntN(4)) * time.Second}
 		if rng.IntN(2) == 0 {
 			tr.MaxOrigins = 1
@@ -388,24 +389,24 @@ func TestRetryAfterPauses(t *testing.T) {
 		tr         *Transport
 		want       time.Duration // wait of the next request; pushback: the least
 	}{
-		{"503 seconds", 503, "60", &Transport{}, time.Minute},
-		{"429 seconds", 429, "30", &Transport{}, 30 * time.Second},
-		{"429 date", 429, "Sat, 01 Jan 2000 00:02:00 GMT", &Transport{}, 2 * time.Minute},
-		{"an hour, honoured by default", 429, "3600", &Transport{}, time.Hour},
-		{"capped by default", 503, "172800", &Transport{}, DefaultMaxRetryAfter},
-		{"capped", 503, "86400", &Transport{MaxRetryAfter: time.Minute}, time.Minute},
-		{"ignored: pushback", 503, "600", &Transport{IgnoreRetryAfter: true}, pushback},
-		{"500 is not a request to wait", 500, "60", &Transport{}, 0},
-		{"no header: pushback", 503, "", &Transport{}, pushback},
-		{"429, no header: pushback", 429, "", &Transport{}, pushback},
-		{"no header, pushback ignored", 429, "", &Transport{IgnoreBackoff: true}, 0},
-		{"no header, pushback set", 429, "", &Transport{Backoff: Backoff{First: 10 * time.Second}}, 10 * time.Second},
-		{"zero: pushback", 503, "0", &Transport{}, pushback},
-		{"in the past: pushback", 429, "Fri, 31 Dec 1999 23:00:00 GMT", &Transport{}, pushback},
-		{"malformed: pushback", 503, "soon", &Transport{}, pushback},
-		{"past int64 seconds", 503, "9223372036854775808", &Transport{}, DefaultMaxRetryAfter},
-		{"20 digits", 429, "99999999999999999999", &Transport{MaxRetryAfter: time.Minute}, time.Minute},
-		{"negative past int64: pushback", 503, "-9223372036854775809", &Transport{}, pushback},
+		{"503 seconds", 503, "60", &Transport{NoDefaultPace: true}, time.Minute},
+		{"429 seconds", 429, "30", &Transport{NoDefaultPace: true}, 30 * time.Second},
+		{"429 date", 429, "Sat, 01 Jan 2000 00:02:00 GMT", &Transport{NoDefaultPace: true}, 2 * time.Minute},
+		{"an hour, honoured by default", 429, "3600", &Transport{NoDefaultPace: true}, time.Hour},
+		{"capped by default", 503, "172800", &Transport{NoDefaultPace: true}, DefaultMaxRetryAfter},
+		{"capped", 503, "86400", &Transport{NoDefaultPace: true, MaxRetryAfter: time.Minute}, time.Minute},
+		{"ignored: pushback", 503, "600", &Transport{NoDefaultPace: true, IgnoreRetryAfter: true}, pushback},
+		{"500 is not a request to wait", 500, "60", &Transport{NoDefaultPace: true}, 0},
+		{"no header: pushback", 503, "", &Transport{NoDefaultPace: true}, pushback},
+		{"429, no header: pushback", 429, "", &Transport{NoDefaultPace: true}, pushback},
+		{"no header, pushback ignored", 429, "", &Transport{NoDefaultPace: true, IgnoreBackoff: true}, 0},
+		{"no header, pushback set", 429, "", &Transport{NoDefaultPace: true, Backoff: Backoff{First: 10 * time.Second}}, 10 * time.Second},
+		{"zero: pushback", 503, "0", &Transport{NoDefaultPace: true}, pushback},
+		{"in the past: pushback", 429, "Fri, 31 Dec 1999 23:00:00 GMT", &Transport{NoDefaultPace: true}, pushback},
+		{"malformed: pushback", 503, "soon", &Transport{NoDefaultPace: true}, pushback},
+		{"past int64 seconds", 503, "9223372036854775808", &Transport{NoDefaultPace: true}, DefaultMaxRetryAfter},
+		{"20 digits", 429, "99999999999999999999", &Transport{NoDefaultPace: true, MaxRetryAfter: time.Minute}, time.Minute},
+		{"negative past int64: pushback", 503, "-9223372036854775809", &Transport{NoDefaultPace: true}, pushback},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -414,7 +415,7 @@ func TestRetryAfterPauses(t *testing.T) {
 				mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, ""))
 				mock.RegisterResponder("GET", "https://example.com/busy", httpmock.NewStringResponder(c.status, "").
 					HeaderSet(http.Header{"Retry-After": {c.retryAfter}}))
-				tr := &Transport{Base: mock, Agent: "ExampleBot", IgnoreRetryAfter: c.tr.IgnoreRetryAfter, MaxRetryAfter: c.tr.MaxRetryAfter,
+				tr := &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", IgnoreRetryAfter: c.tr.IgnoreRetryAfter, MaxRetryAfter: c.tr.MaxRetryAfter,
 					IgnoreBackoff: c.tr.IgnoreBackoff, Backoff: c.tr.Backoff}
 				client := &http.Client{Transport: tr}
 				wantAllowed(t, client, "https://example.com/busy") // the clock starts at 2000-01-01 00:00:00 UTC
@@ -617,7 +618,7 @@ func TestMaxWaitFetchInFlight(t *testing.T) {
 			time.Sleep(3 * time.Second) // a slow site
 			return httpmock.NewStringResponse(200, "User-agent: *\nDisallow: /private\n"), nil
 		})
-		tr := &Transport{Base: mock, Agent: "ExampleBot", MaxWait: time.Second}
+		tr := &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", MaxWait: time.Second}
 		client := &http.Client{Transport: tr}
 		start := time.Now()
 		te := wantNotYet(t, get(client, "https://example.com/page"), start.Add(time.Second+fetchPoll))
@@ -718,7 +719,7 @@ func TestNextTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mock := newMock()
 		a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 4\nDisallow: /private\n")
-		tr := NewTransport(mock, "ExampleBot")
+		tr := noDefaultPace(NewTransport(mock, "ExampleBot"))
 		client := &http.Client{Transport: tr}
 		ctx := context.Background()
 		start := time.Now()
@@ -750,7 +751,7 @@ func TestNextTurn(t *testing.T) {
 func BenchmarkNotYetRetry(b *testing.B) {
 	mock := newMock()
 	a := pacedOrigin(mock, "User-agent: *\nCrawl-delay: 30\n")
-	tr := &Transport{Base: mock, Agent: "ExampleBot", MaxWait: time.Millisecond}
+	tr := &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", MaxWait: time.Millisecond}
 	req, _ := http.NewRequest("GET", "https://example.com/page", nil)
 	if _, err := tr.RoundTrip(req); !errors.Is(err, ErrNotYet) {
 		b.Fatalf("err = %v, want ErrNotYet", err)
@@ -796,12 +797,13 @@ func TestSpacedFromDeparture(t *testing.T) {
 		}
 	})
 
-	var p pace
-	p.reserve(0, 2*time.Second, time.Hour, 0)
-	tk := p.reserve(0, 2*time.Second, time.Hour, 0).tk // at 2s
-	p.release(tk, 2500*time.Millisecond)               // left at 2.5s
-	if g := p.reserve(2500*time.Millisecond, 2*time.Second, time.Hour, 0); g.wait != 2*time.Second {
-		t.Errorf("next turn %v after a request that left late, want 2s after it left", g.wait)
+	var p pacing.State
+	r := pacing.Request{Every: 2 * time.Second, Known: true, MaxWait: time.Hour}
+	p.Reserve(0, r)
+	tk := p.Reserve(0, r).Turn          // at 2s
+	p.Settle(2500*time.Millisecond, tk) // left at 2.5s
+	if g := p.Reserve(2500*time.Millisecond, r); g.Wait != 2*time.Second {
+		t.Errorf("next turn %v after a request that left late, want 2s after it left", g.Wait)
 	}
 }
 

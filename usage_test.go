@@ -59,7 +59,7 @@ func TestUsageOf(t *testing.T) {
 		{"ExampleBot", "https://plain.example/page", ""},
 		{"ExampleBot", "https://plain.example/headed", "train-ai=n"},
 	} {
-		client := &http.Client{Transport: &Transport{Base: mock, Agent: c.agent}}
+		client := &http.Client{Transport: &Transport{NoDefaultPace: true, Base: mock, Agent: c.agent}}
 		resp := getResp(t, client, c.url)
 		u := UsageOf(resp)
 		if got := u.String(); got != c.want {
@@ -77,14 +77,14 @@ func TestUsageOf(t *testing.T) {
 		t.Errorf("UsageOf(nil) = %q", got)
 	}
 	// The deciding lines are named.
-	client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot"}}
+	client := &http.Client{Transport: &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot"}}
 	rules := UsageOf(getResp(t, client, "https://example.com/nothing/a")).Rules()
 	if len(rules) != 2 || rules[0] != (usage.Rule{Rule: "Content-Signal: search=yes, ai-train=no", Line: 1}) ||
 		rules[1] != (usage.Rule{Rule: "Content-Usage: /nothing/ train-ai=n, search=n", Line: 8}) {
 		t.Errorf("Rules = %+v", rules)
 	}
 	// A disallowed URL has none, and CheckUsage says so with the refusal.
-	cu, err := (&Transport{Base: mock, Agent: "OtherBot"}).CheckUsage(context.Background(), &url.URL{Scheme: "https", Host: "example.com", Path: "/never/x"})
+	cu, err := (&Transport{NoDefaultPace: true, Base: mock, Agent: "OtherBot"}).CheckUsage(context.Background(), &url.URL{Scheme: "https", Host: "example.com", Path: "/never/x"})
 	if !errors.Is(err, ErrDisallowed) || !cu.IsZero() {
 		t.Errorf("CheckUsage(disallowed) = %q, %v", cu, err)
 	}
@@ -144,7 +144,7 @@ func TestUses(t *testing.T) {
 		{[]string{"ai-input"}, "OtherBot", "https://example.com/a", "", "", 0},
 		{[]string{"search"}, "ExampleBot", "https://example.com/nothing/", "search", "Content-Usage: /nothing/ train-ai=n, search=n", 8},
 	} {
-		tr := &Transport{Base: mock, Agent: c.agent, Uses: c.uses}
+		tr := &Transport{NoDefaultPace: true, Base: mock, Agent: c.agent, Uses: c.uses}
 		client := &http.Client{Transport: tr}
 		before := mock.GetCallCountInfo()["GET "+c.url]
 		err := get(client, c.url)
@@ -203,7 +203,7 @@ func BenchmarkRoundTripUsage(b *testing.B) {
 		if c.name == "no-preference" {
 			c.base = benchBase{page: &http.Response{StatusCode: 200, Body: http.NoBody}}
 		}
-		tr := &Transport{Base: c.base, Agent: "ExampleBot", IgnoreCrawlDelay: true, IgnoreRetryAfter: true, Uses: c.uses}
+		tr := &Transport{NoDefaultPace: true, Base: c.base, Agent: "ExampleBot", IgnoreCrawlDelay: true, IgnoreRetryAfter: true, Uses: c.uses}
 		if _, err := tr.RoundTrip(req); err != nil { // warm the cache
 			b.Fatal(err)
 		}
@@ -238,7 +238,7 @@ func TestUsesUseKey(t *testing.T) {
 		{"use=reference", "https://example.com/a", false},
 		{"use=immediate", "https://example.com/a", false},
 	} {
-		tr := &Transport{Base: mock, Agent: "ExampleBot", Uses: []string{c.use}}
+		tr := &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", Uses: []string{c.use}}
 		err := get(&http.Client{Transport: tr}, c.url)
 		if !c.refused {
 			if err != nil {

@@ -67,17 +67,17 @@ func (t *Transport) checkRequest(ctx context.Context, u *url.URL, host string, h
 // authorityOf), as agent; userAgent gives the User-Agent that a fetch of
 // robots.txt sends. If u is allowed, it returns its origin's site and the
 // interval between requests to it, and the state that decided.
-func (t *Transport) check(ctx context.Context, u *url.URL, host, agent string, userAgent func() string, now time.Duration) (*site, *state, time.Duration, error) {
+func (t *Transport) check(ctx context.Context, u *url.URL, host, agent string, userAgent func() string, now time.Duration) (*site, *state, ask, error) {
 	k, rt, err := authorityOf(u, host)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, ask{}, err
 	}
 	if rt != nil {
 		t.cache.routed(k, rt, now) // so that a load fetches by the same route
 	}
 	s, st, err := t.loader.lookup(ctx, k, now, userAgent)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, ask{}, err
 	}
 	group := t.groupAgent(agent)
 	d := st.decide(now, group, target(u))
@@ -106,7 +106,7 @@ func (t *Transport) check(ctx context.Context, u *url.URL, host, agent string, u
 	if t.debugging(ctx) {
 		t.debugRefused(ctx, de)
 	}
-	return nil, nil, 0, de
+	return nil, nil, ask{}, de
 }
 
 // groupAgent returns agent as state.group and state.decide take it: "" for
@@ -159,7 +159,7 @@ type state struct {
 	// AccessUnreachable
 	err error
 	// the interval between requests for the Transport's own Agent
-	every time.Duration
+	ask ask
 	// entry.Expires, on the Transport's clock (see Transport.now)
 	expires time.Duration
 	// when an AccessUnreachable origin becomes allowed (30-day rule), on the
@@ -198,23 +198,23 @@ func (l *loader) compile(e *fleet.Entry, robots *matcher.Robots) *state {
 		st.bytes += int64(robots.Size()) + int64(len(st.entry.Body))
 		if l.cfg.agent != "" {
 			st.group = st.robots.Group(l.cfg.agent)
-			st.every = l.delayOf(st.group.CrawlDelay())
+			st.ask = l.turns.delayOf(st.group)
 		} else {
-			st.every = l.delayOf(st.robots.Group("*").CrawlDelay())
+			st.ask = l.turns.delayOf(st.robots.Group("*"))
 		}
-		if !e.FetchedAt.IsZero() && st.every > 0 {
+		if !e.FetchedAt.IsZero() && st.ask.every > 0 {
 			// A copy lasts at least two crawl-delays, so that a
 			// crawl-delay as long as its lifetime (a day, or a short
 			// max-age) still lets a page follow each fetch: otherwise
 			// each refetch would take the turn of the page after it.
-			st.expires = max(st.expires, add(l.clock(e.FetchedAt), add(st.every, st.every)))
+			st.expires = max(st.expires, add(l.clock(e.FetchedAt), add(st.ask.every, st.ask.every)))
 		}
 	case fleet.AccessUnavailable:
-		st.every = l.delayOf(0, false)
+		st.ask = l.turns.delayOf(nil)
 	default:
 		// AccessUnreachable, and any value an Access cannot have: the
 		// origin is refused whole.
-		st.every = l.delayOf(0, false)
+		st.ask = l.turns.delayOf(nil)
 		msg := e.Error
 		if msg == "" {
 			msg = "robots: robots.txt unreachable"

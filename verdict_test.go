@@ -20,7 +20,7 @@ import (
 func TestCheck(t *testing.T) {
 	mock := newMock()
 	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: ExampleBot\nDisallow: /private\n"))
-	tr := NewTransport(mock, "ExampleBot")
+	tr := noDefaultPace(NewTransport(mock, "ExampleBot"))
 	ctx := context.Background()
 	check := func(s string) error {
 		u, _ := url.Parse(s)
@@ -51,7 +51,7 @@ func TestCheck(t *testing.T) {
 func TestEmptyQuery(t *testing.T) {
 	mock := newMock()
 	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /mld?\nDisallow: /*?$\n"))
-	client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+	client := &http.Client{Transport: noDefaultPace(NewTransport(mock, "ExampleBot"))}
 	for _, u := range []string{"https://example.com/mld?", "https://example.com/x?"} {
 		if de := wantRefused(t, client, u); de.Line == 0 {
 			t.Errorf("%s: refused by %+v, want a rule", u, de)
@@ -83,7 +83,7 @@ func TestZeroEntryRefuses(t *testing.T) {
 		store := &fleet.MemoryStore{}
 		store.Put(context.Background(), "https://example.com", e)
 		mock := newMock()
-		client := &http.Client{Transport: &Transport{Base: mock, Agent: "ExampleBot", Store: store}}
+		client := &http.Client{Transport: &Transport{NoDefaultPace: true, Base: mock, Agent: "ExampleBot", Store: store}}
 		err := get(client, "https://example.com/page")
 		if !errors.Is(err, ErrUnreachable) {
 			t.Errorf("%s: err = %v, want refused as unreachable", name, err)
@@ -95,7 +95,7 @@ func TestZeroEntryRefuses(t *testing.T) {
 	// The 30-day rule still holds for an entry that says since when.
 	store := &fleet.MemoryStore{}
 	store.Put(context.Background(), "https://example.com", &fleet.Entry{Expires: far, UnreachableSince: time.Now().Add(-unreachableAllowAfter - time.Hour)})
-	client := &http.Client{Transport: &Transport{Base: newMock(), Agent: "ExampleBot", Store: store}}
+	client := &http.Client{Transport: &Transport{NoDefaultPace: true, Base: newMock(), Agent: "ExampleBot", Store: store}}
 	wantAllowed(t, client, "https://example.com/page")
 }
 
@@ -119,7 +119,7 @@ func TestOpaqueURLIsChecked(t *testing.T) {
 	}))
 	defer ts.Close()
 	base := ts.Client().Transport
-	tr := NewTransport(base, "ExampleBot")
+	tr := noDefaultPace(NewTransport(base, "ExampleBot"))
 	host := strings.TrimPrefix(ts.URL, "http://")
 	u := &url.URL{Scheme: "http", Host: host, Opaque: "/private/secret", Path: "/robots.txt"}
 	if err := tr.Check(context.Background(), &url.URL{Scheme: "http", Host: host, Path: "/private/secret"}); !errors.Is(err, ErrDisallowed) {
@@ -145,7 +145,7 @@ func TestRefusalsToldApart(t *testing.T) {
 	mock := newMock()
 	mock.RegisterResponder("GET", exampleRobots, httpmock.NewStringResponder(200, "User-agent: *\nDisallow: /no\n"))
 	mock.RegisterResponder("GET", "https://down.example/robots.txt", httpmock.NewStringResponder(503, ""))
-	client := &http.Client{Transport: NewTransport(mock, "ExampleBot")}
+	client := &http.Client{Transport: noDefaultPace(NewTransport(mock, "ExampleBot"))}
 
 	err := get(client, "https://example.com/no")
 	if !errors.Is(err, ErrDisallowed) || errors.Is(err, ErrUnreachable) {
@@ -173,7 +173,7 @@ func TestAllowedRequestDoesNotAllocate(t *testing.T) {
 		t.Skip("allocations are counted without the race detector")
 	}
 	base := benchBase{page: &http.Response{StatusCode: 200, Body: http.NoBody}}
-	tr := NewTransport(base, "ExampleBot")
+	tr := noDefaultPace(NewTransport(base, "ExampleBot"))
 	req, _ := http.NewRequest("GET", "https://example.com/page", nil)
 	req.Header.Set("User-Agent", "ExampleBot/1.0")
 	tr.RoundTrip(req)

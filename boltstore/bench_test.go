@@ -108,7 +108,7 @@ func BenchmarkReserve(b *testing.B) {
 		if err != nil || !tk.OK {
 			b.Fatalf("Reserve: %+v, %v", tk, err)
 		}
-		st.Release(ctx, o, tk.ID, time.Now())
+		st.Release(ctx, o, fleet.Answer{ID: tk.ID})
 		i++
 	}
 	b.StopTimer()

@@ -164,10 +164,11 @@ func (s *Store) Reserve(ctx context.Context, origin string, r fleet.TurnRequest)
 	return fleet.Turn{Wait: time.Duration(wait), OK: true, ID: id}, nil
 }
 
-// Release implements [fleet.Pacer]: it ends the hold of the turn id of
-// origin, if it still holds it, and spaces the next turn from now (never
-// earlier than answered). It does no I/O: the next flush writes it.
-func (s *Store) Release(ctx context.Context, origin string, id uint64, answered time.Time) error {
+// Release implements [fleet.Pacer]: it ends the hold of the turn a.ID of
+// origin, if it still holds it, and spaces the next turn from now. It does
+// no I/O: the next flush writes it.
+func (s *Store) Release(ctx context.Context, origin string, a fleet.Answer) error {
+	id := a.ID
 	if id == 0 {
 		return nil
 	}

@@ -128,13 +128,13 @@ func TestHeldTurns(t *testing.T) {
 	if in := reserveHold(t, s, origin, every, forever, hold); !in.InFlight || in.Wait != 0 {
 		t.Errorf("Reserve while held, past the interval = %+v; want InFlight, wait 0", in)
 	}
-	if err := s.Release(ctx, origin, tk.ID+1, time.Now()); err != nil {
+	if err := s.Release(ctx, origin, fleet.Answer{ID: tk.ID + 1}); err != nil {
 		t.Fatal(err)
 	}
 	if in := reserveHold(t, s, origin, every, forever, hold); !in.InFlight {
 		t.Errorf("a Release of another ID released the turn: %+v", in)
 	}
-	if err := s.Release(ctx, origin, tk.ID, time.Now()); err != nil {
+	if err := s.Release(ctx, origin, fleet.Answer{ID: tk.ID}); err != nil {
 		t.Fatal(err)
 	}
 	tk2 := reserveHold(t, s, origin, every, forever, hold)
@@ -148,7 +148,7 @@ func TestHeldTurns(t *testing.T) {
 	if !tk3.OK || tk3.Wait != every-500*time.Millisecond {
 		t.Errorf("turn after a hold ran out = %+v; want %v", tk3, every-500*time.Millisecond)
 	}
-	if err := s.Release(ctx, origin, tk2.ID, time.Now()); err != nil {
+	if err := s.Release(ctx, origin, fleet.Answer{ID: tk2.ID}); err != nil {
 		t.Fatal(err)
 	}
 	if in := reserveHold(t, s, origin, every, forever, hold); !in.InFlight {
@@ -277,7 +277,7 @@ func TestBackingOffHolds(t *testing.T) {
 	if r, _ := s.Reserve(ctx, origin, ask); !r.InFlight {
 		t.Errorf("second Reserve while backing off = %+v, want InFlight", r)
 	}
-	if err := s.Release(ctx, origin, 42, time.Now()); err != nil {
+	if err := s.Release(ctx, origin, fleet.Answer{ID: 42}); err != nil {
 		t.Fatal(err)
 	}
 	c.advance(2 * time.Minute) // forgiven

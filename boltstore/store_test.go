@@ -234,7 +234,7 @@ func TestReopen(t *testing.T) {
 	if tk := reserveHold(t, s, "https://held.example", time.Second, forever, time.Minute); !tk.OK || tk.Wait != time.Minute {
 		t.Errorf("origin held when closed: %+v; want a turn a minute away (its hold, less a second, and the interval)", tk)
 	}
-	if err := s.Release(ctx, "https://held.example", held.ID, time.Now()); err != nil {
+	if err := s.Release(ctx, "https://held.example", fleet.Answer{ID: held.ID}); err != nil {
 		t.Fatal(err)
 	}
 	if until, _ := s.WatchedPause("https://paused.example"); time.Until(until) < 59*time.Minute {
@@ -301,7 +301,7 @@ func TestRecovery(t *testing.T) {
 			t.Errorf("%s: %+v, want a turn in %v", tc.origin, tk, time.Duration(tc.want-now))
 		}
 	}
-	if err := s.Release(context.Background(), "https://held.example", held.ID, time.Now()); err != nil {
+	if err := s.Release(context.Background(), "https://held.example", fleet.Answer{ID: held.ID}); err != nil {
 		t.Fatal(err)
 	}
 

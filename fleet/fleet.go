@@ -222,27 +222,39 @@ func (s *MemoryStore) TryLock(ctx context.Context, origin string, ttl time.Durat
 type Pacer interface {
 	// Reserve takes origin's next turn and says how long to wait for it,
 	// without waiting itself. The turn is the first instant, after any
-	// pause, that is at least max(r.Every, prev) after the previous turn
-	// (after its answer if it was released, or after its hold ran out if
-	// it was not), prev being the interval that turn kept. The new turn
-	// keeps r.Every if r.Known, or else (the caller does not know the
-	// origin's rules: it is about to fetch robots.txt) max(r.Every, prev),
-	// so that a fetch does not shorten the interval the rules set.
+	// pause, that is at least the spacing after the previous turn (after
+	// its answer if it was released, or after its hold ran out if it was
+	// not). The spacing is the largest of r.Every, the interval prev that
+	// turn kept, and the adaptive delay: twice the origin's response-time
+	// estimate, at most r.MaxAdaptive (none if that is zero). The new
+	// turn keeps r.Every if r.Known, or else (the caller does not know
+	// the origin's rules: it is about to fetch robots.txt)
+	// max(r.Every, prev), so that a fetch does not shorten the interval
+	// the rules set.
 	//
 	// The turn holds the origin, if r.Hold is positive, when it keeps an
 	// interval, when r.Known is false (a fetch of robots.txt, which may
-	// find a crawl-delay), or when the origin is backing off (from a
-	// PushBack until the back-off is forgiven). If the previous turn is still held, Reserve
-	// takes none and returns InFlight, with Wait its estimate of when a
-	// turn may be free. If the turn is further away than r.MaxWait, it
-	// takes none and returns the wait it foresees.
+	// find a crawl-delay), when r.MaxAdaptive is positive (the default
+	// pace: one request in flight), or when the origin is paused or
+	// backing off (from a PushBack until the back-off is forgiven). If the
+	// previous turn is still held, Reserve takes none and returns
+	// InFlight, with Wait its estimate of when a turn may be free. If the
+	// turn is further away than r.MaxWait (strictly), it takes none and
+	// returns the wait it foresees; a turn exactly r.MaxWait away is
+	// taken.
+	//
+	// A hold that runs out unreleased counts as an answer as slow as the
+	// hold was long. The rules are those of package
+	// github.com/f9014239/robots/internal/pacing, which the Stores of this
+	// module use.
 	Reserve(ctx context.Context, origin string, r TurnRequest) (Turn, error)
 
-	// Release ends the hold of the turn id of origin, answered at
-	// answered: the next turn is spaced from then (or from when the
-	// Pacer hears of it, if later). A turn that no longer holds the
-	// origin (its hold ran out, or it was released) is left alone.
-	Release(ctx context.Context, origin string, id uint64, answered time.Time) error
+	// Release ends the hold of the turn a.ID of origin, answered at a.At
+	// after a.Took: the next turn is spaced from the answer (from when the
+	// Pacer hears of it), and a.Took is a sample of the origin's
+	// response-time estimate (see Answer). A turn that no longer holds
+	// the origin (its hold ran out, or it was released) is left alone.
+	Release(ctx context.Context, origin string, a Answer) error
 
 	// Pause delays origin's turns until at least until; an earlier end
 	// than the one set changes nothing. Its context is the Transport's
@@ -276,6 +288,24 @@ type TurnRequest struct {
 	// draws it at random, so that it can release a turn whose answer it
 	// never got. A Pacer may name the turn itself when ID is zero.
 	ID uint64
+	// MaxAdaptive caps the adaptive delay (twice the origin's
+	// response-time estimate); zero turns it off (robots.Transport's
+	// NoDefaultPace).
+	MaxAdaptive time.Duration
+}
+
+// Answer is what a Transport tells [Pacer.Release] of a held turn's
+// request.
+type Answer struct {
+	ID uint64    // the turn, as Reserve named it
+	At time.Time // when the answer (response headers, or an error) came
+	// Took is the response time: from the turn (the request sent) to its
+	// answer, the body not counted.
+	Took time.Duration
+	// Failed is set for a network error or a timeout (not a caller's
+	// cancel): a failure counts as a slow answer and never lowers the
+	// estimate.
+	Failed bool
 }
 
 // Turn is the answer of [Pacer.Reserve].

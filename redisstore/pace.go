@@ -295,12 +295,13 @@ func (s *Store) Reserve(ctx context.Context, origin string, r fleet.TurnRequest)
 	return t, nil
 }
 
-// Release implements [fleet.Pacer]: it ends the hold of the turn id of
+// Release implements [fleet.Pacer]: it ends the hold of the turn a.ID of
 // origin, if it still holds it, and spaces the next turn from now on the
 // clock of the Redis server (the answer reaches Redis after it reached the
-// caller: never earlier than answered). One Redis command.
-func (s *Store) Release(ctx context.Context, origin string, id uint64, answered time.Time) error {
+// caller). One Redis command.
+func (s *Store) Release(ctx context.Context, origin string, a fleet.Answer) error {
 	s.once.Do(s.init)
+	id := a.ID
 	if id == 0 {
 		return nil
 	}

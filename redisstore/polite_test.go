@@ -117,14 +117,14 @@ func TestHeldTurn(t *testing.T) {
 		t.Fatalf("Reserve while held = %+v, %v; want InFlight", busy, err)
 	}
 	// A release of another turn changes nothing.
-	if err := s.Release(ctx, origin, first.ID+1, time.Now()); err != nil {
+	if err := s.Release(ctx, origin, fleet.Answer{ID: first.ID + 1}); err != nil {
 		t.Fatal(err)
 	}
 	if r, _ := s.Reserve(ctx, origin, ask); !r.InFlight {
 		t.Errorf("Reserve after a stranger's release = %+v, want still InFlight", r)
 	}
 	// Released: the next turn is the interval after the release.
-	if err := s.Release(ctx, origin, first.ID, time.Now()); err != nil {
+	if err := s.Release(ctx, origin, fleet.Answer{ID: first.ID}); err != nil {
 		t.Fatal(err)
 	}
 	released := time.Now()

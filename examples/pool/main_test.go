@@ -167,9 +167,14 @@ func crawlNotHeldUp(t *testing.T, sites []site, maxWait time.Duration) {
 				t.Fatalf("%s was sent nothing", s.host)
 			}
 			// robots.txt, the home page, /moved and each page: one turn each.
-			bound := time.Duration(s.pages+2) * s.delay
+			// A site that states no Crawl-delay is paced by the default.
+			every := s.delay
+			if every == 0 {
+				every = robots.DefaultPaceDelay
+			}
+			bound := time.Duration(s.pages+2) * every
 			if last := as[len(as)-1].at.Sub(begin); last != bound {
-				t.Errorf("%s: last request %v after the start, want %v (%d requests, Crawl-delay %v)", s.host, last, bound, s.pages+3, s.delay)
+				t.Errorf("%s: last request %v after the start, want %v (%d requests, %v apart)", s.host, last, bound, s.pages+3, every)
 			}
 		}
 		if d, want := end.Sub(begin), 70*time.Second; d != want {
@@ -179,7 +184,8 @@ func crawlNotHeldUp(t *testing.T, sites []site, maxWait time.Duration) {
 }
 
 // TestCrawlLoopback crawls, as main does, a web served on 127.0.0.1 through
-// demoBase: sites with no Crawl-delay, so that it takes no time. A host that
+// demoBase: sites with no Crawl-delay, and NoDefaultPace, so that it takes
+// no time. A host that
 // is not of the demo web is not dialled: its robots.txt is unreachable, and
 // its URL refused.
 func TestCrawlLoopback(t *testing.T) {
@@ -193,7 +199,7 @@ func TestCrawlLoopback(t *testing.T) {
 	defer srv.Close()
 	base := demoBase(ln.Addr().String())
 	defer base.CloseIdleConnections()
-	tr := &robots.Transport{Base: base, Agent: "examplebot", MaxWait: 50 * time.Millisecond}
+	tr := &robots.Transport{Base: base, Agent: "examplebot", MaxWait: 50 * time.Millisecond, NoDefaultPace: true}
 
 	var out strings.Builder
 	res := crawl(t.Context(), tr, []string{"http://a.test/", "http://example.com/"}, 2, &out)
