@@ -107,7 +107,7 @@ func measure(ctx context.Context, cfg runConfig, c crawler, n, run int) figures 
 	sent := &sentLog{base: base}
 	var notYet atomic.Uint64
 	var dropped dropLog
-	j := job{urls: urls, base: sent, workers: n, timeout: w.timeout, maxWait: cfg.maxWait, backoff: w.backoff, notYet: &notYet, dropped: &dropped}
+	j := job{urls: urls, base: sent, workers: n, timeout: w.timeout, maxWait: cfg.maxWait, backoff: w.backoff, defaultDelay: w.defaultDelay, notYet: &notYet, dropped: &dropped}
 
 	runtime.GC()
 	heap0 := heapInUse()
@@ -295,7 +295,8 @@ type violation struct{ n, afterRobots, inFlight int }
 // answer to the requests before them, or before it (two in flight). The
 // interval is w.interval: the crawl-delay or request-rate, or the default
 // pace, and at least twice the estimate of the response time from the
-// page requests answered before the request came. Without a pace (-scale
+// requests (robots.txt's included) answered before the request came, in
+// the order of their answers. Without a pace (-scale
 // 0), an origin that states no interval has none: any number of requests
 // may be in flight to it.
 func (w *web) violations(o *origin, as []arrival, slack time.Duration) violation {
@@ -303,13 +304,8 @@ func (w *web) violations(o *origin, as []arrival, slack time.Duration) violation
 	if !w.paced && !o.stated {
 		return v
 	}
-	// The page requests by their answers, for the estimate.
-	var byAnswer []arrival
-	for _, a := range as {
-		if a.path != "/robots.txt" {
-			byAnswer = append(byAnswer, a)
-		}
-	}
+	// The requests by their answers, for the estimate.
+	byAnswer := slices.Clone(as)
 	slices.SortStableFunc(byAnswer, func(a, b arrival) int { return a.answered.Compare(b.answered) })
 	var est time.Duration
 	j := 0

@@ -230,7 +230,7 @@ func scaledBackoff(scale float64) robots.Backoff {
 
 // transportDefaultDelay is robots.Transport's default pace: the interval
 // of an origin that states neither a crawl-delay nor a request-rate.
-const transportDefaultDelay = time.Second
+const transportDefaultDelay = robots.DefaultPaceDelay
 
 // slowFactor is how many times an origin's response time the Transport's
 // adaptive delay spaces its requests (see interval).
@@ -326,9 +326,9 @@ func (w *web) judge(o *origin) {
 //     fetch timeout on a silent one (an unreachable origin gets no page);
 //   - then every request for a page, the allowed pages and the o.pushback
 //     refused ones sent again: each one interval after the answer before,
-//     and answered after o.latency, which is also the sample of the
-//     estimate (robots.txt's answer is not counted: the bound stays a
-//     bound whether or not a Transport counts it);
+//     and answered after o.latency. Each answer is a sample of the
+//     estimate, robots.txt's first (slowFetch on a slow origin), as the
+//     Transport counts them;
 //   - and, after the k-th 429, the back-off's k-th pause instead of the
 //     interval, if it is longer: First, doubling up to Max, without the
 //     random tenth that the Transport may add.
@@ -348,7 +348,7 @@ func (w *web) bound(o *origin) time.Duration {
 	if o.kind.unreachable() || n == 0 {
 		return d
 	}
-	var est time.Duration
+	est := d // robots.txt's answer: slowFetch or at once
 	for i := 1; i <= n+o.pushback; i++ {
 		gap := w.interval(o, est)
 		if k := i - 1; k >= 1 && k <= o.pushback {

@@ -99,7 +99,7 @@ func TestJudgeWeb(t *testing.T) {
 	}{
 		{0, 200 * time.Millisecond, "robots.txt, then two pages a delay apart"},
 		{1, 0, "unreachable: no page"},
-		{2, slowFetch + 50*time.Millisecond, "robots.txt after 1 s, no delay: a page at the default pace"},
+		{2, 3 * slowFetch, "robots.txt after 1 s, no delay: a page twice that after it"},
 		// the first page a delay after robots.txt; the second twice its
 		// response time after its answer, which is longer than the delay
 		{3, 100*time.Millisecond + 160*time.Millisecond + 320*time.Millisecond + 160*time.Millisecond, "two pages answered after 160 ms"},
@@ -112,8 +112,8 @@ func TestJudgeWeb(t *testing.T) {
 			t.Errorf("bound of origin %d: %v, want %v (%s)", c.i, got, c.want, c.why)
 		}
 	}
-	if got := w.politeBound(); got != slowFetch+50*time.Millisecond {
-		t.Errorf("polite bound %v, want %v (the slow origin)", got, slowFetch+50*time.Millisecond)
+	if got := w.politeBound(); got != 3*slowFetch {
+		t.Errorf("polite bound %v, want %v (the slow origin)", got, 3*slowFetch)
 	}
 	// Without a pace (-scale 0), an origin that states nothing has no
 	// interval, and the response time does not space the pages.
@@ -169,7 +169,7 @@ func TestJudgeRun(t *testing.T) {
 		req(host(2, 1), "/robots.txt", 0, 1000, 200),   // slow
 		req(movedHost(2, 1), "/robots.txt", 0, 0, 200), // not a crawled origin
 		req(host(0, 2), "/", 1, 0, 200),                // another run
-		req(host(2, 1), "/", 1046, 0, 200),             // no delay: the default pace, within the slack
+		req(host(2, 1), "/", 2996, 0, 200),             // no delay: twice robots.txt's response time, within the slack
 		req(host(0, 1), "/b", 496, 0, 200),             // 4 ms early: within the slack
 		req(host(3, 1), "/robots.txt", 0, 0, 200),
 		req(host(3, 1), "/", 100, 160, 200),  // on time
