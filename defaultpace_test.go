@@ -344,3 +344,111 @@ func (l *lockedBuf) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestDefaultPaceFleetFaults: with the default pace through a Pacer that
+// fails mid-crawl (errors, then back), 4 goroutines of a Transport still
+// give the site one request in flight and the default spacing.
+func TestDefaultPaceFleetFaults(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const origin = "https://fleet.example"
+		site := &siteLog{robots: "User-agent: *\nDisallow: /private\n",
+			latency: func(string) time.Duration { return 30 * time.Millisecond }}
+		p := &atkPacer{}
+		client := &http.Client{Transport: &Transport{Base: site, Agent: "ExampleBot", Pacer: p}}
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				for i := range 6 {
+					if g == 0 && i == 2 {
+						p.down.Store(true)
+					}
+					if g == 0 && i == 4 {
+						p.down.Store(false)
+					}
+					getCtx(t.Context(), client, fmt.Sprintf("%s/g%d/p%d", origin, g, i))
+				}
+			})
+		}
+		wg.Wait()
+		if n := len(site.log(origin)); n != 25 {
+			t.Errorf("the site saw %d requests, want robots.txt and 24 pages", n)
+		}
+		site.checkSpaced(t, origin, DefaultPaceDelay)
+	})
+}
+
+// TestDefaultPaceHangingBase: a request that never answers holds its
+// origin for TurnTimeout, and the hold counts as an answer that slow: the
+// next request leaves at least twice TurnTimeout after the hold's end.
+func TestDefaultPaceHangingBase(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const origin = "https://hang.example"
+		site := &siteLog{robots: "User-agent: *\nDisallow: /private\n", hang: make(chan struct{})}
+		tr := &Transport{Base: site, Agent: "ExampleBot", TurnTimeout: 10 * time.Second}
+		client := &http.Client{Transport: tr}
+		ctx, cancel := context.WithCancel(t.Context())
+		go getCtx(ctx, client, origin+"/hang")
+		time.Sleep(2 * time.Second) // robots.txt, 1 s, then /hang leaves
+		synctest.Wait()
+		start := time.Now()
+		wantAllowed(t, client, origin+"/next")
+		v := site.log(origin)
+		left := v[len(v)-1].arrived
+		if d := left.Sub(start); d < 8*time.Second+20*time.Second {
+			t.Errorf("the next request left %v after, want the hold's end and twice TurnTimeout", d)
+		}
+		cancel()
+		close(site.hang)
+	})
+}
+
+// TestPaceEdgeValues: RateLimit and Request-rate values that are
+// malformed or extreme give the documented pace, never a panic and never
+// a request sooner than the default.
+func TestPaceEdgeValues(t *testing.T) {
+	for _, c := range []struct {
+		robots string
+		hdr    string
+		min    time.Duration // the least gap after the answer that carried hdr
+	}{
+		{"Request-rate: 0/0\n", "", DefaultPaceDelay},
+		{"Request-rate: 5/\n", "", DefaultPaceDelay},
+		{"Request-rate: 1/5x\n", "", DefaultPaceDelay},
+		{"Request-rate: 1e308/1s\n", "", time.Nanosecond},
+		{"Request-rate: 1/1e308s\n", "", DefaultMaxCrawlDelay},
+		{"", `"p";r=0`, DefaultPaceDelay},
+		{"", `"p";r=0;t=1e30`, DefaultPaceDelay},
+		{"", `"p";r=0;t=999999999999999`, DefaultMaxRetryAfter},
+		{"", `"p";t=5`, DefaultPaceDelay},
+		{"", `"p";r=1;t=0`, DefaultPaceDelay},
+		{"", `garbage(((`, DefaultPaceDelay},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			const origin = "https://edge.example"
+			site := &siteLog{robots: "User-agent: *\n" + c.robots + "Disallow: /private\n",
+				status: func(p string) (int, http.Header) {
+					if p == "/p1" && c.hdr != "" {
+						return 200, http.Header{"Ratelimit": {c.hdr}}
+					}
+					return 200, nil
+				}}
+			tr := NewTransport(site, "ExampleBot")
+			client := &http.Client{Transport: tr}
+			for i := range 3 {
+				ctx := WithMaxWait(t.Context(), 48*time.Hour)
+				if err := getCtx(ctx, client, fmt.Sprintf("%s/p%d", origin, i)); err != nil {
+					var te *TurnError
+					if !errors.As(err, &te) {
+						t.Errorf("%q %q: %v", c.robots, c.hdr, err)
+					}
+				}
+			}
+			v := site.log(origin)
+			if len(v) == 4 {
+				if gap := v[3].arrived.Sub(v[2].answered); gap < c.min {
+					t.Errorf("%q %q: gap %v, want at least %v", c.robots, c.hdr, gap, c.min)
+				}
+			}
+		})
+	}
+}

@@ -71,26 +71,39 @@
 //
 // # Pacing
 //
-// A Transport spaces the requests to each origin by the crawl-delay of the
-// group it obeys (up to a day, [Transport.MaxCrawlDelay]), or by
-// [Transport.MinDelay] if that is longer. While an origin has such an
-// interval, one request to it is in flight at a time, and the next leaves
-// the interval after the answer to the one before (its response headers, or
-// its error), so that the site sees them an interval apart however long each
-// took; origins do not slow each other down. A request whose answer does not
-// come holds its origin for [Transport.TurnTimeout] at most. A fetch of
-// robots.txt is a request like any other: it waits for its turn, spaced by
-// the longest crawl-delay known for the origin, and the request after it is
-// spaced from its answer.
+// Every origin is paced, with no settings: one request to it is in flight
+// at a time, and the next leaves no sooner than its interval after the
+// answer to the one before (its response headers, or its error), so that
+// the site sees them an interval apart however long each took; origins do
+// not slow each other down. The interval is the longest of the delay the
+// group the crawler obeys states (Crawl-delay, or Request-rate n/T read as
+// T/n; up to a day, [Transport.MaxCrawlDelay]), [Transport.MinDelay], and
+// an adaptive delay of twice the origin's recent response time; and, for
+// an origin that states no delay, [Transport.DefaultDelay], 1 s unless set.
+// A site that states a delay, even a short one, is paced by it instead of
+// the default. A request whose answer does not come holds its origin for
+// [Transport.TurnTimeout] at most. A fetch of robots.txt is a request like
+// any other: it waits for its turn, spaced by the longest interval known
+// for the origin, and the request after it is spaced from its answer.
+//
+// This default changes what a Transport did before it, when an origin that
+// stated no Crawl-delay was not paced at all. A client that is not a
+// crawler (an API client, or tests on the real clock) gets that back with
+// [Transport.NoDefaultPace], which turns off the default and the adaptive
+// delay and keeps robots.txt, stated delays, pauses and the back-off. Tests
+// under testing/synctest pay no wall time for the pace.
 //
 // A 429 or 503 response pauses its origin: nothing is sent to it meanwhile,
 // robots.txt included. With a Retry-After header, for as long as it asks (up
-// to a day, [Transport.MaxRetryAfter]); without a usable one (absent, zero,
-// in the past, malformed), under a [Backoff]: a minute at the first
+// to a day, [Transport.MaxRetryAfter]); else with a RateLimit field, as it
+// asks (below); else under a [Backoff]: a minute at the first
 // incident, doubling at each new one up to a day, forgiven an hour after the
 // last pause ended, and one request at a time until then. Answers to the
-// requests of one burst are one incident. A cap that shortens what a site
-// asked for is logged.
+// requests of one burst are one incident. A RateLimit response field
+// (draft-ietf-httpapi-ratelimit-headers-11) is read on any answer: r=0
+// pauses the origin for t seconds, and a low quota r=n spaces the next
+// request t/n after the answer. A cap that shortens what a site asked for
+// is logged.
 //
 // A request waits for its turn until its context is done. Under
 // [Transport.MaxWait] or [WithMaxWait], a request whose turn is further away

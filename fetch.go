@@ -194,7 +194,7 @@ func (l *loader) hopTurn(ctx context.Context, k originKey) (func(), error) {
 		return nil, err
 	}
 	sent := l.now()
-	return func() { l.turns.release(ctx, s, tk, l.now()-sent, false) }, nil
+	return func() { l.turns.release(ctx, s, tk, sent, false) }, nil
 }
 
 // roundTrip sends req through Base, guarded (see guard), and returns Base's

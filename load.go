@@ -34,16 +34,17 @@ type loader struct {
 
 // lookup returns the state that decides for origin k at now: the cached one
 // if it is fresh, or else the result of a load that the caller waits for.
-func (l *loader) lookup(ctx context.Context, k originKey, now time.Duration, userAgent func() string) (*site, *state, error) {
+// hit tells which: the caller's clock reading is still fresh after a hit.
+func (l *loader) lookup(ctx context.Context, k originKey, now time.Duration, userAgent func() string) (s *site, st *state, hit bool, err error) {
 	sh := l.cache.shard(k)
-	s := sh.get(k)
+	s = sh.get(k)
 	if s != nil {
 		if s.used.Load() < usedAgain {
 			s.used.Store(usedAgain)
 		}
 		if st := s.cur.Load(); st != nil && st.fresh(now) {
 			l.stats.hit()
-			return s, st, nil
+			return s, st, true, nil
 		}
 	} else {
 		var evicted int
@@ -54,7 +55,7 @@ func (l *loader) lookup(ctx context.Context, k originKey, now time.Duration, use
 	if h := l.missed; h != nil {
 		h(k)
 	}
-	st, err := l.wait(ctx, s, userAgent, false, now)
+	st, err = l.wait(ctx, s, userAgent, false, now)
 	for tries := 1; err == errSiteGone; tries++ {
 		// s was evicted before its load began: wait for the origin's
 		// current site instead, so that an origin has one load at a
@@ -66,7 +67,7 @@ func (l *loader) lookup(ctx context.Context, k originKey, now time.Duration, use
 		l.stats.evictions.Add(uint64(evicted))
 		st, err = l.wait(ctx, s, userAgent, tries >= 8, now)
 	}
-	return s, st, err
+	return s, st, false, err
 }
 
 // now returns the time on the Transport's clock (see Transport.now).
@@ -293,7 +294,7 @@ func (l *loader) obtain(logCtx context.Context, s *site, f *flight, prevSt *stat
 	// The request after the fetch is spaced from its answer, not from
 	// when it left: the site sees the two at least an interval apart,
 	// however long the fetch took.
-	l.turns.release(logCtx, s, tk, l.now()-sent, r.status == 0 && r.err != nil)
+	l.turns.release(logCtx, s, tk, sent, r.status == 0 && r.err != nil)
 	if r.retryAfter > 0 && !l.cfg.ignoreRetryAfter {
 		// A robots.txt that asks to wait pauses its origin like a
 		// page does: the last good copy is obeyed, but no request

@@ -41,6 +41,9 @@ type ask struct {
 	// when why is ReasonDefaultPace: the interval without DefaultDelay
 	// (MinDelay, or a stated delay of zero)
 	floor time.Duration
+	// if positive, the time on the Transport's clock when the request was
+	// decided, which its turn may take as now (see turns.reserveMemory)
+	now time.Duration
 }
 
 // stated returns the interval of a without DefaultDelay.

@@ -72,18 +72,24 @@ func (tn *turns) afterAnswer(ctx context.Context, call func(context.Context)) {
 // flight and the caller may wait for its answer. If the turn is at or past
 // lim, reserve takes none and returns a [*TurnError]; an error that wraps
 // ctx's error if ctx is done.
-func (tn *turns) reserve(ctx context.Context, s *site, a ask, lim turnLimit, f *flight, waited *time.Duration, u *url.URL) (grant, error) {
+//
+// now is the time on the Transport's clock, read no earlier than the
+// caller's last wait.
+func (tn *turns) reserve(ctx context.Context, s *site, a ask, lim turnLimit, f *flight, waited *time.Duration, u *url.URL, now time.Duration) (grant, error) {
 	p := tn.cfg.pacer
 	if p == nil {
-		return tn.reserveMemory(ctx, s, a, lim)
+		if now < 0 {
+			now = tn.now()
+		}
+		return tn.reserveMemory(ctx, s, a, lim, now)
 	}
 	tn.knowWatchedPause(s)
 	for {
-		now := tn.now()
+		now = tn.now()
 		at, why := tn.paceOf(s).Next(now, tn.request(a, lim.left(now)))
 		if why == ReasonInFlight {
 			// In flight from this process: wait for its answer here.
-			g, err := tn.reserveMemory(ctx, s, a, lim)
+			g, err := tn.reserveMemory(ctx, s, a, lim, now)
 			if err == nil && g.ok {
 				tn.giveBack(ctx, s, g.tk) // answered meanwhile
 				continue
@@ -106,7 +112,7 @@ func (tn *turns) reserve(ctx context.Context, s *site, a ask, lim turnLimit, f *
 			return grant{}, err
 		}
 	}
-	now := tn.now()
+	now = tn.now()
 	left := lim.left(now)
 	// The Pacer holds the turn if it keeps an interval, or the origin
 	// is backing off in the fleet (see Pacer.Reserve).
@@ -160,15 +166,16 @@ func (tn *turns) reserve(ctx context.Context, s *site, a ask, lim turnLimit, f *
 		return grant{}, tn.notYet(ctx, s, now, max(time.Since(asked), time.Millisecond), lim, ReasonPacer)
 	}
 	tn.pacerFailed(ctx, s.origin, err)
-	return tn.reserveMemory(ctx, s, a, lim)
+	return tn.reserveMemory(ctx, s, a, lim, tn.now())
 }
 
 // reserveMemory takes s's next turn in memory, for a request that keeps a
 // under the limit lim. It returns a grant that is not ok when a request to
 // the origin is in flight and the caller may wait for its answer, and a
-// [*TurnError] when the turn is at or past lim.
-func (tn *turns) reserveMemory(ctx context.Context, s *site, a ask, lim turnLimit) (grant, error) {
-	now := tn.now()
+// [*TurnError] when the turn is at or past lim. now, on the Transport's
+// clock, may be a little stale, never ahead: a turn is then taken no
+// earlier than it should, and its wait is counted from now.
+func (tn *turns) reserveMemory(ctx context.Context, s *site, a ask, lim turnLimit, now time.Duration) (grant, error) {
 	p := tn.paceOf(s)
 	g, w := p.Reserve(now, tn.request(a, lim.left(now)))
 	if !g.OK && (w.Freed == nil || g.Wait >= lim.left(now)) {

@@ -474,13 +474,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.stats.sent.add()
 	sent := now // when the request left, for the bursts of a back-off
 	if tk.p != nil {
-		sent = t.now()
+		sent = max(sent, tk.t.At) // its turn: it left then, or at once
 	}
 	resp, err := t.cfg.base.RoundTrip(req)
 	// The next request is spaced from this one's answer: the site sees
 	// them an interval apart, however long this one took to reach it.
 	if tk.p != nil {
-		t.turns.release(ctx, s, tk, t.now()-sent, err != nil && ctx.Err() == nil)
+		t.turns.release(ctx, s, tk, sent, err != nil && ctx.Err() == nil)
 	}
 	if err == nil && resp != nil {
 		t.turns.answered(ctx, s, resp.StatusCode, resp.Header, sent)

@@ -199,6 +199,9 @@ func BenchmarkRoundTrip(b *testing.B) {
 		{"robots", NewTransport(base, "ExampleBot")},
 		{"robots-no-pacing", &Transport{NoDefaultPace: true, Base: base, Agent: "ExampleBot", IgnoreCrawlDelay: true, IgnoreRetryAfter: true}},
 		{"robots-derived-agent", &Transport{Base: base}},
+		// a turn per request, without the adaptive delay, whose waits on
+		// a loaded machine follow the scheduler's stalls
+		{"robots-turn", &Transport{Base: base, Agent: "ExampleBot", NoDefaultPace: true, MinDelay: time.Nanosecond}},
 	} {
 		if _, err := c.rt.RoundTrip(req); err != nil { // warm the cache
 			b.Fatal(err)

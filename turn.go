@@ -31,15 +31,19 @@ type TurnError struct {
 	// is unknown). It is never the zero time. While a request to the
 	// origin is in flight (Reason is ReasonInFlight), its answer is not
 	// known yet: RetryAt is then an estimate, the time the request left plus
-	// the origin's recent answer time (a moving average; 0 before the
-	// first answer), or now if that has passed, plus the interval. With
+	// the origin's response-time estimate (0 before the first answer), or
+	// now if that has passed, plus the interval. With
 	// one caller per origin, a retry at RetryAt is sent; with many, it is the
 	// earliest any of them can be, and each retry may find another's
 	// turn taken.
 	RetryAt time.Time
 
-	// Reason says what holds the origin: ReasonCrawlDelay,
-	// ReasonInFlight, ReasonRetryAfter, ReasonBackoff or ReasonRobotsTxt.
+	// Reason says what holds the origin: ReasonCrawlDelay (Crawl-delay
+	// or MinDelay), ReasonRequestRate, ReasonDefaultPace (DefaultDelay),
+	// ReasonSlowAnswers (the adaptive delay), ReasonInFlight (a request
+	// awaits its answer), ReasonRetryAfter, ReasonRateLimit, ReasonBackoff
+	// (pauses), ReasonRobotsTxt (the fetch of robots.txt) or ReasonPacer
+	// (the Pacer did not answer within MaxWait).
 	Reason string
 
 	// Err is context.DeadlineExceeded if the deadline refused the request,
@@ -316,8 +320,13 @@ func (tn *turns) waitTurn(ctx context.Context, s *site, a ask, f *flight, always
 		}
 	}()
 	poll := minPoll // the Pacer's turn in flight is asked about at most so often
+	now := a.now
+	if now <= 0 {
+		now = tn.now()
+	}
 	for {
-		g, err := tn.reserve(ctx, s, a, lim, f, &waited, u)
+		g, err := tn.reserve(ctx, s, a, lim, f, &waited, u, now)
+		now = -1 // read afresh after this
 		if err != nil {
 			return turn{}, err
 		}
@@ -350,7 +359,7 @@ func (tn *turns) waitTurn(ctx context.Context, s *site, a ask, f *flight, always
 		}
 		// A pause that began while this request waited holds it back
 		// too: no request goes to a paused origin.
-		if !tn.paused(ctx, s, g.wait > 0) {
+		if g.wait <= 0 || !tn.paused(ctx, s, true) {
 			if !tk.t.Held && tk.p != nil {
 				// A turn that holds nothing is moved to when its
 				// request leaves, if it woke late.
@@ -432,15 +441,17 @@ func urlOf(s *site, u *url.URL) string {
 }
 
 // release notes that the request that took tk (the zero turn for none) of
-// s was answered now, after took from its turn (failed: a network error or
-// a timeout, not a caller's cancel): the next turn is spaced from now, in
-// memory and in the Pacer, and took is a sample of the origin's response
-// time.
-func (tn *turns) release(ctx context.Context, s *site, tk turn, took time.Duration, failed bool) {
+// s, sent at sent on the Transport's clock, was answered now (failed: with
+// a network error or a timeout, not a caller's cancel): the next turn is
+// spaced from now, in memory and in the Pacer, and the time from sent to
+// now is a sample of the origin's response time.
+func (tn *turns) release(ctx context.Context, s *site, tk turn, sent time.Duration, failed bool) {
 	if tk.p == nil {
 		return
 	}
-	tk.p.Release(tn.now(), tk.t, took, failed)
+	now := tn.now()
+	took := max(now-sent, 0)
+	tk.p.Release(now, tk.t, took, failed)
 	if tk.pacer && tk.t.Held {
 		tn.pacerRelease(ctx, s, fleet.Answer{ID: tk.t.ID, At: time.Now(), Took: took, Failed: failed})
 	}

@@ -75,9 +75,12 @@ func (t *Transport) check(ctx context.Context, u *url.URL, host, agent string, u
 	if rt != nil {
 		t.cache.routed(k, rt, now) // so that a load fetches by the same route
 	}
-	s, st, err := t.loader.lookup(ctx, k, now, userAgent)
+	s, st, hit, err := t.loader.lookup(ctx, k, now, userAgent)
 	if err != nil {
 		return nil, nil, ask{}, err
+	}
+	if !hit {
+		now = t.now() // after the load, for the turn
 	}
 	group := t.groupAgent(agent)
 	d := st.decide(now, group, target(u))
@@ -88,7 +91,9 @@ func (t *Transport) check(ctx context.Context, u *url.URL, host, agent string, u
 		if st.entry.Access != fleet.AccessSuccess {
 			t.stats.noRules.add()
 		}
-		return s, st, t.turns.interval(st, group), nil
+		a := t.turns.interval(st, group)
+		a.now = now
+		return s, st, a, nil
 	}
 	switch {
 	case d.err != nil:

@@ -74,9 +74,11 @@ func Example() {
 	}
 	// Output:
 	// robots.cache_hits{crawler=example} 2
+	// robots.default_pace_waits{crawler=example} 2
 	// robots.fetch_success{crawler=example} 1
 	// robots.load_waits{crawler=example} 1
 	// robots.refused_rule{crawler=example} 1
 	// robots.refused{crawler=example} 1
 	// robots.sent{crawler=example} 2
+	// robots.turn_waits{crawler=example} 2
 }

@@ -35,6 +35,13 @@
 //	robots.backoffs             {pause}    incidents of pushback: origins paused by the back-off
 //	robots.in_flight_waits      {request}  requests that waited for, or were refused for, the
 //	                                       answer to another request to their origin
+//	robots.rate_limits          {pause}    pauses a RateLimit response field asked for
+//	robots.default_pace_waits   {request}  requests that waited for, or were refused for,
+//	                                       DefaultDelay (an origin that states no delay)
+//	robots.slow_waits           {request}  requests that waited for, or were refused for, the
+//	                                       adaptive delay of an origin that answers slowly
+//	robots.request_rate_waits   {request}  requests that waited for, or were refused for, the
+//	                                       interval of a Request-rate
 //
 // All are cumulative and monotonic. The request counters do not cover every
 // request: one that fails before it is decided (a scheme other than http or
@@ -104,6 +111,10 @@ var counters = []counter{
 	count("robots.pauses", "{pause}", "Origins paused by Retry-After.", func(s robots.Stats) uint64 { return s.Pauses }),
 	count("robots.backoffs", "{pause}", "Incidents of pushback: origins paused by the back-off.", func(s robots.Stats) uint64 { return s.Backoffs }),
 	count("robots.in_flight_waits", "{request}", "Requests that waited for, or were refused for, the answer to another request to their origin (ReasonInFlight).", func(s robots.Stats) uint64 { return s.InFlightWaits }),
+	count("robots.rate_limits", "{pause}", "Pauses that a RateLimit response field asked for (a spent quota, or the rest spread over its window).", func(s robots.Stats) uint64 { return s.RateLimits }),
+	count("robots.default_pace_waits", "{request}", "Requests that waited for, or were refused for, the interval DefaultDelay sets for an origin that states none (ReasonDefaultPace).", func(s robots.Stats) uint64 { return s.DefaultPaceWaits }),
+	count("robots.slow_waits", "{request}", "Requests that waited for, or were refused for, the adaptive delay of an origin that answers slowly (ReasonSlowAnswers).", func(s robots.Stats) uint64 { return s.SlowWaits }),
+	count("robots.request_rate_waits", "{request}", "Requests that waited for, or were refused for, the interval of a Request-rate (ReasonRequestRate).", func(s robots.Stats) uint64 { return s.RequestRateWaits }),
 }
 
 // Option configures [Instrument].

@@ -175,6 +175,7 @@ func TestInstrument(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mp, r := newProvider(t)
 		tr := robots.NewTransport(newMock(), "ExampleBot")
+		tr.NoDefaultPace = true // not about pacing
 		tr.Uses = []string{"train-ai"}
 		if _, err := Instrument(tr, WithMeterProvider(mp)); err != nil {
 			t.Fatal(err)
@@ -355,6 +356,10 @@ func TestInstruments(t *testing.T) {
 		"robots.pauses":              "{pause}",
 		"robots.backoffs":            "{pause}",
 		"robots.in_flight_waits":     "{request}",
+		"robots.rate_limits":         "{pause}",
+		"robots.default_pace_waits":  "{request}",
+		"robots.slow_waits":          "{request}",
+		"robots.request_rate_waits":  "{request}",
 	}
 	for _, m := range sm.Metrics {
 		u, ok := units[m.Name]
@@ -471,7 +476,7 @@ func (failingStore) Put(context.Context, string, *fleet.Entry) error {
 // fails: its Get and its Put.
 func TestStoreErrors(t *testing.T) {
 	mp, r := newProvider(t)
-	tr := &robots.Transport{Base: newMock(), Agent: "ExampleBot", Store: failingStore{}, Logger: slog.New(slog.DiscardHandler)}
+	tr := &robots.Transport{Base: newMock(), Agent: "ExampleBot", Store: failingStore{}, Logger: slog.New(slog.DiscardHandler), NoDefaultPace: true}
 	if _, err := Instrument(tr, WithMeterProvider(mp)); err != nil {
 		t.Fatal(err)
 	}
@@ -512,6 +517,7 @@ func TestTwoTransports(t *testing.T) {
 	mock := newMock()
 	a := robots.NewTransport(mock, "ExampleBot")
 	b := robots.NewTransport(mock, "OtherBot")
+	a.NoDefaultPace, b.NoDefaultPace = true, true // not about pacing
 	if _, err := Instrument(a, WithMeterProvider(mp), WithAttributes(attribute.String("crawler", "a"))); err != nil {
 		t.Fatal(err)
 	}

@@ -37,8 +37,12 @@ type Pace struct {
 // sync mirrors the State's pause into the atomics and closes freed once
 // no turn is held. The caller holds p.mu.
 func (p *Pace) sync() {
-	p.heedUntil.Store(int64(p.s.HeedUntil))
-	p.pausedUntil.Store(int64(p.s.PausedUntil))
+	if p.heedUntil.Load() != int64(p.s.HeedUntil) {
+		p.heedUntil.Store(int64(p.s.HeedUntil))
+	}
+	if p.pausedUntil.Load() != int64(p.s.PausedUntil) {
+		p.pausedUntil.Store(int64(p.s.PausedUntil))
+	}
 	if p.s.HeldID == 0 && p.freed != nil {
 		close(p.freed)
 		p.freed = nil
