@@ -246,3 +246,74 @@ func TestStatedDelayIsTheFloor(t *testing.T) {
 		}
 	})
 }
+
+// TestRateLimitOnRedirect: a redirect whose answer says the quota is spent
+// pauses the origin: the client's next hop to it waits for the reset.
+func TestRateLimitOnRedirect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		site := &paceSite{page: func(n int) (time.Duration, int, http.Header) {
+			if n == 1 {
+				return 0, http.StatusFound, http.Header{"Location": {"/moved"}, "Ratelimit": {`"default";r=0;t=15`}}
+			}
+			return 0, 200, nil
+		}}
+		c := &http.Client{Transport: robots.NewTransport(site, "ExampleBot")}
+		if err := fetch(context.Background(), c, "https://example.com/page"); err != nil {
+			t.Fatal(err)
+		}
+		checkSpaced(t, site, func(v paceVisit) time.Duration {
+			if v.n == 1 {
+				return 15 * time.Second
+			}
+			return defaultDelay
+		})
+		if vs := site.log(); len(vs) != 3 || vs[2].path != "/moved" {
+			t.Errorf("the site saw %d requests, want robots.txt, /page, /moved", len(vs))
+		}
+	})
+}
+
+// TestRateLimitSpreadKeepsTheDefault: a quota spread thinner than the
+// default pace does not shorten it.
+func TestRateLimitSpreadKeepsTheDefault(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		site := &paceSite{page: func(int) (time.Duration, int, http.Header) {
+			return 0, 200, http.Header{"Ratelimit": {`"default";r=1000;t=1`}}
+		}}
+		c := &http.Client{Transport: robots.NewTransport(site, "ExampleBot")}
+		crawl(c, 4, 8)
+		checkSpaced(t, site, at(defaultDelay))
+	})
+}
+
+// TestAnswerAfterTurnTimeout: a site that answers after 70 s, longer than
+// TurnTimeout (a minute), has answered in 70 s: the estimate rises to it
+// at once, and the next request comes no sooner than twice that after the
+// answer. A hold that ran out is not the answer's time.
+func TestAnswerAfterTurnTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		site := &paceSite{page: func(n int) (time.Duration, int, http.Header) {
+			if n == 1 {
+				return 70 * time.Second, 200, nil
+			}
+			return 0, 200, nil
+		}}
+		c := &http.Client{Transport: robots.NewTransport(site, "ExampleBot")}
+		var wg sync.WaitGroup
+		for i := range 2 {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+				defer cancel()
+				fetch(ctx, c, fmt.Sprintf("https://example.com/page/%d", i))
+			})
+			time.Sleep(time.Millisecond)
+		}
+		wg.Wait()
+		checkSpaced(t, site, func(v paceVisit) time.Duration {
+			if v.n == 1 {
+				return 2 * v.latency
+			}
+			return defaultDelay
+		})
+	})
+}
