@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -315,5 +316,21 @@ func TestAnswerAfterTurnTimeout(t *testing.T) {
 			}
 			return defaultDelay
 		})
+	})
+}
+
+// TestOriginShowsRequestRate: Origin shows the Request-rate a site states,
+// beside its Crawl-delay.
+func TestOriginShowsRequestRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		site := &paceSite{robots: "User-agent: ExampleBot\nRequest-rate: 3/1m\nCrawl-delay: 5\nDisallow: /private\n\nUser-agent: *\nRequest-rate: 1/1h\n"}
+		tr := robots.NewTransport(site, "ExampleBot")
+		o, err := tr.Origin(context.Background(), &url.URL{Scheme: "https", Host: "example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.RequestRate != 20*time.Second || o.CrawlDelay != 5*time.Second {
+			t.Errorf("Origin: RequestRate %v, CrawlDelay %v; want 20s, 5s", o.RequestRate, o.CrawlDelay)
+		}
 	})
 }
