@@ -116,19 +116,21 @@ func TestFailuresAreSlowAnswers(t *testing.T) {
 // its RetryAt is no sooner than the site asked.
 func TestMaxWaitReasons(t *testing.T) {
 	for _, c := range []struct {
-		robots string
-		hdr    http.Header
-		reason string
-		wait   time.Duration
+		robots  string
+		latency time.Duration
+		hdr     http.Header
+		reason  string
+		wait    time.Duration
 	}{
-		{"", nil, robots.ReasonDefaultPace, defaultDelay},
-		{"User-agent: *\nRequest-rate: 1/7s\n", nil, robots.ReasonRequestRate, 7 * time.Second},
-		{"", http.Header{"Ratelimit": {`"default";r=0;t=40`}}, robots.ReasonRateLimit, 40 * time.Second},
-		{"", http.Header{"Ratelimit": {`"default";r=2;t=40`}}, robots.ReasonRateLimit, 20 * time.Second},
+		{"", 0, nil, robots.ReasonDefaultPace, defaultDelay},
+		{"User-agent: *\nRequest-rate: 1/7s\n", 0, nil, robots.ReasonRequestRate, 7 * time.Second},
+		{"", 0, http.Header{"Ratelimit": {`"default";r=0;t=40`}}, robots.ReasonRateLimit, 40 * time.Second},
+		{"", 0, http.Header{"Ratelimit": {`"default";r=2;t=40`}}, robots.ReasonRateLimit, 20 * time.Second},
+		{"User-agent: *\nCrawl-delay: 2\n", 3 * time.Second, nil, robots.ReasonSlowAnswers, 6 * time.Second},
 	} {
 		t.Run(c.reason, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				site := &paceSite{robots: c.robots, page: func(int) (time.Duration, int, http.Header) { return 0, 200, c.hdr }}
+				site := &paceSite{robots: c.robots, page: func(int) (time.Duration, int, http.Header) { return c.latency, 200, c.hdr }}
 				cl := &http.Client{Transport: &robots.Transport{Base: site, Agent: "ExampleBot", MaxWait: 100 * time.Millisecond}}
 				// A page, sent again at each RetryAt until it goes.
 				for tries := 0; ; tries++ {
