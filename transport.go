@@ -502,9 +502,7 @@ func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL, host string, 
 	sh := t.cache.shard(k)
 	s := sh.get(k)
 	if s == nil {
-		var evicted int
-		s, evicted = t.cache.add(sh, k, now)
-		t.stats.evictions.Add(uint64(evicted))
+		s, _ = t.cache.add(sh, k, now)
 	}
 	tk, err := t.turns.waitTurn(ctx, s, t.turns.fetchAsk(s), nil, true, now, u)
 	return s, tk, err
