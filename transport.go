@@ -156,8 +156,8 @@ type Transport struct {
 	// the one before (see doc/pacing.md). The interval is the longest of
 	// the delay the origin's robots.txt states (Crawl-delay, or
 	// Request-rate n/T read as T/n, the longer), MinDelay, the adaptive
-	// delay (twice the origin's recent response time, once that is a
-	// millisecond or more, at most MaxCrawlDelay) and, for an origin that
+	// delay (twice the origin's recent response time, once that is 10 ms
+	// or more, at most MaxCrawlDelay) and, for an origin that
 	// states neither Crawl-delay nor Request-rate, DefaultDelay.
 	//
 	// DefaultDelay is the interval of an origin that states no delay; if
