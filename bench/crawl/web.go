@@ -233,8 +233,12 @@ func scaledBackoff(scale float64) robots.Backoff {
 const transportDefaultDelay = robots.DefaultPaceDelay
 
 // slowFactor is how many times an origin's response time the Transport's
-// adaptive delay spaces its requests (see interval).
-const slowFactor = 2
+// adaptive delay spaces its requests, once its estimate is slowFloor or
+// more (see interval).
+const (
+	slowFactor = 2
+	slowFloor  = 10 * time.Millisecond
+)
 
 // scaledDefault returns robots.Transport's default pace multiplied by
 // scale, and false, for no default pace, if scale is 0.
@@ -249,14 +253,14 @@ func scaledDefault(scale float64) (time.Duration, bool) {
 // under robots.Transport's pace, given est, the estimate of o's response
 // time so far: the stated delay (crawl-delay or request-rate), or the
 // default pace if o states neither; and no less than the adaptive delay,
-// slowFactor times est, capped like a crawl-delay (the crawlers'
-// Transports keep the default MaxCrawlDelay).
+// slowFactor times est once est is slowFloor or more, capped like a
+// crawl-delay (the crawlers' Transports keep the default MaxCrawlDelay).
 func (w *web) interval(o *origin, est time.Duration) time.Duration {
 	base := o.delay
 	if !o.stated && w.paced {
 		base = w.defaultDelay
 	}
-	if !w.paced {
+	if !w.paced || est < slowFloor {
 		return base
 	}
 	return max(base, min(slowFactor*est, robots.DefaultMaxCrawlDelay))
