@@ -336,3 +336,44 @@ func TestOriginShowsRequestRate(t *testing.T) {
 		}
 	})
 }
+
+// TestDefaultPaceSurvivesEviction: with room for two origins in memory, a
+// crawl of six round-robin evicts each between its requests; the default
+// pace and the adaptive delay of each still hold.
+func TestDefaultPaceSurvivesEviction(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sites := map[string]*paceSite{}
+		for i := range 6 {
+			lat := time.Duration(0)
+			if i%2 == 1 {
+				lat = 800 * time.Millisecond // twice it is longer than the default pace
+			}
+			sites[fmt.Sprintf("s%d.example", i)] = &paceSite{page: func(int) (time.Duration, int, http.Header) { return lat, 200, nil }}
+		}
+		base := rtFunc(func(req *http.Request) (*http.Response, error) { return sites[req.URL.Host].RoundTrip(req) })
+		c := &http.Client{Transport: &robots.Transport{Base: base, Agent: "ExampleBot", MaxOrigins: 2}}
+		var wg sync.WaitGroup
+		for g := range 3 {
+			wg.Go(func() {
+				for i := range 24 {
+					host := fmt.Sprintf("s%d.example", (i+g)%6)
+					if err := fetch(context.Background(), c, fmt.Sprintf("https://%s/%d-%d", host, g, i)); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for host, s := range sites {
+			if len(s.log()) < 13 {
+				t.Errorf("%s saw %d requests, want robots.txt and 12 pages at least", host, len(s.log()))
+			}
+			checkSpaced(t, s, func(v paceVisit) time.Duration {
+				if v.path != "/robots.txt" && v.latency > 0 {
+					return 2 * v.latency
+				}
+				return defaultDelay
+			})
+		}
+	})
+}
