@@ -377,3 +377,42 @@ func TestDefaultPaceSurvivesEviction(t *testing.T) {
 		}
 	})
 }
+
+// TestDefaultPaceRobotsTxtFaults: a site whose robots.txt is 404 (all
+// allowed) is paced all the same; one whose robots.txt answers 503 gets
+// its refetches of robots.txt no faster than the default pace, however
+// many requests ask.
+func TestDefaultPaceRobotsTxtFaults(t *testing.T) {
+	for _, status := range []int{404, 503} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				site := &paceSite{}
+				base := rtFunc(func(req *http.Request) (*http.Response, error) {
+					resp, err := site.RoundTrip(req)
+					if err == nil && req.URL.Path == "/robots.txt" {
+						resp.StatusCode = status
+					}
+					return resp, err
+				})
+				c := &http.Client{Transport: robots.NewTransport(base, "ExampleBot")}
+				start := time.Now()
+				var wg sync.WaitGroup
+				for g := range 8 {
+					wg.Go(func() {
+						for i := 0; time.Since(start) < 10*time.Minute; i++ {
+							ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+							fetch(ctx, c, fmt.Sprintf("https://example.com/%d-%d", g, i))
+							cancel()
+							time.Sleep(time.Second)
+						}
+					})
+				}
+				wg.Wait()
+				if len(site.log()) < 2 {
+					t.Fatalf("the site saw %d requests", len(site.log()))
+				}
+				checkSpaced(t, site, at(defaultDelay))
+			})
+		})
+	}
+}
