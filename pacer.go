@@ -178,6 +178,12 @@ func (tn *turns) reserve(ctx context.Context, s *site, a ask, lim turnLimit, f *
 func (tn *turns) reserveMemory(ctx context.Context, s *site, u *url.URL, a ask, lim turnLimit, now time.Duration) (grant, error) {
 	p := tn.paceOf(s)
 	g, w := p.Reserve(now, tn.request(a, lim.left(now)))
+	for w.Dropped {
+		// Dropped with its site since paceOf: nothing in it can hold a
+		// request back, and the origin's current pace decides.
+		p = tn.paceOf(s)
+		g, w = p.Reserve(now, tn.request(a, lim.left(now)))
+	}
 	if !g.OK && (w.Freed == nil || g.Wait >= lim.left(now)) {
 		return grant{}, tn.notYet(ctx, s, u, now, g.Wait, lim, g.Why)
 	}
