@@ -38,6 +38,8 @@ type cache struct {
 	maxBytes int64         // MaxBytes
 	bytes    atomic.Int64  // the sum of the shards' bytes
 	sweep    atomic.Uint32 // the shard where the next eviction for bytes starts
+	// the origins evicted, on every route (Stats.Evictions)
+	evicted atomic.Uint64
 
 	paces *pacing.Table[originKey] // the paces of evicted origins
 }
@@ -169,6 +171,7 @@ func (c *cache) evict(sh *shard, now time.Duration, keep, add *site, steps int) 
 		sh.bytes -= v.bytes
 		c.bytes.Add(-v.bytes)
 		v.bytes, v.gone = 0, true
+		c.evicted.Add(1)
 		c.paces.HandBack(v.key, v.pace, now)
 		return v
 	}

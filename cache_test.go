@@ -531,3 +531,24 @@ func TestCachedBodyDropped(t *testing.T) {
 		}
 	}
 }
+
+// TestEvictionsHostRoute: origins dropped on the Request.Host route are
+// counted too: with MaxOrigins 1, three virtual hosts evict two.
+func TestEvictionsHostRoute(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		site := &siteLog{robots: "User-agent: *\nDisallow: /private\n"}
+		tr := &Transport{Base: site, Agent: "ExampleBot", MaxOrigins: 1}
+		for _, h := range []string{"a.example", "b.example", "c.example"} {
+			req, _ := http.NewRequest("GET", "https://203.0.113.7/page", nil)
+			req.Host = h
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		if n := tr.Stats().Evictions; n != 2 {
+			t.Errorf("Stats.Evictions %d, want 2", n)
+		}
+	})
+}

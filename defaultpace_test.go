@@ -452,3 +452,37 @@ func TestPaceEdgeValues(t *testing.T) {
 		})
 	}
 }
+
+// TestNextTurnCountsNothing: NextTurn sends nothing, so it counts nothing
+// in Stats (beside the fetch of robots.txt it may make) and records no
+// refusal; the request that follows counts once.
+func TestNextTurnCountsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const origin = "https://probe.example"
+		site := &siteLog{robots: "User-agent: *\nDisallow: /private\n"}
+		logs := &lockedBuf{}
+		tr := &Transport{Base: site, Agent: "ExampleBot", Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+		client := &http.Client{Transport: tr}
+		for _, p := range []string{"/private", "/page", "/page"} {
+			tr.NextTurn(t.Context(), mustURL(origin+p))
+		}
+		st := tr.Stats()
+		if st.FetchSuccess != 1 {
+			t.Errorf("Stats.FetchSuccess %d, want the 1 fetch", st.FetchSuccess)
+		}
+		st.FetchSuccess = 0
+		if st != (Stats{}) {
+			t.Errorf("Stats after NextTurn alone: %+v, want nothing counted", st)
+		}
+		if strings.Contains(logs.String(), "robots: refused") {
+			t.Errorf("NextTurn recorded a refusal:\n%s", logs.String())
+		}
+		getCtx(t.Context(), client, origin+"/private")
+		if st := tr.Stats(); st.RefusedRule != 1 || st.Refused != 1 {
+			t.Errorf("Stats after one refused request: %+v, want it counted once", st)
+		}
+		if n := strings.Count(logs.String(), "robots: refused"); n != 1 {
+			t.Errorf("%d refusal records for one request, want 1", n)
+		}
+	})
+}

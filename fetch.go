@@ -52,7 +52,7 @@ var errNoResponse = errors.New("robots: Base returned no response and no error")
 // ctx bounds nothing itself: the fetch is bounded by FetchTimeout, not
 // counting the waits for the turns of the origins that redirects lead to
 // (each hop to another origin is a request to it, and waits its turn there).
-func (l *loader) fetch(parent context.Context, origin string, rt *route, userAgent string) *fetchResult {
+func (l *loader) fetch(parent context.Context, origin string, rt *route, userAgent string) (r *fetchResult) {
 	target, err := url.Parse(origin + "/robots.txt")
 	if err != nil {
 		return &fetchResult{err: fmt.Errorf("robots: %w", err)}
@@ -77,8 +77,16 @@ func (l *loader) fetch(parent context.Context, origin string, rt *route, userAge
 		return ctx
 	}
 	ctx := bound()
-	// The turn of a redirect's origin, released at the hop's answer.
+	// The turn of a redirect's origin, released at the hop's answer; the
+	// time spent waiting for such turns, which is not the origin's
+	// response time.
 	var hopDone func()
+	var hopWait time.Duration
+	defer func() {
+		if r != nil {
+			r.hopWait = hopWait
+		}
+	}()
 	defer func() {
 		if hopDone != nil {
 			hopDone()
@@ -176,6 +184,7 @@ func (l *loader) fetch(parent context.Context, origin string, rt *route, userAge
 				return &fetchResult{status: resp.StatusCode, err: fmt.Errorf("robots: following a redirect to %s: %w", redact(next), err)}
 			}
 			deadline = deadline.Add(time.Since(start))
+			hopWait += time.Since(start)
 			ctx = bound()
 			at = k.String()
 		}

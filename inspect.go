@@ -133,6 +133,6 @@ func (t *Transport) stateOf(ctx context.Context, u *url.URL) (*site, *state, err
 	// No MaxWait: the caller asks what robots.txt says, and sends
 	// nothing that needs a turn.
 	ctx = context.WithValue(ctx, maxWaitKey{}, time.Duration(0))
-	s, st, _, err := t.loader.lookup(ctx, k, t.now(), t.fetchAgent(nil, ua))
+	s, st, _, err := t.loader.lookup(ctx, k, u, t.now(), t.fetchAgent(nil, ua))
 	return s, st, err
 }

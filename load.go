@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -35,7 +36,7 @@ type loader struct {
 // lookup returns the state that decides for origin k at now: the cached one
 // if it is fresh, or else the result of a load that the caller waits for.
 // hit tells which: the caller's clock reading is still fresh after a hit.
-func (l *loader) lookup(ctx context.Context, k originKey, now time.Duration, userAgent func() string) (s *site, st *state, hit bool, err error) {
+func (l *loader) lookup(ctx context.Context, k originKey, u *url.URL, now time.Duration, userAgent func() string) (s *site, st *state, hit bool, err error) {
 	sh := l.cache.shard(k)
 	s = sh.get(k)
 	if s != nil {
@@ -43,29 +44,29 @@ func (l *loader) lookup(ctx context.Context, k originKey, now time.Duration, use
 			s.used.Store(usedAgain)
 		}
 		if st := s.cur.Load(); st != nil && st.fresh(now) {
-			l.stats.hit()
+			if ctx.Value(probeKey{}) == nil {
+				l.stats.hit()
+			}
 			return s, st, true, nil
 		}
 	} else {
-		var evicted int
-		s, evicted = l.cache.add(sh, k, now)
-		l.stats.evictions.Add(uint64(evicted))
+		s, _ = l.cache.add(sh, k, now)
 	}
-	l.stats.misses.Add(1)
+	if ctx.Value(probeKey{}) == nil {
+		l.stats.misses.Add(1)
+	}
 	if h := l.missed; h != nil {
 		h(k)
 	}
-	st, err = l.wait(ctx, s, userAgent, false, now)
+	st, err = l.wait(ctx, s, u, userAgent, false, now)
 	for tries := 1; err == errSiteGone; tries++ {
 		// s was evicted before its load began: wait for the origin's
 		// current site instead, so that an origin has one load at a
 		// time (two would send two requests for robots.txt at once,
 		// each on a pace that knows no crawl-delay). After a few tries
 		// under such churn, load on s as it is.
-		var evicted int
-		s, evicted = l.cache.add(sh, k, now)
-		l.stats.evictions.Add(uint64(evicted))
-		st, err = l.wait(ctx, s, userAgent, tries >= 8, now)
+		s, _ = l.cache.add(sh, k, now)
+		st, err = l.wait(ctx, s, u, userAgent, tries >= 8, now)
 	}
 	return s, st, false, err
 }
@@ -87,7 +88,7 @@ var errSiteGone = errors.New("robots: site evicted")
 // for a turn past that limit, or when MaxWait runs out while the fetch is in
 // flight. The load goes on for the other callers. It returns errSiteGone if
 // s has been evicted, unless evenGone is set.
-func (l *loader) wait(ctx context.Context, s *site, userAgent func() string, evenGone bool, start time.Duration) (*state, error) {
+func (l *loader) wait(ctx context.Context, s *site, u *url.URL, userAgent func() string, evenGone bool, start time.Duration) (*state, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("robots: waiting for %s/robots.txt: %w", s.origin, err)
 	}
@@ -140,7 +141,7 @@ func (l *loader) wait(ctx context.Context, s *site, userAgent func() string, eve
 			waiting = nil
 			sendAt := time.Unix(0, f.sendAt.Load())
 			if now := l.now(); l.clock(sendAt) >= lim.until {
-				return nil, l.turns.notYet(ctx, s, now, max(l.clock(sendAt)-now, time.Nanosecond), lim, ReasonRobotsTxt)
+				return nil, l.turns.notYet(ctx, s, u, now, max(l.clock(sendAt)-now, time.Nanosecond), lim, ReasonRobotsTxt)
 			}
 		case <-timeout:
 			select {
@@ -148,7 +149,7 @@ func (l *loader) wait(ctx context.Context, s *site, userAgent func() string, eve
 				return f.st, nil
 			default:
 			}
-			return nil, l.turns.notYet(ctx, s, l.now(), fetchPoll, lim, ReasonRobotsTxt)
+			return nil, l.turns.notYet(ctx, s, u, l.now(), fetchPoll, lim, ReasonRobotsTxt)
 		case <-ctx.Done():
 			return nil, fmt.Errorf("robots: waiting for %s/robots.txt: %w", s.origin, ctx.Err())
 		}
@@ -198,7 +199,7 @@ func (l *loader) load(ctx context.Context, s *site, f *flight, userAgent string)
 		l.turns.paceOf(s).Know(st.ask.every, st.entry != nil && st.entry.Access != fleet.AccessUnreachable)
 		l.warnCapped(ctx, s, st)
 		s.cur.Store(st)
-		l.stats.evictions.Add(uint64(l.cache.account(s, st.bytes, l.now())))
+		l.cache.account(s, st.bytes, l.now())
 		s.mu.Lock()
 		s.flight = nil
 		s.mu.Unlock()
@@ -294,7 +295,7 @@ func (l *loader) obtain(logCtx context.Context, s *site, f *flight, prevSt *stat
 	// The request after the fetch is spaced from its answer, not from
 	// when it left: the site sees the two at least an interval apart,
 	// however long the fetch took.
-	l.turns.release(logCtx, s, tk, sent, r.status == 0 && r.err != nil)
+	l.turns.release(logCtx, s, tk, add(sent, r.hopWait), r.status == 0 && r.err != nil)
 	if r.retryAfter > 0 && !l.cfg.ignoreRetryAfter {
 		// A robots.txt that asks to wait pauses its origin like a
 		// page does: the last good copy is obeyed, but no request

@@ -16,7 +16,8 @@ import (
 
 // TestDebugRecords: with a Logger at the debug level, a Transport records
 // each refusal with its URL, token and deciding rule; each request refused
-// for now or held for its turn; a robots.txt answered by another origin; and
+// for now (with its URL and reason) or held for its turn; a robots.txt
+// answered by another origin; and
 // each fallback from a failing Pacer.
 func TestDebugRecords(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -39,7 +40,7 @@ func TestDebugRecords(t *testing.T) {
 		out := buf.String()
 		for _, want := range []string{
 			`level=DEBUG msg="robots: refused" url=https://example.com/private agent=ExampleBot rule="Disallow: /private" line=3`,
-			`level=DEBUG msg="robots: not sent yet" origin=https://example.com in=2s at=2000-01-01T00:00:02.000Z reason=crawl-delay`,
+			`level=DEBUG msg="robots: not sent yet" origin=https://example.com url=https://example.com/page in=2s at=2000-01-01T00:00:02.000Z reason=crawl-delay`,
 			`level=DEBUG msg="robots: waiting for the turn" origin=https://example.com url=https://example.com/page wait=500ms reason=crawl-delay`,
 			`level=DEBUG msg="robots: waiting for the turn" origin=https://example.com url=https://example.com/robots.txt wait=2s reason=crawl-delay`,
 			`level=DEBUG msg="robots: refused" url=https://down.example/x agent=ExampleBot why="robots.txt unreachable"`,

@@ -81,7 +81,7 @@ func (tn *turns) reserve(ctx context.Context, s *site, a ask, lim turnLimit, f *
 		if now < 0 {
 			now = tn.now()
 		}
-		return tn.reserveMemory(ctx, s, a, lim, now)
+		return tn.reserveMemory(ctx, s, u, a, lim, now)
 	}
 	tn.knowWatchedPause(s)
 	for {
@@ -89,7 +89,7 @@ func (tn *turns) reserve(ctx context.Context, s *site, a ask, lim turnLimit, f *
 		at, why := tn.paceOf(s).Next(now, tn.request(a, lim.left(now)))
 		if why == ReasonInFlight {
 			// In flight from this process: wait for its answer here.
-			g, err := tn.reserveMemory(ctx, s, a, lim, now)
+			g, err := tn.reserveMemory(ctx, s, u, a, lim, now)
 			if err == nil && g.ok {
 				tn.giveBack(ctx, s, g.tk) // answered meanwhile
 				continue
@@ -101,7 +101,7 @@ func (tn *turns) reserve(ctx context.Context, s *site, a ask, lim turnLimit, f *
 			break
 		}
 		if known >= lim.left(now) {
-			return grant{}, tn.notYet(ctx, s, now, known, lim, why)
+			return grant{}, tn.notYet(ctx, s, u, now, known, lim, why)
 		}
 		if f != nil {
 			f.sendAt.Store(time.Now().Add(known).UnixNano())
@@ -148,12 +148,12 @@ func (tn *turns) reserve(ctx context.Context, s *site, a ask, lim turnLimit, f *
 		// when it foresees a free turn (see waitFreed).
 		wait := max(r.Wait, time.Millisecond)
 		if lim.until != math.MaxInt64 && wait >= left {
-			return grant{}, tn.notYet(ctx, s, now, wait, lim, ReasonInFlight)
+			return grant{}, tn.notYet(ctx, s, u, now, wait, lim, ReasonInFlight)
 		}
 		return grant{wait: wait, why: ReasonInFlight}, nil
 	case err == nil:
 		wait := max(r.Wait, time.Nanosecond) // a Pacer that refuses a turn it says is now
-		return grant{}, tn.notYet(ctx, s, now, wait, lim, a.why)
+		return grant{}, tn.notYet(ctx, s, u, now, wait, lim, a.why)
 	case ctx.Err() != nil:
 		tn.releaseLost(ctx, s, id, hold)
 		return grant{}, fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
@@ -163,10 +163,10 @@ func (tn *turns) reserve(ctx context.Context, s *site, a ask, lim turnLimit, f *
 		// fleet's requests in flight. One the Pacer took is released.
 		tn.releaseLost(ctx, s, id, hold)
 		now = tn.now()
-		return grant{}, tn.notYet(ctx, s, now, max(time.Since(asked), time.Millisecond), lim, ReasonPacer)
+		return grant{}, tn.notYet(ctx, s, u, now, max(time.Since(asked), time.Millisecond), lim, ReasonPacer)
 	}
 	tn.pacerFailed(ctx, s.origin, err)
-	return tn.reserveMemory(ctx, s, a, lim, tn.now())
+	return tn.reserveMemory(ctx, s, u, a, lim, tn.now())
 }
 
 // reserveMemory takes s's next turn in memory, for a request that keeps a
@@ -175,11 +175,17 @@ func (tn *turns) reserve(ctx context.Context, s *site, a ask, lim turnLimit, f *
 // [*TurnError] when the turn is at or past lim. now, on the Transport's
 // clock, may be a little stale, never ahead: a turn is then taken no
 // earlier than it should, and its wait is counted from now.
-func (tn *turns) reserveMemory(ctx context.Context, s *site, a ask, lim turnLimit, now time.Duration) (grant, error) {
+func (tn *turns) reserveMemory(ctx context.Context, s *site, u *url.URL, a ask, lim turnLimit, now time.Duration) (grant, error) {
 	p := tn.paceOf(s)
 	g, w := p.Reserve(now, tn.request(a, lim.left(now)))
+	for w.Dropped {
+		// Dropped with its site since paceOf: nothing in it can hold a
+		// request back, and the origin's current pace decides.
+		p = tn.paceOf(s)
+		g, w = p.Reserve(now, tn.request(a, lim.left(now)))
+	}
 	if !g.OK && (w.Freed == nil || g.Wait >= lim.left(now)) {
-		return grant{}, tn.notYet(ctx, s, now, g.Wait, lim, g.Why)
+		return grant{}, tn.notYet(ctx, s, u, now, g.Wait, lim, g.Why)
 	}
 	return grant{wait: g.Wait, ok: g.OK, why: g.Why, freed: w.Freed, freeBy: w.By, tk: turn{p: p, t: g.Turn}}, nil
 }

@@ -155,6 +155,9 @@ type fetchResult struct {
 	// the origin whose answer this is, when a redirect led away from the one
 	// asked; "" otherwise
 	from string
+	// the time the fetch waited for the turns of the origins its
+	// redirects led to
+	hopWait time.Duration
 }
 
 // next returns the entry that follows prev (nil if there is none) after a

@@ -58,11 +58,12 @@ type Stats struct {
 // Stats returns the Transport's counters, each read atomically (together,
 // not one instant's).
 func (t *Transport) Stats() Stats {
+	t.once.Do(t.init)
 	s := &t.stats
 	return Stats{
 		CacheHits:          s.hitCount.load(),
 		LoadWaits:          s.misses.Load(),
-		Evictions:          s.evictions.Load(),
+		Evictions:          t.cache.evicted.Load(),
 		Sent:               s.sent.load(),
 		Refused:            s.refusedRule.Load() + s.refusedUnreachable.Load() + s.refusedUsage.Load(),
 		RefusedRule:        s.refusedRule.Load(),
@@ -91,7 +92,7 @@ func (t *Transport) Stats() Stats {
 // goroutines at once, are striped over cache lines.
 type stats struct {
 	hitCount, sent, noRules                       striped
-	misses, evictions, storeHits, storeErrors     atomic.Uint64
+	misses, storeHits, storeErrors                atomic.Uint64
 	refusedRule, refusedUnreachable, refusedUsage atomic.Uint64
 	fetches                                       [3]atomic.Uint64 // by Access
 	paceWaits, pauses, notYet                     atomic.Uint64

@@ -156,8 +156,8 @@ type Transport struct {
 	// the one before (see doc/pacing.md). The interval is the longest of
 	// the delay the origin's robots.txt states (Crawl-delay, or
 	// Request-rate n/T read as T/n, the longer), MinDelay, the adaptive
-	// delay (twice the origin's recent response time, once that is a
-	// millisecond or more, at most MaxCrawlDelay) and, for an origin that
+	// delay (twice the origin's recent response time, once that is 10 ms
+	// or more, at most MaxCrawlDelay) and, for an origin that
 	// states neither Crawl-delay nor Request-rate, DefaultDelay.
 	//
 	// DefaultDelay is the interval of an origin that states no delay; if
@@ -510,9 +510,7 @@ func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL, host string, 
 	sh := t.cache.shard(k)
 	s := sh.get(k)
 	if s == nil {
-		var evicted int
-		s, evicted = t.cache.add(sh, k, now)
-		t.stats.evictions.Add(uint64(evicted))
+		s, _ = t.cache.add(sh, k, now)
 	}
 	tk, err := t.turns.waitTurn(ctx, s, t.turns.fetchAsk(s), nil, true, now, u)
 	return s, tk, err

@@ -266,9 +266,9 @@ func (l turnLimit) left(now time.Duration) time.Duration {
 	return l.until - now
 }
 
-// notYet returns the error of a request to s refused at now because its turn
-// is wait away, past l, for the reason why.
-func (tn *turns) notYet(ctx context.Context, s *site, now, wait time.Duration, l turnLimit, why string) *TurnError {
+// notYet returns the error of a request for u (nil: robots.txt) to s
+// refused at now because its turn is wait away, past l, for the reason why.
+func (tn *turns) notYet(ctx context.Context, s *site, u *url.URL, now, wait time.Duration, l turnLimit, why string) *TurnError {
 	if ctx.Value(probeKey{}) == nil {
 		tn.stats.notYet.Add(1)
 		tn.stats.waitedFor(why)
@@ -278,7 +278,7 @@ func (tn *turns) notYet(ctx context.Context, s *site, now, wait time.Duration, l
 		e.Err = context.DeadlineExceeded
 	}
 	if tn.debugging(ctx) {
-		tn.debug(ctx, "robots: not sent yet", slog.String("origin", s.origin),
+		tn.debug(ctx, "robots: not sent yet", slog.String("origin", s.origin), slog.String("url", urlOf(s, u)),
 			slog.Duration("in", wait), slog.Time("at", e.RetryAt), slog.String("reason", why), slog.Bool("deadline", l.deadline))
 	}
 	return e
@@ -414,7 +414,7 @@ func (tn *turns) waitFreed(ctx context.Context, s *site, g grant, l turnLimit, w
 			now := tn.now()
 			at, _ := tn.paceOf(s).Next(now, tn.request(ask{known: true}, 0))
 			wait := max(at-now, g.wait-time.Since(start), time.Nanosecond)
-			return tn.notYet(ctx, s, now, wait, l, ReasonInFlight)
+			return tn.notYet(ctx, s, u, now, wait, l, ReasonInFlight)
 		}
 		tn.stats.inFlightWaits.Add(1)
 		return nil

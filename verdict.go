@@ -75,7 +75,7 @@ func (t *Transport) check(ctx context.Context, u *url.URL, host, agent string, u
 	if rt != nil {
 		t.cache.routed(k, rt, now) // so that a load fetches by the same route
 	}
-	s, st, hit, err := t.loader.lookup(ctx, k, now, userAgent)
+	s, st, hit, err := t.loader.lookup(ctx, k, u, now, userAgent)
 	if err != nil {
 		return nil, nil, ask{}, err
 	}
@@ -87,8 +87,11 @@ func (t *Transport) check(ctx context.Context, u *url.URL, host, agent string, u
 	if d.allowed && t.cfg.uses.decides(st) {
 		d = t.decideUses(st, group, target(u)) // see Transport.Uses
 	}
+	// A NextTurn probes: it sends nothing, so it counts and logs
+	// nothing; the request it probes for does, once.
+	probe := ctx.Value(probeKey{}) != nil
 	if d.allowed {
-		if st.entry.Access != fleet.AccessSuccess {
+		if st.entry.Access != fleet.AccessSuccess && !probe {
 			t.stats.noRules.add()
 		}
 		a := t.turns.interval(st, group)
@@ -96,6 +99,7 @@ func (t *Transport) check(ctx context.Context, u *url.URL, host, agent string, u
 		return s, st, a, nil
 	}
 	switch {
+	case probe:
 	case d.err != nil:
 		t.stats.refusedUnreachable.Add(1)
 	case d.use != "":
@@ -108,7 +112,7 @@ func (t *Transport) check(ctx context.Context, u *url.URL, host, agent string, u
 	if d.err != nil {
 		de.RetryAt = st.entry.Expires
 	}
-	if t.debugging(ctx) {
+	if !probe && t.debugging(ctx) {
 		t.debugRefused(ctx, de)
 	}
 	return nil, nil, ask{}, de

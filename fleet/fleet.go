@@ -289,8 +289,8 @@ type TurnRequest struct {
 	// never got. A Pacer may name the turn itself when ID is zero.
 	ID uint64
 	// MaxAdaptive caps the adaptive delay (twice the origin's
-	// response-time estimate); zero turns it off (robots.Transport's
-	// NoDefaultPace).
+	// response-time estimate, none while that is under 10 ms); zero turns
+	// it off (robots.Transport's NoDefaultPace).
 	MaxAdaptive time.Duration
 }
 

@@ -13,8 +13,7 @@ import (
 // zero Pace is an origin never seen. A Pace is safe for concurrent use.
 //
 // A Pace that no longer matters may be dropped from its [Table]; a dropped
-// Pace takes no turn (Reserve panics): the caller finds the origin's
-// current one in the Table instead.
+// Pace takes no turn: the caller finds the origin's current one instead.
 type Pace struct {
 	// heedUntil and pausedUntil mirror s.HeedUntil and s.PausedUntil, in
 	// ns, for reads without the lock; written under mu.
@@ -50,20 +49,23 @@ func (p *Pace) sync() {
 }
 
 // Wait is what a request that finds a turn held waits on: Freed is closed
-// when the turn ends, which is at By at the latest.
+// when the turn ends, which is at By at the latest. Dropped says that the
+// Pace was dropped from its Table and took no turn: the caller asks the
+// origin's current Pace.
 type Wait struct {
-	Freed <-chan struct{}
-	By    time.Duration
+	Freed   <-chan struct{}
+	By      time.Duration
+	Dropped bool
 }
 
 // Reserve takes the origin's next turn at now: see [State.Reserve]. When a
-// turn is held, the Grant is not OK and the Wait says what to wait on. It
-// panics if p has been dropped.
+// turn is held, the Grant is not OK and the Wait says what to wait on. A
+// dropped Pace takes no turn (Wait.Dropped).
 func (p *Pace) Reserve(now time.Duration, r Request) (Grant, Wait) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.dropped.Load() {
-		panic("pacing: turn taken on a dropped pace")
+		return Grant{}, Wait{Dropped: true}
 	}
 	g := p.s.Reserve(now, r)
 	var w Wait

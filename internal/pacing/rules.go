@@ -37,11 +37,13 @@ const (
 // adaptive delay is: with 2, the site spends at most a third of its time
 // on one crawler's requests (one answer, then twice as long idle).
 // AdaptiveFloor is the least estimate that sets an adaptive delay: a site
-// that answers in under a millisecond is not struggling, and a turn a few
-// microseconds away would cost a timer for nothing.
+// that answers in under 10 ms is not struggling, and below that the
+// response time measured is as much the crawler's own scheduling (a
+// preempted goroutine on a busy host stalls for milliseconds) as the
+// site's.
 const (
 	AdaptiveFactor = 2
-	AdaptiveFloor  = time.Millisecond
+	AdaptiveFloor  = 10 * time.Millisecond
 )
 
 // State is the pace of one origin, as the rules see it: its latest turn,
