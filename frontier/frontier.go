@@ -491,7 +491,11 @@ func (f *Frontier) Counts() Counts {
 		if s.q.n > 0 || s.out != "" {
 			c.Sites++
 		}
-		if s.state == waiting && s.q.n > 0 {
+		switch {
+		case s.q.n == 0:
+		case s.state == fresh || s.state == busy && s.out == "":
+			c.Held++ // its first turn, or its next, is being asked for
+		case s.state == waiting:
 			if s.due.After(now) {
 				c.Held++
 			} else {

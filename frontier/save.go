@@ -264,8 +264,12 @@ func (f *Frontier) Restore(r io.Reader) error {
 	f.init()
 	for _, s := range sites {
 		for i, u := range s.urls {
-			if f.add(u, s.origin) && i == 0 && f.sites[s.origin].q.n == 1 {
-				f.sites[s.origin].tries = s.tries // its head's
+			// The saved retries are its head's; a site with a URL out
+			// keeps that URL's.
+			if f.add(u, s.origin) && i == 0 {
+				if fs := f.sites[s.origin]; fs.q.n == 1 && fs.out == "" {
+					fs.tries = s.tries
+				}
 			}
 		}
 	}

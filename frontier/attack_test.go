@@ -1,0 +1,244 @@
+package frontier_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/f9014239/robots/frontier"
+)
+
+// checkSum asserts the balance an operator reads a progress bar by: every
+// URL pushed is queued, out, or finished (given up included).
+func checkSum(t *testing.T, step string, f *frontier.Frontier) {
+	t.Helper()
+	c := f.Counts()
+	if uint64(c.Queued)+uint64(c.Out)+c.Finished != c.Pushed || c.GaveUp > c.Finished || c.Queued+c.Out != f.Len() {
+		t.Errorf("%s: Counts do not add up: queued %d + out %d + finished %d != pushed %d (gave up %d, Len %d)",
+			step, c.Queued, c.Out, c.Finished, c.Pushed, c.GaveUp, f.Len())
+	}
+}
+
+// blockTurns is a Turns whose answers wait until release is closed, as a
+// Transport's do while robots.txt is fetched.
+type blockTurns struct{ release chan struct{} }
+
+func (b blockTurns) NextTurn(ctx context.Context, u *url.URL) (time.Time, error) {
+	select {
+	case <-b.release:
+		return time.Now(), nil
+	case <-ctx.Done():
+		return time.Time{}, ctx.Err()
+	}
+}
+
+// TestHeldWhileProbed: a new site whose robots.txt is being fetched is held,
+// as Counts' doc says: an operator sees why nothing is sent.
+func TestHeldWhileProbed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		turns := blockTurns{make(chan struct{})}
+		f := &frontier.Frontier{Turns: turns, Probes: 1}
+		f.Push("http://a.test/1")
+		f.Push("http://b.test/1") // waits for a probe: Probes is 1
+		synctest.Wait()
+		if c := f.Counts(); c.Held != 2 || c.Ready != 0 {
+			t.Errorf("while robots.txt is fetched: Held %d, Ready %d; want 2 held, 0 ready", c.Held, c.Ready)
+		}
+		close(turns.release)
+		synctest.Wait()
+		if c := f.Counts(); c.Held != 0 || c.Ready != 2 {
+			t.Errorf("once fetched: Held %d, Ready %d; want 0 held, 2 ready", c.Held, c.Ready)
+		}
+	})
+}
+
+// TestRestoreKeepsOutRetries: restoring into a Frontier in use does not
+// change the retries of the URL it has out on the same site.
+func TestRestoreKeepsOutRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		r503 := &http.Response{StatusCode: 503, Body: http.NoBody}
+		// A file with a.test/other, retried 3 times (the most).
+		src := &frontier.Frontier{RetryDelay: time.Millisecond}
+		src.Push("http://a.test/other")
+		for range 3 {
+			u, _ := src.Next(ctx)
+			if o, _ := src.Answered(u, r503, nil); o != frontier.Retrying {
+				t.Fatalf("Answered = %v, want retrying", o)
+			}
+		}
+		var buf bytes.Buffer
+		if err := src.Save(&buf); err != nil {
+			t.Fatal(err)
+		}
+
+		f := &frontier.Frontier{RetryDelay: time.Millisecond}
+		f.Push("http://a.test/mine")
+		u, _ := f.Next(ctx) // out, never deferred
+		if err := f.Restore(&buf); err != nil {
+			t.Fatal(err)
+		}
+		// a.test/mine had no retry: its first 503 is retried.
+		if o, err := f.Answered(u, r503, nil); o != frontier.Retrying || err != nil {
+			t.Errorf("first 503 of a URL out while a file was restored: %v, %v; want retrying", o, err)
+		}
+		checkSum(t, "after restore", f)
+	})
+}
+
+// TestAnsweredOdd: Answered with what a careless worker passes.
+func TestAnsweredOdd(t *testing.T) {
+	ctx := context.Background()
+	f := &frontier.Frontier{}
+	f.Push("http://a.test/1")
+	f.Push("http://a.test/2")
+	checkSum(t, "pushed", f)
+	// Never handed out: refused, nothing changes.
+	if o, err := f.Answered("http://a.test/2", &http.Response{StatusCode: 503}, nil); err != frontier.ErrNotOut || o != frontier.Finished {
+		t.Errorf("Answered of a queued URL = %v, %v; want ErrNotOut", o, err)
+	}
+	if o, err := f.Answered("http://never.test/", nil, nil); err != frontier.ErrNotOut || o != frontier.Finished {
+		t.Errorf("Answered of an unknown URL = %v, %v; want ErrNotOut", o, err)
+	}
+	if f.Len() != 2 || f.Counts().Finished != 0 {
+		t.Errorf("after Answered of URLs not out: Len %d, %+v", f.Len(), f.Counts())
+	}
+	// Neither a response nor an error: taken as answered.
+	u, _ := f.Next(ctx)
+	if o, err := f.Answered(u, nil, nil); o != frontier.Finished || err != nil {
+		t.Errorf("Answered(nil, nil) = %v, %v; want finished", o, err)
+	}
+	checkSum(t, "nil, nil", f)
+	// A body left unread is not the Frontier's: Answered reads only the status.
+	u, _ = f.Next(ctx)
+	body := &trackBody{}
+	if o, err := f.Answered(u, &http.Response{StatusCode: 429, Body: body}, nil); o != frontier.Retrying || err != nil {
+		t.Errorf("Answered(429) = %v, %v; want retrying", o, err)
+	}
+	if body.read || body.closed {
+		t.Errorf("Answered touched the body (read %v, closed %v): its doc says it reads only the status", body.read, body.closed)
+	}
+	// Twice for one URL: the second is not out (it is queued for its retry).
+	if o, err := f.Answered(u, &http.Response{StatusCode: 429}, nil); err != frontier.ErrNotOut {
+		t.Errorf("second Answered = %v, %v; want ErrNotOut", o, err)
+	}
+	if err := f.Done(u, nil); err != frontier.ErrNotOut {
+		t.Errorf("Done after Answered = %v; want ErrNotOut", err)
+	}
+	if c := f.Counts(); c.Retried != 1 || c.Queued != 1 {
+		t.Errorf("after a 429 answered twice: %+v; want one retry, one queued", c)
+	}
+	checkSum(t, "twice", f)
+}
+
+type trackBody struct{ read, closed bool }
+
+func (b *trackBody) Read([]byte) (int, error) { b.read = true; return 0, errors.New("eof") }
+func (b *trackBody) Close() error             { b.closed = true; return nil }
+
+// TestRetryNotEmpty: a worker that stops after an answer the site deferred
+// leaves the retry to the others: no ErrEmpty while the retry waits, and
+// ErrEmpty at once after it is answered.
+func TestRetryNotEmpty(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &frontier.Frontier{RetryDelay: time.Minute}
+		f.Push("http://a.test/1")
+		ctx := context.Background()
+		u, _ := f.Next(ctx)
+		start := time.Now()
+		type got struct {
+			u   string
+			err error
+			at  time.Duration
+		}
+		res := make(chan got, 3)
+		for range 3 {
+			go func() {
+				u, err := f.Next(ctx)
+				res <- got{u, err, time.Since(start)}
+			}()
+		}
+		synctest.Wait()
+		// The worker with u stops after its Answered.
+		if o, _ := f.Answered(u, &http.Response{StatusCode: 503}, nil); o != frontier.Retrying {
+			t.Fatalf("Answered = %v", o)
+		}
+		checkSum(t, "retry pending", f)
+		first := <-res
+		if first.err != nil || first.u != u || first.at != time.Minute {
+			t.Fatalf("Next = %q, %v at %v; want the retry at 1m", first.u, first.err, first.at)
+		}
+		synctest.Wait()
+		select {
+		case g := <-res:
+			t.Fatalf("Next returned %q, %v while the retry is out", g.u, g.err)
+		default:
+		}
+		f.Answered(u, &http.Response{StatusCode: 200}, nil)
+		for range 2 {
+			g := <-res
+			if g.err != frontier.ErrEmpty || g.at != time.Minute {
+				t.Errorf("after the last answer: Next = %q, %v at %v; want ErrEmpty at 1m", g.u, g.err, g.at)
+			}
+		}
+		checkSum(t, "end", f)
+	})
+}
+
+// TestCountsAddUp runs workers that answer at random through a crawl with
+// retries, requeues and saves, and checks the balance at every step.
+func TestCountsAddUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &frontier.Frontier{RetryDelay: 10 * time.Millisecond, MaxRetries: 2}
+		for i := range 200 {
+			f.Push("http://s" + strconv.Itoa(i%7) + ".test/" + strconv.Itoa(i))
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for w := range 4 {
+			wg.Go(func() {
+				for n := 0; ; n++ {
+					u, err := f.Next(context.Background())
+					if err != nil {
+						return
+					}
+					time.Sleep(time.Millisecond)
+					switch (n + w) % 5 {
+					case 0:
+						f.Answered(u, &http.Response{StatusCode: 503}, nil)
+					case 1:
+						f.Answered(u, &http.Response{StatusCode: 429}, nil)
+					case 2:
+						f.Requeue(u, time.Now().Add(time.Millisecond))
+					default:
+						if n < 100 {
+							f.Push(u + "/x")
+						}
+						f.Answered(u, &http.Response{StatusCode: 200}, nil)
+					}
+					mu.Lock()
+					checkSum(t, "step", f)
+					mu.Unlock()
+					if n%17 == 0 {
+						var buf bytes.Buffer
+						if err := f.Save(&buf); err != nil {
+							t.Error(err)
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		checkSum(t, "end", f)
+		if c := f.Counts(); c.Queued != 0 || c.Out != 0 || c.GaveUp == 0 || c.Retried == 0 {
+			t.Errorf("end: %+v", c)
+		}
+	})
+}
