@@ -3,9 +3,11 @@ package frontier_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -241,4 +243,148 @@ func TestCountsAddUp(t *testing.T) {
 			t.Errorf("end: %+v", c)
 		}
 	})
+}
+
+// TestRestoreDuplicatesAddUp: restoring into a Frontier that holds some of
+// the file's URLs skips them, and its Counts still add up.
+func TestRestoreDuplicatesAddUp(t *testing.T) {
+	ctx := context.Background()
+	src := &frontier.Frontier{}
+	for i := range 10 {
+		src.Push("http://a.test/" + strconv.Itoa(i))
+	}
+	u, _ := src.Next(ctx)
+	src.Done(u, nil)
+	var buf bytes.Buffer
+	if err := src.Save(&buf); err != nil {
+		t.Fatal(err)
+	}
+	f := &frontier.Frontier{}
+	f.Push("http://a.test/3") // held by both
+	f.Push("http://b.test/")
+	if err := f.Restore(bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	checkSum(t, "restored with a duplicate", f)
+	if n := f.Len(); n != 10 {
+		t.Errorf("Len = %d after restoring 9 URLs (one held) into 2, want 10", n)
+	}
+	// Twice the same file: all skipped, nothing counted twice.
+	if err := f.Restore(bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	checkSum(t, "restored twice", f)
+}
+
+// TestSaveDuringCrawl saves, again and again, a crawl whose workers Push,
+// take, answer (with retries) and stop, under -race; every snapshot
+// restores into a new Frontier with its Counts adding up, and a snapshot
+// taken with URLs out and retries pending resumes to the end.
+func TestSaveDuringCrawl(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &frontier.Frontier{RetryDelay: 5 * time.Millisecond}
+		for i := range 300 {
+			f.Push("http://s" + strconv.Itoa(i%11) + ".test/" + strconv.Itoa(i))
+		}
+		var wg sync.WaitGroup
+		var snaps [][]byte
+		ctx, cancel := context.WithCancel(context.Background())
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				var buf bytes.Buffer
+				if err := f.Save(&buf); err != nil {
+					t.Error(err)
+				}
+				snaps = append(snaps, buf.Bytes())
+				time.Sleep(3 * time.Millisecond)
+			}
+		})
+		var workers sync.WaitGroup
+		for w := range 5 {
+			workers.Go(func() {
+				for n := 0; ; n++ {
+					u, err := f.Next(ctx)
+					if err != nil {
+						return
+					}
+					time.Sleep(2 * time.Millisecond)
+					if (n+w)%3 == 0 {
+						f.Answered(u, &http.Response{StatusCode: 429}, nil)
+					} else {
+						f.Answered(u, &http.Response{StatusCode: 200}, nil)
+					}
+				}
+			})
+		}
+		workers.Wait()
+		cancel()
+		wg.Wait()
+		if len(snaps) < 10 {
+			t.Fatalf("%d snapshots", len(snaps))
+		}
+		for i, b := range snaps {
+			g := &frontier.Frontier{RetryDelay: time.Millisecond}
+			if err := g.Restore(bytes.NewReader(b)); err != nil {
+				t.Fatalf("snapshot %d: %v", i, err)
+			}
+			checkSum(t, "snapshot "+strconv.Itoa(i), g)
+			if c := g.Counts(); c.Out != 0 {
+				t.Errorf("snapshot %d: %d out after Restore, want none", i, c.Out)
+			}
+		}
+		// Resume the middle snapshot to the end.
+		g := &frontier.Frontier{RetryDelay: time.Millisecond}
+		g.Restore(bytes.NewReader(snaps[len(snaps)/2]))
+		held := g.Len()
+		seen := 0
+		for {
+			u, err := g.Next(context.Background())
+			if err != nil {
+				if err != frontier.ErrEmpty {
+					t.Fatal(err)
+				}
+				break
+			}
+			seen++
+			g.Answered(u, &http.Response{StatusCode: 200}, nil)
+		}
+		if seen != held {
+			t.Errorf("resumed: %d URLs handed out, %d held", seen, held)
+		}
+		checkSum(t, "resumed", g)
+	})
+}
+
+// TestRestoreClaims: a file whose numbers claim a gigabyte is refused
+// having allocated about what it read.
+func TestRestoreClaims(t *testing.T) {
+	uv := func(b []byte, ns ...uint64) []byte {
+		for _, n := range ns {
+			b = binary.AppendUvarint(b, n)
+		}
+		return b
+	}
+	head := []byte("robots frontier 1\n")
+	for name, data := range map[string][]byte{
+		"a site of 2^30 URLs":         uv(bytes.Clone(head), 1<<30, 0, 0, 0, 0, 0, 0, 0, 1<<30, 0),
+		"a URL of 1 GiB":              uv(bytes.Clone(head), 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1<<30),
+		"a site of 2^64-1 URLs":       uv(bytes.Clone(head), 0, 0, 0, 0, 0, 0, 0, 0, 1<<64-1, 0),
+		"2^40 retries":                uv(bytes.Clone(head), 0, 0, 0, 0, 0, 0, 0, 0, 1, 1<<40),
+		"a URL whose prefix is ahead": uv(bytes.Clone(head), 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1<<20, 5),
+	} {
+		var before, after runtime.MemStats
+		f := &frontier.Frontier{}
+		runtime.ReadMemStats(&before)
+		err := f.Restore(bytes.NewReader(data))
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, frontier.ErrCorrupt) {
+			t.Errorf("%s: Restore = %v, want ErrCorrupt", name, err)
+		}
+		if d := after.TotalAlloc - before.TotalAlloc; d > 1<<20 {
+			t.Errorf("%s: Restore allocated %d bytes for %d read", name, d, len(data))
+		}
+		if f.Len() != 0 {
+			t.Errorf("%s: %d URLs held", name, f.Len())
+		}
+	}
 }

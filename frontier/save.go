@@ -162,7 +162,7 @@ func commonPrefix(a, b string) int {
 // totals are added to f's [Counts]. A restored site is new to f: with
 // Turns, it is asked about first (see the package doc), so that no URL is
 // handed out before its site's turn as the Transport keeps it. A URL that
-// f already holds is skipped. Restore is meant for a Frontier just made,
+// f already holds is skipped, and not counted again in Pushed. Restore is meant for a Frontier just made,
 // with its Turns and Probes set; it may be called on one in use.
 //
 // Restore returns an error wrapping [ErrVersion] if r was saved in another
@@ -262,18 +262,21 @@ func (f *Frontier) Restore(r io.Reader) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.init()
+	var skipped uint64
 	for _, s := range sites {
 		for i, u := range s.urls {
+			if !f.add(u, s.origin) {
+				skipped++
+				continue
+			}
 			// The saved retries are its head's; a site with a URL out
 			// keeps that URL's.
-			if f.add(u, s.origin) && i == 0 {
-				if fs := f.sites[s.origin]; fs.q.n == 1 && fs.out == "" {
-					fs.tries = s.tries
-				}
+			if fs := f.sites[s.origin]; i == 0 && fs.q.n == 1 && fs.out == "" {
+				fs.tries = s.tries
 			}
 		}
 	}
-	f.counts.Pushed += c.Pushed
+	f.counts.Pushed += c.Pushed - min(skipped, c.Pushed) // a URL held already is counted once
 	f.counts.Finished += c.Finished
 	f.counts.Refused += c.Refused
 	f.counts.Unreachable += c.Unreachable
