@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"github.com/f9014239/robots"
+	"io"
 	"net/http"
 	"net/url"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -387,4 +390,103 @@ func TestRestoreClaims(t *testing.T) {
 			t.Errorf("%s: %d URLs held", name, f.Len())
 		}
 	}
+}
+
+// dayWeb answers its first page 429 with a Retry-After of a day, and logs
+// when each request arrived and its answer left.
+type dayWeb struct {
+	mu  sync.Mutex
+	n   int
+	log []hit
+}
+
+func (w *dayWeb) RoundTrip(req *http.Request) (*http.Response, error) {
+	h := hit{path: req.URL.Path, arrived: time.Now()}
+	time.Sleep(10 * time.Millisecond)
+	code, hdr, body := 200, http.Header{}, "page"
+	w.mu.Lock()
+	if req.URL.Path == "/robots.txt" {
+		body = "User-agent: *\nCrawl-delay: 1\n"
+	} else if w.n++; w.n == 1 {
+		code = 429
+		hdr.Set("Retry-After", "86400")
+	}
+	h.left = time.Now()
+	w.log = append(w.log, h)
+	w.mu.Unlock()
+	return &http.Response{StatusCode: code, Header: hdr, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
+}
+
+// TestRetryAfterADay: a 429 with a Retry-After of a day holds the site for
+// a day, and says so (Sites' At, Counts' Held); a worker that will not
+// wait that long gets its context's error, not the URL and not ErrEmpty;
+// the site is sent nothing before the day has passed.
+func TestRetryAfterADay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		web := &dayWeb{}
+		tr := &robots.Transport{Base: web, Agent: "ExampleBot", MaxWait: 10 * time.Millisecond}
+		client := &http.Client{Transport: tr}
+		f := &frontier.Frontier{Turns: tr}
+		f.Push("http://a.test/1")
+		f.Push("http://a.test/2")
+		ctx := context.Background()
+		u, err := f.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		answered := time.Now()
+		if o, err := f.Answered(u, resp, nil); o != frontier.Retrying || err != nil {
+			t.Fatalf("Answered(429) = %v, %v", o, err)
+		}
+		if s := f.Sites(); len(s) != 1 || s[0].At.Sub(answered) < 24*time.Hour || s[0].Queued != 2 {
+			t.Errorf("Sites after a Retry-After of a day: %+v; want a.test at a day from now", s)
+		}
+		if c := f.Counts(); c.Held != 1 || c.Ready != 0 {
+			t.Errorf("Counts: Held %d, Ready %d; want 1 held", c.Held, c.Ready)
+		}
+		hour, cancel := context.WithTimeout(ctx, time.Hour)
+		if u, err := f.Next(hour); err != context.DeadlineExceeded {
+			t.Errorf("Next for an hour = %q, %v; want DeadlineExceeded", u, err)
+		}
+		cancel()
+		for {
+			u, err := f.Next(ctx)
+			if err != nil {
+				if err != frontier.ErrEmpty {
+					t.Fatal(err)
+				}
+				break
+			}
+			if d := time.Since(answered); d < 24*time.Hour {
+				t.Errorf("%s handed out %v after a Retry-After of a day", u, d)
+			}
+			resp, err := client.Get(u)
+			if err == nil {
+				resp.Body.Close()
+			}
+			f.Answered(u, resp, err)
+		}
+		web.mu.Lock()
+		defer web.mu.Unlock()
+		// robots.txt, the 429; a day later robots.txt (expired), the
+		// retry of /1 and /2, each a crawl-delay after the answer before.
+		var pages []string
+		for i, h := range web.log {
+			pages = append(pages, h.path)
+			if i > 1 && h.arrived.Sub(web.log[1].left) < 24*time.Hour {
+				t.Errorf("%s arrived %v after the 429 with a Retry-After of a day", h.path, h.arrived.Sub(web.log[1].left))
+			}
+			if i > 0 && h.arrived.Sub(web.log[i-1].left) < time.Second && h.path != "/robots.txt" {
+				t.Errorf("%s arrived %v after the answer before; crawl-delay 1 s", h.path, h.arrived.Sub(web.log[i-1].left))
+			}
+		}
+		if g := strings.Join(pages, " "); g != "/robots.txt /1 /robots.txt /1 /2" {
+			t.Errorf("the site saw %s", g)
+		}
+	})
 }
