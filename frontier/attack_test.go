@@ -8,6 +8,7 @@ import (
 	"github.com/f9014239/robots"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"runtime"
 	"strconv"
@@ -489,4 +490,140 @@ func TestRetryAfterADay(t *testing.T) {
 			t.Errorf("the site saw %s", g)
 		}
 	})
+}
+
+// siteLog is a real HTTP site on 127.0.0.1 that logs, as it sees them,
+// when each request arrived and when its answer left. Its robots.txt states
+// a Crawl-delay; a page whose path starts with /busy is answered 503 with
+// Retry-After: 1 the first time.
+type siteLog struct {
+	delay time.Duration
+	mu    sync.Mutex
+	log   []served
+	seen  map[string]bool
+}
+
+type served struct {
+	path          string
+	code          int
+	arrived, left time.Time
+	overlap       bool // another request of the site was being served
+}
+
+func (s *siteLog) serve(t *testing.T) *httptest.Server {
+	var inflight int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := served{path: r.URL.Path, code: 200, arrived: time.Now()}
+		s.mu.Lock()
+		inflight++
+		h.overlap = inflight > 1
+		first := !s.seen[r.URL.Path]
+		s.seen[r.URL.Path] = true
+		s.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		body := "page"
+		switch {
+		case r.URL.Path == "/robots.txt":
+			body = "User-agent: *\nCrawl-delay: " + strconv.FormatFloat(s.delay.Seconds(), 'f', -1, 64) + "\n"
+		case strings.HasPrefix(r.URL.Path, "/busy") && first:
+			h.code = 503
+			w.Header().Set("Retry-After", "1")
+		}
+		s.mu.Lock()
+		inflight--
+		h.left = time.Now()
+		s.log = append(s.log, h)
+		s.mu.Unlock()
+		w.WriteHeader(h.code)
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestRealSites crawls two real sites on 127.0.0.1 through a
+// robots.Transport with several workers, some of which stop early: as the
+// sites see it, no request arrives while another of the site is served,
+// none before the crawl-delay since the answer before, and a page answered
+// 503 with Retry-After: 1 is asked again a second after at least.
+func TestRealSites(t *testing.T) {
+	sites := []*siteLog{{delay: 150 * time.Millisecond, seen: map[string]bool{}}, {delay: 50 * time.Millisecond, seen: map[string]bool{}}}
+	tr := &robots.Transport{Agent: "ExampleBot", MaxWait: 20 * time.Millisecond}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	f := &frontier.Frontier{Turns: tr}
+	var want int
+	for _, s := range sites {
+		base := s.serve(t).URL
+		if !strings.HasPrefix(base, "http://127.0.0.1:") {
+			t.Fatalf("server at %s", base)
+		}
+		for _, p := range []string{"/1", "/busy1", "/2", "/3", "/busy2", "/4"} {
+			if err := f.Push(base + p); err != nil {
+				t.Fatal(err)
+			}
+			want++
+		}
+	}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				if w == 0 && n == 2 {
+					return // a worker that stops after two answers
+				}
+				u, err := f.Next(context.Background())
+				if err != nil {
+					if err != frontier.ErrEmpty {
+						t.Error(err)
+					}
+					return
+				}
+				resp, err := client.Get(u)
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				if _, err := f.Answered(u, resp, err); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i, s := range sites {
+		s.mu.Lock()
+		pages, retried := 0, 0
+		for j, h := range s.log {
+			if h.overlap {
+				t.Errorf("site %d: %s arrived while another request was served", i, h.path)
+			}
+			if h.path != "/robots.txt" {
+				pages++
+			}
+			if j == 0 {
+				continue
+			}
+			prev := s.log[j-1]
+			gap := h.arrived.Sub(prev.left)
+			if gap < s.delay {
+				t.Errorf("site %d: %s arrived %v after the answer to %s; crawl-delay %v", i, h.path, gap, prev.path, s.delay)
+			}
+			for _, p := range s.log[:j] {
+				if p.path == h.path && p.code == 503 {
+					retried++
+					if d := h.arrived.Sub(p.left); d < time.Second {
+						t.Errorf("site %d: %s asked again %v after its 503 with Retry-After: 1", i, h.path, d)
+					}
+				}
+			}
+		}
+		if pages != 8 || retried != 2 {
+			t.Errorf("site %d: %d pages served, %d retried; want 8 (6 and 2 retries), 2", i, pages, retried)
+		}
+		s.mu.Unlock()
+	}
+	if c := f.Counts(); c.Finished != uint64(want) || c.Retried != 4 || c.Queued+c.Out != 0 {
+		t.Errorf("Counts = %+v; want %d finished, 4 retried", c, want)
+	}
 }
