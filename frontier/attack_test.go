@@ -627,3 +627,46 @@ func TestRealSites(t *testing.T) {
 		t.Errorf("Counts = %+v; want %d finished, 4 retried", c, want)
 	}
 }
+
+// TestMemoryAfterRetries: a Frontier through which many URLs were retried
+// to the limit and given up, or answered, holds about what an empty one
+// does.
+func TestMemoryAfterRetries(t *testing.T) {
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	ctx := context.Background()
+	before := heap()
+	f := &frontier.Frontier{RetryDelay: time.Nanosecond}
+	const n = 50000
+	for i := range n {
+		f.Push("http://s" + strconv.Itoa(i%500) + ".test/some/path/" + strconv.Itoa(i))
+	}
+	full := heap()
+	r503, r200 := &http.Response{StatusCode: 503}, &http.Response{StatusCode: 200}
+	for k := 0; ; k++ {
+		u, err := f.Next(ctx)
+		if err == frontier.ErrEmpty {
+			break
+		}
+		if k%2 == 0 {
+			f.Answered(u, r503, nil)
+		} else {
+			f.Answered(u, r200, nil)
+		}
+	}
+	after := heap()
+	c := f.Counts()
+	checkSum(t, "end", f)
+	if c.GaveUp == 0 || c.Retried < n/2 {
+		t.Fatalf("Counts = %+v; want many retries and some given up", c)
+	}
+	t.Logf("heap: %d bytes before, %d with %d URLs queued, %d after %d retries", before, full, n, after, c.Retried)
+	if grown := int64(after) - int64(before); grown > 64<<10 {
+		t.Errorf("a Frontier emptied after %d retries holds %d bytes more than before it (%d with its URLs)", c.Retried, grown, full-before)
+	}
+	runtime.KeepAlive(f)
+}
