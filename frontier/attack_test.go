@@ -670,3 +670,55 @@ func TestMemoryAfterRetries(t *testing.T) {
 	}
 	runtime.KeepAlive(f)
 }
+
+// TestRestoreCutMidCrawl cuts, at every byte, a file saved with URLs out
+// and retries pending, and restores each into a Frontier in use: each is
+// refused with ErrCorrupt and leaves it as it was; a version other than 1
+// with ErrVersion.
+func TestRestoreCutMidCrawl(t *testing.T) {
+	ctx := context.Background()
+	src := &frontier.Frontier{RetryDelay: time.Nanosecond}
+	for i := range 12 {
+		src.Push("http://s" + strconv.Itoa(i%3) + ".test/p/" + strconv.Itoa(i))
+	}
+	a, _ := src.Next(ctx)
+	src.Answered(a, &http.Response{StatusCode: 429}, nil) // a retry pending
+	b, _ := src.Next(ctx)                                 // out
+	if a == b {
+		b, _ = src.Next(ctx)
+	}
+	var buf bytes.Buffer
+	if err := src.Save(&buf); err != nil {
+		t.Fatal(err)
+	}
+	good := buf.Bytes()
+	f := &frontier.Frontier{}
+	f.Push("http://s0.test/p/0")
+	f.Push("http://other.test/")
+	u, _ := f.Next(ctx)
+	want := f.Counts()
+	for n := range len(good) {
+		if err := f.Restore(bytes.NewReader(good[:n])); !errors.Is(err, frontier.ErrCorrupt) {
+			t.Fatalf("cut at %d of %d: Restore = %v, want ErrCorrupt", n, len(good), err)
+		}
+		if c := f.Counts(); c != want {
+			t.Fatalf("cut at %d: Counts %+v, want %+v", n, c, want)
+		}
+	}
+	for _, v := range []string{"0", "2", "01x", "-1", "1 ", "18446744073709551617"} {
+		bad := append([]byte("robots frontier "+v+"\n"), good[len("robots frontier 1\n"):]...)
+		if err := f.Restore(bytes.NewReader(bad)); !errors.Is(err, frontier.ErrVersion) {
+			t.Errorf("version %q: Restore = %v, want ErrVersion", v, err)
+		}
+	}
+	if err := f.Restore(bytes.NewReader(good)); err != nil {
+		t.Fatal(err)
+	}
+	checkSum(t, "restored", f)
+	if err := f.Done(u, nil); err != nil {
+		t.Errorf("Done of the URL out before the Restore = %v", err)
+	}
+	if n := f.Len(); n != 12 { // 11 of the file's 12 held, 1 skipped, plus other.test/ (Done: gone)
+		t.Errorf("Len = %d, want 12", n)
+	}
+}

@@ -64,9 +64,11 @@ func (o Outcome) String() string {
 
 // Answered is Done for a crawler that retries what the site deferred: give
 // it the response (nil if none came) and the error of the request for
-// rawURL, handed out by Next, once its body is read or closed (Answered
-// reads only resp.StatusCode). It returns what it did, or [ErrNotOut] if
-// rawURL is not out.
+// rawURL, handed out by Next, once its body is read or closed: Answered
+// reads only resp.StatusCode, and neither reads nor closes resp.Body, which
+// stays the caller's to close. A nil resp with a nil err is taken as an
+// answer (Finished). It returns what it did, or [ErrNotOut] if rawURL is
+// not out (never handed out, or already given back).
 //
 // An answer is deferred if its status is 429 (Too Many Requests) or 503
 // (Service Unavailable), the site's ways to say "later", or if the request
