@@ -722,3 +722,109 @@ func TestRestoreCutMidCrawl(t *testing.T) {
 		t.Errorf("Len = %d, want 12", n)
 	}
 }
+
+// restartWeb is a.test with a Crawl-delay of 10 s, whose /busy is answered
+// 503 with Retry-After: 30 the first time; it logs arrivals and answers.
+type restartWeb struct {
+	mu   sync.Mutex
+	busy int
+	log  []hit
+}
+
+func (w *restartWeb) RoundTrip(req *http.Request) (*http.Response, error) {
+	h := hit{path: req.URL.Path, arrived: time.Now()}
+	time.Sleep(20 * time.Millisecond)
+	code, hdr, body := 200, http.Header{}, "page"
+	w.mu.Lock()
+	switch req.URL.Path {
+	case "/robots.txt":
+		body = "User-agent: *\nCrawl-delay: 10\n"
+	case "/busy":
+		if w.busy++; w.busy == 1 {
+			code = 503
+			hdr.Set("Retry-After", "30")
+		}
+	}
+	h.left = time.Now()
+	w.log = append(w.log, h)
+	w.mu.Unlock()
+	return &http.Response{StatusCode: code, Header: hdr, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
+}
+
+// TestRestartKeepsTurns: a crawl saved with a retry pending and with a URL
+// out, then restored into a new Frontier over the same Transport (which
+// keeps the site's turns), sends nothing before its turn, as the site sees
+// it: the crawl-delay after each answer, the Retry-After after the 503.
+func TestRestartKeepsTurns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		web := &restartWeb{}
+		tr := &robots.Transport{Base: web, Agent: "ExampleBot", MaxWait: 10 * time.Millisecond}
+		client := &http.Client{Transport: tr}
+		f := &frontier.Frontier{Turns: tr}
+		for _, p := range []string{"/busy", "/1", "/2"} {
+			f.Push("http://a.test" + p)
+		}
+		ctx := context.Background()
+		get := func(f *frontier.Frontier) (string, frontier.Outcome) {
+			u, err := f.Next(ctx)
+			if err != nil {
+				return "", 0
+			}
+			resp, err := client.Get(u)
+			if err == nil {
+				resp.Body.Close()
+			}
+			o, _ := f.Answered(u, resp, err)
+			return u, o
+		}
+		if u, o := get(f); u != "http://a.test/busy" || o != frontier.Retrying {
+			t.Fatalf("first: %s %v; want /busy retrying", u, o)
+		}
+		var saved bytes.Buffer
+		if err := f.Save(&saved); err != nil { // a retry pending: a kill now
+			t.Fatal(err)
+		}
+		g := &frontier.Frontier{Turns: tr}
+		if err := g.Restore(&saved); err != nil {
+			t.Fatal(err)
+		}
+		if u, o := get(g); u != "http://a.test/busy" || o != frontier.Finished {
+			t.Fatalf("after the restart: %s %v; want /busy finished", u, o)
+		}
+		u, err := g.Next(ctx) // out at the save
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved.Reset()
+		g.Save(&saved)
+		h := &frontier.Frontier{Turns: tr}
+		if err := h.Restore(&saved); err != nil {
+			t.Fatal(err)
+		}
+		_ = u // never answered: a kill mid-request
+		for {
+			if u, _ := get(h); u == "" {
+				break
+			}
+		}
+		web.mu.Lock()
+		defer web.mu.Unlock()
+		var paths []string
+		for i, x := range web.log {
+			paths = append(paths, x.path)
+			if i == 0 {
+				continue
+			}
+			least := 10 * time.Second
+			if web.log[i-1].path == "/busy" && i == 2 {
+				least = 30 * time.Second
+			}
+			if gap := x.arrived.Sub(web.log[i-1].left); gap < least {
+				t.Errorf("%s arrived %v after the answer to %s; want %v at least", x.path, gap, web.log[i-1].path, least)
+			}
+		}
+		if g := strings.Join(paths, " "); g != "/robots.txt /busy /busy /1 /2" {
+			t.Errorf("the site saw %s", g)
+		}
+	})
+}
