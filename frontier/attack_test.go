@@ -828,3 +828,91 @@ func TestRestartKeepsTurns(t *testing.T) {
 		}
 	})
 }
+
+// plainWeb answers robots.txt with no rules, a page's first request 503
+// with no Retry-After (the Transport backs off on its own), and the rest
+// 200; it logs arrivals and answers.
+type plainWeb struct {
+	mu  sync.Mutex
+	n   map[string]int
+	log []hit
+}
+
+func (w *plainWeb) RoundTrip(req *http.Request) (*http.Response, error) {
+	h := hit{path: req.URL.Path, arrived: time.Now()}
+	code, body := 200, "page"
+	w.mu.Lock()
+	if req.URL.Path == "/robots.txt" {
+		body = "User-agent: *\n"
+	} else if w.n[req.URL.Path]++; w.n[req.URL.Path] == 1 {
+		code = 503
+	}
+	h.left = time.Now()
+	w.log = append(w.log, h)
+	w.mu.Unlock()
+	return &http.Response{StatusCode: code, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
+}
+
+// TestRestoreKeepsRetryDelay: a URL retried and saved before its retry is
+// handed out, once restored, no sooner than its retry delay after the
+// Restore, with or without a Transport as Turns (whose own back-off on a
+// 503 is shorter than the RetryDelay here).
+func TestRestoreKeepsRetryDelay(t *testing.T) {
+	for _, withTurns := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no Turns", true: "Transport"}[withTurns], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				web := &plainWeb{n: map[string]int{}}
+				tr := &robots.Transport{Base: web, Agent: "ExampleBot", MaxWait: 10 * time.Millisecond}
+				client := &http.Client{Transport: tr}
+				newF := func() *frontier.Frontier {
+					f := &frontier.Frontier{RetryDelay: 10 * time.Minute}
+					if withTurns {
+						f.Turns = tr
+					}
+					return f
+				}
+				f := newF()
+				f.Push("http://a.test/x")
+				u, _ := f.Next(context.Background())
+				resp, err := client.Get(u)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if o, _ := f.Answered(u, resp, nil); o != frontier.Retrying {
+					t.Fatalf("Answered(503) = %v", o)
+				}
+				time.Sleep(time.Minute) // killed a minute after the 503
+				var buf bytes.Buffer
+				f.Save(&buf)
+				g := newF()
+				restored := time.Now()
+				if err := g.Restore(&buf); err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				if c := g.Counts(); c.Held != 1 || c.Ready != 0 {
+					t.Errorf("after Restore: Held %d, Ready %d; want the site held for its retry", c.Held, c.Ready)
+				}
+				u, err = g.Next(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := time.Since(restored); d < 10*time.Minute {
+					t.Errorf("the retry handed out %v after the Restore; RetryDelay 10m", d)
+				}
+				resp, err = client.Get(u)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if o, _ := g.Answered(u, resp, nil); o != frontier.Finished {
+					t.Errorf("Answered(200) = %v", o)
+				}
+				if tr.Stats().NotYet != 0 {
+					t.Errorf("%d requests refused for now", tr.Stats().NotYet)
+				}
+			})
+		})
+	}
+}

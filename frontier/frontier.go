@@ -244,7 +244,7 @@ func (f *Frontier) ask(s *site, u string, turns Turns) {
 	} else {
 		s.every, s.known = max(at.Sub(now), 0), true // the interval after the fetch's answer
 	}
-	f.schedule(s, at, now)
+	f.schedule(s, maxTime(at, s.due), now) // a restored retry's due (see holdRetry), else zero
 	f.probe()
 }
 
