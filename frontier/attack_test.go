@@ -916,3 +916,59 @@ func TestRestoreKeepsRetryDelay(t *testing.T) {
 		})
 	}
 }
+
+// slowRefetch is a site whose robots.txt takes 30 s to answer but the
+// first time.
+type slowRefetch struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (w *slowRefetch) RoundTrip(req *http.Request) (*http.Response, error) {
+	body := "page"
+	if req.URL.Path == "/robots.txt" {
+		w.mu.Lock()
+		w.n++
+		n := w.n
+		w.mu.Unlock()
+		if n > 1 {
+			time.Sleep(30 * time.Second)
+		}
+		body = "User-agent: *\n"
+	}
+	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
+}
+
+// TestExpiredRobotsNoPoll: a site whose robots.txt expired and takes 30 s
+// to fetch again is not handed out again and again while it is fetched
+// (the Transport's RetryAt for a fetch under way is a short poll): it is
+// refused for now once, then held until the fetch is in.
+func TestExpiredRobotsNoPoll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := &robots.Transport{Base: &slowRefetch{}, Agent: "ExampleBot", MaxWait: 10 * time.Millisecond}
+		client := &http.Client{Transport: tr}
+		f := &frontier.Frontier{Turns: tr}
+		f.Push("http://a.test/1")
+		f.Push("http://a.test/2")
+		ctx := context.Background()
+		handed := 0
+		for {
+			u, err := f.Next(ctx)
+			if err != nil {
+				break
+			}
+			handed++
+			resp, err := client.Get(u)
+			if err == nil {
+				resp.Body.Close()
+			}
+			if u == "http://a.test/1" {
+				time.Sleep(25 * time.Hour) // robots.txt expires
+			}
+			f.Answered(u, resp, err)
+		}
+		if c := f.Counts(); c.NotYet > 1 || handed > 3 || c.Finished != 2 {
+			t.Errorf("%d hand-outs for 2 URLs, %d refused for now while robots.txt was fetched again (%+v); want 1 at most", handed, c.NotYet, c)
+		}
+	})
+}

@@ -433,7 +433,9 @@ func (f *Frontier) leave(w *waiter) {
 //
 // A URL refused with [robots.ErrNotYet] (a [*robots.TurnError]) goes back
 // to the head of its site's queue, and the site is offered again at the
-// TurnError's RetryAt. Any other URL is forgotten, whatever err is: a URL
+// TurnError's RetryAt; or, if the refusal was for the fetch of the site's
+// robots.txt (Reason robots.ReasonRobotsTxt) and Turns is set, once Turns
+// tells the turn after the fetch, as for a new site. Any other URL is forgotten, whatever err is: a URL
 // refused by robots.txt, whether by a rule or because robots.txt is
 // unreachable, is counted (see [Counts]) and not retried; to retry it,
 // call Requeue instead (for an unreachable robots.txt, at

@@ -1,6 +1,7 @@
 package frontier
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"hash/maphash"
@@ -145,7 +146,20 @@ func (f *Frontier) answer(rawURL string, resp *http.Response, err error, retry b
 	s.out = ""
 	if te, ok := errors.AsType[*robots.TurnError](err); ok {
 		f.counts.NotYet++
-		f.requeue(s, rawURL, te.RetryAt, now)
+		if te.Reason == robots.ReasonRobotsTxt && f.Turns != nil {
+			// Its robots.txt is being fetched (it expired): Turns is
+			// asked for the turn after the fetch, as for a new site,
+			// rather than the URL offered again at each RetryAt until
+			// the fetch ends.
+			s.q.pushFront(rawURL)
+			f.queued++
+			s.state, s.seq = fresh, f.seq
+			f.seq++
+			heap.Push(&f.fresh, s)
+			f.probe()
+		} else {
+			f.requeue(s, rawURL, te.RetryAt, now)
+		}
 		f.mu.Unlock()
 		return Requeued, nil
 	}
