@@ -7,6 +7,7 @@ import (
 	"errors"
 	"github.com/f9014239/robots"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -971,4 +972,96 @@ func TestExpiredRobotsNoPoll(t *testing.T) {
 			t.Errorf("%d hand-outs for 2 URLs, %d refused for now while robots.txt was fetched again (%+v); want 1 at most", handed, c.NotYet, c)
 		}
 	})
+}
+
+// TestModel drives a Frontier with random operations, restarts included
+// (Save, then Restore into a new one), against a model of what it holds:
+// the URLs held are the model's, no site has two URLs out, a URL handed out
+// is one held and not out, and Counts add up.
+func TestModel(t *testing.T) {
+	for seed := range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			rnd := rand.New(rand.NewPCG(uint64(seed), 1))
+			newF := func() *frontier.Frontier {
+				return &frontier.Frontier{RetryDelay: time.Duration(rnd.IntN(3)) * time.Millisecond, MaxRetries: rnd.IntN(3) - 1}
+			}
+			f := newF()
+			held := map[string]bool{}  // queued or out
+			out := map[string]string{} // URL out -> origin
+			busy := map[string]bool{}  // origins with a URL out
+			for step := range 400 {
+				switch op := rnd.IntN(10); {
+				case op < 3:
+					u := "http://s" + strconv.Itoa(rnd.IntN(4)) + ".test/" + strconv.Itoa(rnd.IntN(30))
+					err := f.Push(u)
+					if held[u] != (err == frontier.ErrDuplicate) || err != nil && err != frontier.ErrDuplicate {
+						t.Fatalf("step %d: Push(%s) = %v; held %v", step, u, err, held[u])
+					}
+					held[u] = true
+				case op < 6:
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+					u, err := f.Next(ctx)
+					cancel()
+					if err == frontier.ErrEmpty {
+						if len(held) != 0 {
+							t.Fatalf("step %d: ErrEmpty with %d held", step, len(held))
+						}
+						continue
+					}
+					if err != nil {
+						continue
+					}
+					o, _ := frontier.Origin(u)
+					if !held[u] || out[u] != "" || busy[o] {
+						t.Fatalf("step %d: Next = %s: held %v, out %v, its site busy %v", step, u, held[u], out[u] != "", busy[o])
+					}
+					out[u], busy[o] = o, true
+				default:
+					for u, o := range out {
+						var got frontier.Outcome
+						var err error
+						switch rnd.IntN(4) {
+						case 0:
+							got, err = f.Answered(u, &http.Response{StatusCode: 503}, nil)
+						case 1:
+							err = f.Requeue(u, time.Now().Add(time.Millisecond))
+							got = frontier.Requeued
+						case 2:
+							got, err = f.Answered(u, nil, context.Canceled)
+						default:
+							got, err = f.Answered(u, &http.Response{StatusCode: 200}, nil)
+						}
+						if err != nil {
+							t.Fatalf("step %d: answer of %s: %v", step, u, err)
+						}
+						delete(out, u)
+						delete(busy, o)
+						if got == frontier.Finished || got == frontier.GaveUp {
+							delete(held, u)
+						}
+						break
+					}
+				}
+				if rnd.IntN(40) == 0 { // a restart: what was out is queued again
+					var buf bytes.Buffer
+					if err := f.Save(&buf); err != nil {
+						t.Fatal(err)
+					}
+					f = newF()
+					if err := f.Restore(&buf); err != nil {
+						t.Fatal(err)
+					}
+					clear(out)
+					clear(busy)
+				}
+				if f.Len() != len(held) {
+					t.Fatalf("step %d: Len %d, model %d", step, f.Len(), len(held))
+				}
+				if c := f.Counts(); c.Out != len(out) {
+					t.Fatalf("step %d: Out %d, model %d", step, c.Out, len(out))
+				}
+				checkSum(t, "step "+strconv.Itoa(step), f)
+			}
+		})
+	}
 }
