@@ -1065,3 +1065,60 @@ func TestModel(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreWhileCrawling restores files into a Frontier whose workers
+// are taking and answering its URLs, under -race: every URL restored is
+// handed out, and the Counts add up at the end.
+func TestRestoreWhileCrawling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var files [][]byte
+		for k := range 5 {
+			src := &frontier.Frontier{}
+			for i := range 40 {
+				src.Push("http://s" + strconv.Itoa(i%5) + ".test/" + strconv.Itoa(k) + "/" + strconv.Itoa(i))
+			}
+			var buf bytes.Buffer
+			src.Save(&buf)
+			files = append(files, buf.Bytes())
+		}
+		f := &frontier.Frontier{RetryDelay: time.Millisecond}
+		f.Push("http://s0.test/seed")
+		var handed sync.Map
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for _, b := range files {
+				if err := f.Restore(bytes.NewReader(b)); err != nil {
+					t.Error(err)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for w := range 3 {
+			wg.Go(func() {
+				for n := 0; ; n++ {
+					u, err := f.Next(ctx)
+					if err != nil {
+						return
+					}
+					handed.Store(u, true)
+					time.Sleep(time.Millisecond)
+					code := 200
+					if (n+w)%4 == 0 {
+						code = 429
+					}
+					f.Answered(u, &http.Response{StatusCode: code}, nil)
+				}
+			})
+		}
+		wg.Wait()
+		n := 0
+		handed.Range(func(any, any) bool { n++; return true })
+		c := f.Counts()
+		checkSum(t, "end", f)
+		if n != 1+5*40 || c.Queued+c.Out != 0 || c.Finished != 201 {
+			t.Errorf("%d URLs handed out, want 201; %+v", n, c)
+		}
+	})
+}
