@@ -45,7 +45,10 @@
 // offered then; a [*robots.Transport] answers with the answer just had
 // plus the site's crawl-delay, or the end of a Retry-After pause. A URL
 // refused with [robots.ErrNotYet] goes back to the head of its queue, and
-// its site is offered at the [robots.TurnError]'s RetryAt. So a site is offered
+// its site is offered at the [robots.TurnError]'s RetryAt, or, refused while
+// its robots.txt is fetched again (it expired), asked about as a new site
+// (below), so that it is not offered at each short RetryAt of the fetch
+// until it ends. So a site is offered
 // again when its request is answered and its turn has come, never in a
 // loop: each offer follows an answer or a refusal with a later time.
 //

@@ -244,7 +244,7 @@ func (f *Frontier) ask(s *site, u string, turns Turns) {
 	} else {
 		s.every, s.known = max(at.Sub(now), 0), true // the interval after the fetch's answer
 	}
-	f.schedule(s, at, now)
+	f.schedule(s, maxTime(at, s.due), now) // a restored retry's due (see holdRetry), else zero
 	f.probe()
 }
 
@@ -433,7 +433,9 @@ func (f *Frontier) leave(w *waiter) {
 //
 // A URL refused with [robots.ErrNotYet] (a [*robots.TurnError]) goes back
 // to the head of its site's queue, and the site is offered again at the
-// TurnError's RetryAt. Any other URL is forgotten, whatever err is: a URL
+// TurnError's RetryAt; or, if the refusal was for the fetch of the site's
+// robots.txt (Reason robots.ReasonRobotsTxt) and Turns is set, once Turns
+// tells the turn after the fetch, as for a new site. Any other URL is forgotten, whatever err is: a URL
 // refused by robots.txt, whether by a rule or because robots.txt is
 // unreachable, is counted (see [Counts]) and not retried; to retry it,
 // call Requeue instead (for an unreachable robots.txt, at
@@ -491,7 +493,11 @@ func (f *Frontier) Counts() Counts {
 		if s.q.n > 0 || s.out != "" {
 			c.Sites++
 		}
-		if s.state == waiting && s.q.n > 0 {
+		switch {
+		case s.q.n == 0:
+		case s.state == fresh || s.state == busy && s.out == "":
+			c.Held++ // its first turn, or its next, is being asked for
+		case s.state == waiting:
 			if s.due.After(now) {
 				c.Held++
 			} else {

@@ -1,6 +1,7 @@
 package frontier
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"hash/maphash"
@@ -64,9 +65,11 @@ func (o Outcome) String() string {
 
 // Answered is Done for a crawler that retries what the site deferred: give
 // it the response (nil if none came) and the error of the request for
-// rawURL, handed out by Next, once its body is read or closed (Answered
-// reads only resp.StatusCode). It returns what it did, or [ErrNotOut] if
-// rawURL is not out.
+// rawURL, handed out by Next, once its body is read or closed: Answered
+// reads only resp.StatusCode, and neither reads nor closes resp.Body, which
+// stays the caller's to close. A nil resp with a nil err is taken as an
+// answer (Finished). It returns what it did, or [ErrNotOut] if rawURL is
+// not out (never handed out, or already given back).
 //
 // An answer is deferred if its status is 429 (Too Many Requests) or 503
 // (Service Unavailable), the site's ways to say "later", or if the request
@@ -143,7 +146,20 @@ func (f *Frontier) answer(rawURL string, resp *http.Response, err error, retry b
 	s.out = ""
 	if te, ok := errors.AsType[*robots.TurnError](err); ok {
 		f.counts.NotYet++
-		f.requeue(s, rawURL, te.RetryAt, now)
+		if te.Reason == robots.ReasonRobotsTxt && f.Turns != nil {
+			// Its robots.txt is being fetched (it expired): Turns is
+			// asked for the turn after the fetch, as for a new site,
+			// rather than the URL offered again at each RetryAt until
+			// the fetch ends.
+			s.q.pushFront(rawURL)
+			f.queued++
+			s.state, s.seq = fresh, f.seq
+			f.seq++
+			heap.Push(&f.fresh, s)
+			f.probe()
+		} else {
+			f.requeue(s, rawURL, te.RetryAt, now)
+		}
 		f.mu.Unlock()
 		return Requeued, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // FormatVersion is the version of the format Save writes and Restore reads.
@@ -161,8 +162,10 @@ func commonPrefix(a, b string) int {
 // known: a crawler killed mid-request fetches those again), and the saved
 // totals are added to f's [Counts]. A restored site is new to f: with
 // Turns, it is asked about first (see the package doc), so that no URL is
-// handed out before its site's turn as the Transport keeps it. A URL that
-// f already holds is skipped. Restore is meant for a Frontier just made,
+// handed out before its site's turn as the Transport keeps it, nor, if the
+// site deferred it (see Answered), before its retry delay has passed since
+// the Restore (the time of the answer is not saved). A URL that f already
+// holds is skipped, and not counted again in Pushed. Restore is meant for a Frontier just made,
 // with its Turns and Probes set; it may be called on one in use.
 //
 // Restore returns an error wrapping [ErrVersion] if r was saved in another
@@ -262,14 +265,26 @@ func (f *Frontier) Restore(r io.Reader) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.init()
+	var skipped uint64
+	now := time.Now()
 	for _, s := range sites {
+		_, held := f.sites[s.origin]
 		for i, u := range s.urls {
-			if f.add(u, s.origin) && i == 0 && f.sites[s.origin].q.n == 1 {
-				f.sites[s.origin].tries = s.tries // its head's
+			if !f.add(u, s.origin) {
+				skipped++
+				continue
+			}
+			// The saved retries are its head's; a site with a URL out
+			// keeps that URL's.
+			if fs := f.sites[s.origin]; i == 0 && fs.q.n == 1 && fs.out == "" {
+				fs.tries = s.tries
+				if !held && s.tries > 0 {
+					f.holdRetry(fs, now)
+				}
 			}
 		}
 	}
-	f.counts.Pushed += c.Pushed
+	f.counts.Pushed += c.Pushed - min(skipped, c.Pushed) // a URL held already is counted once
 	f.counts.Finished += c.Finished
 	f.counts.Refused += c.Refused
 	f.counts.Unreachable += c.Unreachable
@@ -388,4 +403,18 @@ func (f *Frontier) add(u, origin string) bool {
 		heap.Fix(&f.fresh, s.i)
 	}
 	return true
+}
+
+// holdRetry holds s, a site just restored whose head was retried, for the
+// head's retry delay from now: the time of the answer that deferred it is
+// not saved, and now is no sooner. f.mu must be held.
+func (f *Frontier) holdRetry(s *site, now time.Time) {
+	at := now.Add(f.retryDelay(s.tries))
+	switch s.state {
+	case ready: // no Turns: it was made ready at once
+		heap.Remove(&f.ready, s.i)
+		f.schedule(s, at, now)
+	default: // fresh or being asked about: ask holds it until due
+		s.due = at
+	}
 }
