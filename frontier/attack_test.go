@@ -863,7 +863,7 @@ func TestRestoreKeepsRetryDelay(t *testing.T) {
 		t.Run(map[bool]string{false: "no Turns", true: "Transport"}[withTurns], func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				web := &plainWeb{n: map[string]int{}}
-				tr := &robots.Transport{Base: web, Agent: "ExampleBot", MaxWait: 10 * time.Millisecond}
+				tr := &robots.Transport{Base: web, Agent: "ExampleBot", MaxWait: 10 * time.Millisecond, NoDefaultPace: true}
 				client := &http.Client{Transport: tr}
 				newF := func() *frontier.Frontier {
 					f := &frontier.Frontier{RetryDelay: 10 * time.Minute}
@@ -946,7 +946,7 @@ func (w *slowRefetch) RoundTrip(req *http.Request) (*http.Response, error) {
 // refused for now once, then held until the fetch is in.
 func TestExpiredRobotsNoPoll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := &robots.Transport{Base: &slowRefetch{}, Agent: "ExampleBot", MaxWait: 10 * time.Millisecond}
+		tr := &robots.Transport{Base: &slowRefetch{}, Agent: "ExampleBot", MaxWait: 10 * time.Millisecond, NoDefaultPace: true}
 		client := &http.Client{Transport: tr}
 		f := &frontier.Frontier{Turns: tr}
 		f.Push("http://a.test/1")
