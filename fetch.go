@@ -315,6 +315,9 @@ func closeAfterPanic(body io.Closer) {
 // closes its body.
 func (l *loader) read(resp *http.Response, target *url.URL, now time.Time) *fetchResult {
 	r := &fetchResult{access: classify(resp.StatusCode), status: resp.StatusCode}
+	if _, has := resp.Header["Ratelimit"]; has {
+		r.rateLimit, _ = parseRateLimit(resp.Header)
+	}
 	switch r.access {
 	case fleet.AccessSuccess:
 		body, err := readBody(resp, l.cfg.maxBody)
@@ -322,7 +325,7 @@ func (l *loader) read(resp *http.Response, target *url.URL, now time.Time) *fetc
 			// A body cut by the network, or one we cannot decode, is
 			// not a robots.txt: parsing what came could allow what
 			// the rest disallows.
-			return &fetchResult{status: resp.StatusCode, err: fmt.Errorf("robots: reading %s: %w", redact(target), err)}
+			return &fetchResult{status: resp.StatusCode, rateLimit: r.rateLimit, err: fmt.Errorf("robots: reading %s: %w", redact(target), err)}
 		}
 		r.body = body
 		r.lifetime = lifetime(l.cfg.ttl, resp.Header.Values("Cache-Control")...)

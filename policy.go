@@ -151,7 +151,10 @@ type fetchResult struct {
 	lifetime time.Duration // when access is not AccessUnreachable
 	// asked by the server on an unreachable status; 0 if not
 	retryAfter time.Duration
-	err        error // why access is AccessUnreachable; nil otherwise
+	// the pause the answer's RateLimit field asks (see parseRateLimit);
+	// 0 if none
+	rateLimit time.Duration
+	err       error // why access is AccessUnreachable; nil otherwise
 	// the origin whose answer this is, when a redirect led away from the one
 	// asked; "" otherwise
 	from string
