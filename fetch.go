@@ -315,6 +315,9 @@ func closeAfterPanic(body io.Closer) {
 // closes its body.
 func (l *loader) read(resp *http.Response, target *url.URL, now time.Time) *fetchResult {
 	r := &fetchResult{access: classify(resp.StatusCode), status: resp.StatusCode}
+	if _, has := resp.Header["Ratelimit"]; has {
+		r.rateLimit, _ = parseRateLimit(resp.Header)
+	}
 	switch r.access {
 	case fleet.AccessSuccess:
 		body, err := readBody(resp, l.cfg.maxBody)

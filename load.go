@@ -301,6 +301,8 @@ func (l *loader) obtain(logCtx context.Context, s *site, f *flight, prevSt *stat
 		// page does: the last good copy is obeyed, but no request
 		// goes out until the pause ends.
 		l.turns.pause(logCtx, s, r.retryAfter, ReasonRetryAfter)
+	} else if r.rateLimit > 0 {
+		l.turns.pause(logCtx, s, r.rateLimit, ReasonRateLimit)
 	}
 	now := time.Now()
 	e := next(prev, r, now)

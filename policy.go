@@ -158,6 +158,8 @@ type fetchResult struct {
 	// the time the fetch waited for the turns of the origins its
 	// redirects led to
 	hopWait time.Duration
+	// the pause its RateLimit field asks for; 0 if none
+	rateLimit time.Duration
 }
 
 // next returns the entry that follows prev (nil if there is none) after a

@@ -159,7 +159,9 @@ func TestServer(t *testing.T) {
 // TestCrawlerB crawls a small web (with every kind of faulty robots.txt,
 // slow pages and pushback) with crawler b and checks what must hold of it,
 // whatever the timing: no request leaves before the answer to the one
-// before it, or closer than its origin's crawl-delay to that answer; none
+// before it, or closer than its origin's interval (crawl-delay or
+// request-rate, else the default pace; at least twice its response time)
+// to that answer; none
 // that robots.txt disallows or whose robots.txt is unreachable is sent;
 // robots.txt is fetched once per origin; every allowed page is answered
 // 200, those answered 429 having been sent again; the 429s are those a
@@ -183,7 +185,7 @@ func TestCrawlerB(t *testing.T) {
 	for _, n := range []int{4, 32} {
 		f := crawlSmall(t, "b", n)
 		if f.violLeft != 0 {
-			t.Errorf("W=%d: %d requests left before the crawl-delay after the answer before; want 0", n, f.violLeft)
+			t.Errorf("W=%d: %d requests left before their origin's interval after the answer before; want 0", n, f.violLeft)
 		}
 		if f.disallowed != 0 || f.unreachable != 0 {
 			t.Errorf("W=%d: %d disallowed requests, %d to unreachable origins; want 0", n, f.disallowed, f.unreachable)

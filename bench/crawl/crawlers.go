@@ -28,6 +28,8 @@ type job struct {
 	timeout time.Duration  // bound on a robots.txt fetch
 	maxWait time.Duration  // crawler (b)'s Transport.MaxWait
 	backoff robots.Backoff // crawlers (a) and (b)'s Transport.Backoff
+	// crawlers (a) and (b)'s Transport.DefaultDelay; 0 for NoDefaultPace
+	defaultDelay time.Duration
 	// notYet, if not nil, is set by crawler (b) to the requests its
 	// Transport refused for now (robots.ErrNotYet).
 	notYet *atomic.Uint64
@@ -147,13 +149,16 @@ func pool(urls []string, n int, do func(u string)) {
 }
 
 // newTransport returns the robots.Transport of crawlers (a) and (b): its
-// back-off is scaled like the crawl-delays (none at -scale 0).
+// back-off and its default pace are scaled like the crawl-delays (none at
+// -scale 0).
 func newTransport(j job) *robots.Transport {
 	t := robots.NewTransport(j.base, agent)
 	t.UserAgent = userAgent
 	t.FetchTimeout = j.timeout
 	t.Backoff = j.backoff
 	t.IgnoreBackoff = j.backoff.First <= 0
+	t.DefaultDelay = j.defaultDelay
+	t.NoDefaultPace = j.defaultDelay <= 0
 	return t
 }
 

@@ -44,7 +44,10 @@
 // Each is given every page of the web, in one shuffled order. The
 // Transports of a and b back off as robots.Transport does by default, with
 // each time scaled by -scale (First 60 s, Max a day and Forgive an hour:
-// 1.2 s, 28.8 min and 72 s at 1/50).
+// 1.2 s, 28.8 min and 72 s at 1/50), and keep its default pace scaled
+// likewise (DefaultDelay 1 s: 20 ms at 1/50) for an origin that states no
+// crawl-delay nor request-rate; their adaptive delay, twice an origin's
+// response time, is not scaled: it follows the web's own latencies.
 //
 // The figures:
 //
@@ -53,14 +56,17 @@
 //	             chain of one origin's requests, one at a time: its robots.txt
 //	             fetch (1 s on a slow origin, the timeout on a silent one),
 //	             then each page request, the pages answered 429 sent again
-//	             included, one crawl-delay after the answer to the one before
+//	             included, one interval after the answer to the one before
 //	             (after a 429, the back-off's pause if longer) and answered
-//	             after the origin's latency; an unreachable origin has no page
+//	             after the origin's latency; an unreachable origin has no page.
+//	             The interval is the crawl-delay or request-rate, or the
+//	             default pace if the origin states neither, and at least twice
+//	             the estimate of its response time
 //	pages sent   page requests the web saw, 429s included
 //	200          allowed pages the web answered 200, of the allowed pages
 //	429          page requests the web answered 429
-//	viol         requests to an origin with a crawl-delay that came less than
-//	             its crawl-delay less -slack after the answer to the requests
+//	viol         requests to an origin that came less than its interval (as
+//	             in the bound) less -slack after the answer to the requests
 //	             before them, or before it, robots.txt included: by when they
 //	             left the crawler and their answers came back / by when the
 //	             web saw them and began its answers

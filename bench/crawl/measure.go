@@ -107,7 +107,7 @@ func measure(ctx context.Context, cfg runConfig, c crawler, n, run int) figures 
 	sent := &sentLog{base: base}
 	var notYet atomic.Uint64
 	var dropped dropLog
-	j := job{urls: urls, base: sent, workers: n, timeout: w.timeout, maxWait: cfg.maxWait, backoff: w.backoff, notYet: &notYet, dropped: &dropped}
+	j := job{urls: urls, base: sent, workers: n, timeout: w.timeout, maxWait: cfg.maxWait, backoff: w.backoff, defaultDelay: w.defaultDelay, notYet: &notYet, dropped: &dropped}
 
 	runtime.GC()
 	heap0 := heapInUse()
@@ -203,13 +203,13 @@ func (w *web) judgeRun(f *figures, run int, seen, left []arrival, slack time.Dur
 			f.robotsExtra++
 			f.example("%d robots.txt fetches (%s, %s): %s", robotsTxt, kindNames[o.kind], o.file, gaps(bySeen[i]))
 		}
-		if v := violations(bySeen[i], o.delay, slack); v.n > 0 {
+		if v := w.violations(o, bySeen[i], slack); v.n > 0 {
 			f.violSeen += v.n
 			f.violSeenRobots += v.afterRobots
 			f.violSeenInFlight += v.inFlight
 			f.example("%d too early (%s, %s, delay %v, latency %v) as seen: %s", v.n, kindNames[o.kind], o.file, o.delay, o.latency, gaps(bySeen[i]))
 		}
-		if v := violations(byLeft[i], o.delay, slack); v.n > 0 {
+		if v := w.violations(o, byLeft[i], slack); v.n > 0 {
 			f.violLeft += v.n
 			f.violLeftRobots += v.afterRobots
 			f.violLeftInFlight += v.inFlight
@@ -290,19 +290,32 @@ func gaps(as []arrival) string {
 // answer to a request before them.
 type violation struct{ n, afterRobots, inFlight int }
 
-// violations counts the requests of as, in order of arrival, that came
-// less than delay less slack after the latest answer to the requests
-// before them, or before it (two in flight). An origin with no delay has
-// none: any number of requests may be in flight to it.
-func violations(as []arrival, delay, slack time.Duration) violation {
+// violations counts the requests of as, to origin o and in order of
+// arrival, that came less than o's interval less slack after the latest
+// answer to the requests before them, or before it (two in flight). The
+// interval is w.interval: the crawl-delay or request-rate, or the default
+// pace, and at least twice the estimate of the response time from the
+// requests (robots.txt's included) answered before the request came, in
+// the order of their answers. Without a pace (-scale
+// 0), an origin that states no interval has none: any number of requests
+// may be in flight to it.
+func (w *web) violations(o *origin, as []arrival, slack time.Duration) violation {
 	var v violation
-	if delay <= 0 {
+	if !w.paced && !o.stated {
 		return v
 	}
+	// The requests by their answers, for the estimate.
+	byAnswer := slices.Clone(as)
+	slices.SortStableFunc(byAnswer, func(a, b arrival) int { return a.answered.Compare(b.answered) })
+	var est time.Duration
+	j := 0
 	var free time.Time // the latest answer so far
 	freePath := ""     // the path of the request it answered
 	for k, a := range as {
-		if k > 0 && a.at.Before(free.Add(delay-slack)) {
+		for ; j < len(byAnswer) && !byAnswer[j].answered.After(a.at); j++ {
+			est = nextEstimate(est, byAnswer[j].answered.Sub(byAnswer[j].at))
+		}
+		if k > 0 && a.at.Before(free.Add(w.interval(o, est)-slack)) {
 			v.n++
 			if freePath == "/robots.txt" {
 				v.afterRobots++

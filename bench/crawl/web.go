@@ -79,11 +79,15 @@ func (k kind) unreachable() bool { return k == err503 || k == err429 || k == sil
 
 // origin is one site of the web.
 type origin struct {
-	kind  kind
-	file  string        // corpus file whose body it serves ("" for unavail and the unreachable kinds)
-	body  []byte        // the served robots.txt, crawl-delays scaled
-	delay time.Duration // the crawl-delay of the group agent obeys, scaled; 0 for none
-	paths []string      // the pages a crawler is given, path and query
+	kind kind
+	file string // corpus file whose body it serves ("" for unavail and the unreachable kinds)
+	body []byte // the served robots.txt, crawl-delays scaled
+	// delay is the interval the group agent obeys states, scaled: the
+	// longer of its crawl-delay and its request-rate (T/n); 0 for none.
+	// stated reports whether it states either, even as 0.
+	delay  time.Duration
+	stated bool
+	paths  []string // the pages a crawler is given, path and query
 	// allowed[i] reports whether RFC 9309 allows paths[i] for agent by our
 	// matcher; refereed[i] whether grobotstxt agrees that it is disallowed.
 	allowed  []bool
@@ -107,6 +111,14 @@ type web struct {
 	// crawl-delays: the back-off of crawlers (a) and (b), and of the
 	// polite bound. Its zero value is no back-off (-scale 0).
 	backoff robots.Backoff
+	// defaultDelay is robots.Transport's default pace (its DefaultDelay,
+	// 1 s) scaled like the crawl-delays: the interval of crawlers (a) and
+	// (b), and of the polite bound, for an origin that states none. The
+	// adaptive delay (twice the response time, see interval) is not
+	// scaled: it follows the web's own latencies. paced is false at
+	// -scale 0: then there is neither (robots.Transport.NoDefaultPace).
+	defaultDelay time.Duration
+	paced        bool
 }
 
 // webConfig says how to make a web.
@@ -141,6 +153,7 @@ func newWeb(cfg webConfig) (*web, error) {
 	rng := rand.New(rand.NewPCG(cfg.seed, 0x5eed))
 	rng.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
 	w := &web{scale: cfg.scale, timeout: cfg.timeout, backoff: scaledBackoff(cfg.scale)}
+	w.defaultDelay, w.paced = scaledDefault(cfg.scale)
 	nFaults := int(float64(cfg.origins)*cfg.faults + 0.5)
 	for len(w.origins) < cfg.origins {
 		if len(names) == 0 {
@@ -215,6 +228,54 @@ func scaledBackoff(scale float64) robots.Backoff {
 	}
 }
 
+// transportDefaultDelay is robots.Transport's default pace: the interval
+// of an origin that states neither a crawl-delay nor a request-rate.
+const transportDefaultDelay = robots.DefaultPaceDelay
+
+// slowFactor is how many times an origin's response time the Transport's
+// adaptive delay spaces its requests, once its estimate is slowFloor or
+// more (see interval).
+const (
+	slowFactor = 2
+	slowFloor  = 10 * time.Millisecond
+)
+
+// scaledDefault returns robots.Transport's default pace multiplied by
+// scale, and false, for no default pace, if scale is 0.
+func scaledDefault(scale float64) (time.Duration, bool) {
+	if scale <= 0 {
+		return 0, false
+	}
+	return max(time.Duration(float64(transportDefaultDelay)*scale), time.Nanosecond), true
+}
+
+// interval returns the least time from an answer of o to its next request
+// under robots.Transport's pace, given est, the estimate of o's response
+// time so far: the stated delay (crawl-delay or request-rate), or the
+// default pace if o states neither; and no less than the adaptive delay,
+// slowFactor times est once est is slowFloor or more, capped like a
+// crawl-delay (the crawlers' Transports keep the default MaxCrawlDelay).
+func (w *web) interval(o *origin, est time.Duration) time.Duration {
+	base := o.delay
+	if !o.stated && w.paced {
+		base = w.defaultDelay
+	}
+	if !w.paced || est < slowFloor {
+		return base
+	}
+	return max(base, min(slowFactor*est, robots.DefaultMaxCrawlDelay))
+}
+
+// nextEstimate returns the estimate of an origin's response time after a
+// sample: it rises at once to a slower sample and falls a quarter of the
+// way to a faster one, as the Transport's does.
+func nextEstimate(est, sample time.Duration) time.Duration {
+	if sample >= est {
+		return sample
+	}
+	return est - (est-sample)/4
+}
+
 // pause returns the pause of the back-off's level-th incident (1 for the
 // first), without the random tenth the Transport may add: First, doubling
 // up to Max.
@@ -238,7 +299,10 @@ func (w *web) judge(o *origin) {
 	var r *matcher.Robots
 	if o.body != nil {
 		r = matcher.Parse(o.body)
-		o.delay, _ = r.Group(agent).CrawlDelay()
+		g := r.Group(agent)
+		delay, hasDelay := g.CrawlDelay()
+		rate, hasRate := g.RequestRate()
+		o.delay, o.stated = max(delay, rate), hasDelay || hasRate
 	}
 	for i, p := range o.paths {
 		o.index[p] = i
@@ -256,22 +320,26 @@ func (w *web) judge(o *origin) {
 
 // bound returns the polite bound of origin o: the least time from its first
 // request to the answer to its last that a crawler needs if it obeys
-// RFC 9309, sends one request at a time to an origin with a crawl-delay or
-// that pushed back, spaces each from the answer to the one before by the
-// crawl-delay, and, after a 429 without Retry-After, waits out the
-// back-off w.backoff. Its chain is:
+// RFC 9309 and paces o as robots.Transport does: one request at a time,
+// each spaced from the answer to the one before by o's interval (see
+// interval: the crawl-delay or request-rate, else the default pace, and
+// at least twice the estimate of its response time), and, after a 429
+// without Retry-After, by the back-off w.backoff if longer. Its chain is:
 //
 //   - the robots.txt fetch, which takes slowFetch on a slow origin and the
 //     fetch timeout on a silent one (an unreachable origin gets no page);
 //   - then every request for a page, the allowed pages and the o.pushback
-//     refused ones sent again: each one crawl-delay after the answer
-//     before, and answered after o.latency;
+//     refused ones sent again: each one interval after the answer before,
+//     and answered after o.latency. Each answer is a sample of the
+//     estimate, robots.txt's first (slowFetch on a slow origin), as the
+//     Transport counts them;
 //   - and, after the k-th 429, the back-off's k-th pause instead of the
-//     crawl-delay, if it is longer: First, doubling up to Max, without the
+//     interval, if it is longer: First, doubling up to Max, without the
 //     random tenth that the Transport may add.
 //
-// So bound = fetch + (n + K)·(delay + latency) + Σₖ max(0, pause(k) − delay),
-// for n allowed pages and K = o.pushback refusals (none if n is 0).
+// With a fixed interval d (no latency): fetch + (n + K)·d + Σₖ max(0,
+// pause(k) − d), for n allowed pages and K = o.pushback refusals (none
+// if n is 0).
 func (w *web) bound(o *origin) time.Duration {
 	var d time.Duration
 	switch o.kind {
@@ -284,9 +352,14 @@ func (w *web) bound(o *origin) time.Duration {
 	if o.kind.unreachable() || n == 0 {
 		return d
 	}
-	d += time.Duration(n+o.pushback) * (o.delay + o.latency)
-	for k := 1; k <= o.pushback; k++ {
-		d += max(0, w.pause(k)-o.delay)
+	est := d // robots.txt's answer: slowFetch or at once
+	for i := 1; i <= n+o.pushback; i++ {
+		gap := w.interval(o, est)
+		if k := i - 1; k >= 1 && k <= o.pushback {
+			gap = max(gap, w.pause(k))
+		}
+		d += gap + o.latency
+		est = nextEstimate(est, o.latency)
 	}
 	return d
 }
@@ -325,8 +398,10 @@ func readManifest(dir string) ([]string, error) {
 
 // scaleDelays returns body with the value of each crawl-delay line
 // multiplied by scale, after capping it at maxDelay, written as a decimal
-// number of seconds ("Crawl-delay: 10" at 1/50 becomes "Crawl-delay: 0.2").
-// Lines whose value is not a number are left as they are.
+// number of seconds ("Crawl-delay: 10" at 1/50 becomes "Crawl-delay: 0.2"),
+// and each request-rate line likewise as one request per its interval
+// ("Request-rate: 1/10" becomes "Request-rate: 1/0.2s"). Lines whose value
+// is not a number, or not a rate, are left as they are.
 func scaleDelays(body []byte, scale float64) []byte {
 	var out bytes.Buffer
 	for line := range bytes.Lines(body) {
@@ -334,6 +409,17 @@ func scaleDelays(body []byte, scale float64) []byte {
 		eol := line[len(content):]
 		key, value, ok := bytes.Cut(content, []byte(":"))
 		k := strings.NewReplacer("-", "", "_", "", " ", "", "\t", "").Replace(strings.ToLower(string(key)))
+		if ok && k == "requestrate" {
+			if every, isRate := rateInterval(value); isRate {
+				s := min(every, maxDelay).Seconds() * scale
+				out.Write(key)
+				out.WriteString(": 1/")
+				out.WriteString(strconv.FormatFloat(s, 'f', -1, 64))
+				out.WriteString("s")
+				out.Write(eol)
+				continue
+			}
+		}
 		if ok && k == "crawldelay" {
 			v := string(bytes.TrimSpace(value))
 			if c, _, _ := strings.Cut(v, "#"); c != v {
@@ -351,6 +437,13 @@ func scaleDelays(body []byte, scale float64) []byte {
 		out.Write(line)
 	}
 	return out.Bytes()
+}
+
+// rateInterval returns the interval of a request-rate value as the
+// matcher reads it, T/n, and whether it is a rate.
+func rateInterval(value []byte) (time.Duration, bool) {
+	r := matcher.Parse([]byte("User-agent: *\nRequest-rate:" + string(value) + "\n"))
+	return r.Group(agent).RequestRate()
 }
 
 // pagePaths returns the pages of an origin whose robots.txt is body: the

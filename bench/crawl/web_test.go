@@ -17,6 +17,10 @@ func TestScaleDelays(t *testing.T) {
 		{"Crawl_delay: 5", "Crawl_delay: 0.1"},
 		{"Crawl-delay: soon\n", "Crawl-delay: soon\n"},
 		{"Disallow: /crawl-delay: 10\n", "Disallow: /crawl-delay: 10\n"},
+		{"Request-rate: 1/10\n", "Request-rate: 1/0.2s\n"},
+		{"Request-rate: 6/1m # six a minute\r\n", "Request-rate: 1/0.2s\r\n"},
+		{"Request-rate: 1/1h\n", "Request-rate: 1/0.6s\n"}, // capped at 30 s first
+		{"Request-rate: 1/5x\n", "Request-rate: 1/5x\n"},
 	} {
 		if got := string(scaleDelays([]byte(c.in), 0.02)); got != c.want {
 			t.Errorf("scaleDelays(%q) = %q, want %q", c.in, got, c.want)
@@ -61,9 +65,10 @@ func TestParseHost(t *testing.T) {
 // crawl-delay of 100 ms, one whose robots.txt answers 503, one that answers
 // slowly, one whose pages answer after 160 ms (delay 100 ms), and one that
 // answers its first two page requests 429 (delay 100 ms); its back-off
-// starts at 300 ms.
+// starts at 300 ms, and its default pace is 50 ms.
 func testWeb() *web {
-	w := &web{timeout: 2 * time.Second, backoff: robots.Backoff{First: 300 * time.Millisecond, Max: 500 * time.Millisecond, Forgive: time.Second}}
+	w := &web{timeout: 2 * time.Second, backoff: robots.Backoff{First: 300 * time.Millisecond, Max: 500 * time.Millisecond, Forgive: time.Second},
+		defaultDelay: 50 * time.Millisecond, paced: true}
 	delayed := []byte("User-agent: *\nCrawl-delay: 0.1\nDisallow: /private\n")
 	w.origins = []origin{
 		{kind: normal, body: delayed, paths: []string{"/", "/private/a", "/b"}},
@@ -94,8 +99,10 @@ func TestJudgeWeb(t *testing.T) {
 	}{
 		{0, 200 * time.Millisecond, "robots.txt, then two pages a delay apart"},
 		{1, 0, "unreachable: no page"},
-		{2, slowFetch, "robots.txt after 1 s, no delay"},
-		{3, 520 * time.Millisecond, "two pages, each a delay after the answer before, answered after 160 ms"},
+		{2, 3 * slowFetch, "robots.txt after 1 s, no delay: a page twice that after it"},
+		// the first page a delay after robots.txt; the second twice its
+		// response time after its answer, which is longer than the delay
+		{3, 100*time.Millisecond + 160*time.Millisecond + 320*time.Millisecond + 160*time.Millisecond, "two pages answered after 160 ms"},
 		// four requests a delay apart (two 429s, then two pages), and the
 		// pauses of the back-off beyond the delay: 300 - 100 and 500 - 100
 		// (600 capped at Max)
@@ -105,8 +112,36 @@ func TestJudgeWeb(t *testing.T) {
 			t.Errorf("bound of origin %d: %v, want %v (%s)", c.i, got, c.want, c.why)
 		}
 	}
-	if got := w.politeBound(); got != slowFetch {
-		t.Errorf("polite bound %v, want %v (the slow origin)", got, slowFetch)
+	if got := w.politeBound(); got != 3*slowFetch {
+		t.Errorf("polite bound %v, want %v (the slow origin)", got, 3*slowFetch)
+	}
+	// Without a pace (-scale 0), an origin that states nothing has no
+	// interval, and the response time does not space the pages.
+	w.paced, w.defaultDelay = false, 0
+	if got := w.bound(&w.origins[2]); got != slowFetch {
+		t.Errorf("bound of origin 2 unpaced: %v, want %v", got, slowFetch)
+	}
+	if got := w.bound(&w.origins[3]); got != 520*time.Millisecond {
+		t.Errorf("bound of origin 3 unpaced: %v, want 520ms", got)
+	}
+	if d, ok := scaledDefault(0.02); d != 20*time.Millisecond || !ok {
+		t.Errorf("scaledDefault(0.02) = %v, %v", d, ok)
+	}
+	if _, ok := scaledDefault(0); ok {
+		t.Errorf("scaledDefault(0): paced")
+	}
+	// The stated interval is the longer of the crawl-delay and the
+	// request-rate; a crawl-delay of 0 is stated all the same.
+	for body, want := range map[string]time.Duration{
+		"User-agent: *\nCrawl-delay: 0.1\nRequest-rate: 1/0.3s\n": 300 * time.Millisecond,
+		"User-agent: *\nCrawl-delay: 0.4\nRequest-rate: 2/0.3s\n": 400 * time.Millisecond,
+		"User-agent: *\nCrawl-delay: 0\n":                         0,
+	} {
+		o := origin{kind: normal, body: []byte(body), paths: []string{"/"}}
+		w.judge(&o)
+		if o.delay != want || !o.stated {
+			t.Errorf("judge(%q): delay %v, stated %v; want %v, true", body, o.delay, o.stated, want)
+		}
 	}
 	if got := scaledBackoff(0.01); got != (robots.Backoff{First: 600 * time.Millisecond, Max: 864 * time.Second, Forgive: 36 * time.Second}) {
 		t.Errorf("scaledBackoff(0.01) = %+v", got)
@@ -130,11 +165,11 @@ func TestJudgeRun(t *testing.T) {
 		req(host(0, 1), "/private/a", 150, 0, 200), // disallowed, and 50 ms early
 		req(host(0, 1), "/robots.txt", 400, 0, 200),
 		req(host(1, 1), "/robots.txt", 0, 0, 503),
-		req(host(1, 1), "/c", 10, 0, 200),              // robots.txt unreachable
+		req(host(1, 1), "/c", 60, 0, 200),              // robots.txt unreachable
 		req(host(2, 1), "/robots.txt", 0, 1000, 200),   // slow
 		req(movedHost(2, 1), "/robots.txt", 0, 0, 200), // not a crawled origin
 		req(host(0, 2), "/", 1, 0, 200),                // another run
-		req(host(2, 1), "/", 1000, 0, 200),             // no delay: never too early
+		req(host(2, 1), "/", 2996, 0, 200),             // no delay: twice robots.txt's response time, within the slack
 		req(host(0, 1), "/b", 496, 0, 200),             // 4 ms early: within the slack
 		req(host(3, 1), "/robots.txt", 0, 0, 200),
 		req(host(3, 1), "/", 100, 160, 200),  // on time
@@ -156,17 +191,39 @@ func TestJudgeRun(t *testing.T) {
 		t.Errorf("violations seen %d (%d in flight, %d after robots.txt), left %d; want 2 (1, 0), 0",
 			f.violSeen, f.violSeenInFlight, f.violSeenRobots, f.violLeft)
 	}
-	if v := violations(seen[:3], 100*time.Millisecond, 0); v != (violation{n: 1}) {
+	o0 := &w.origins[0]
+	if v := w.violations(o0, seen[:3], 0); v != (violation{n: 1}) {
 		t.Errorf("violations of %v: %+v; want 1", seen[:3], v)
 	}
-	if v := violations(seen[:2], 150*time.Millisecond, 0); v != (violation{n: 1, afterRobots: 1}) {
+	if v := w.violations(&origin{delay: 150 * time.Millisecond, stated: true}, seen[:2], 0); v != (violation{n: 1, afterRobots: 1}) {
 		t.Errorf("violations of %v at 150ms: %+v; want 1, after robots.txt", seen[:2], v)
 	}
 	// An answer that comes after a later request's holds the origin: the
 	// request after both is judged from the later answer.
 	long := []arrival{req("o", "/a", 0, 500, 200), req("o", "/b", 10, 10, 200), req("o", "/c", 300, 0, 200)}
-	if v := violations(long, 100*time.Millisecond, 0); v != (violation{n: 2, inFlight: 2}) {
+	if v := w.violations(o0, long, 0); v != (violation{n: 2, inFlight: 2}) {
 		t.Errorf("violations of %v: %+v; want 2, both in flight", long, v)
+	}
+	// An origin that states nothing is paced by the default pace; without
+	// a pace, it has no violation.
+	quiet := &w.origins[2]
+	early := []arrival{req("o", "/robots.txt", 0, 0, 200), req("o", "/a", 30, 0, 200), req("o", "/b", 80, 0, 200), req("o", "/c", 81, 5, 200)}
+	if v := w.violations(quiet, early, 0); v != (violation{n: 2, afterRobots: 1}) {
+		t.Errorf("violations of %v at the default pace: %+v; want 2, one after robots.txt", early, v)
+	}
+	unpaced := *w
+	unpaced.paced, unpaced.defaultDelay = false, 0
+	if v := unpaced.violations(quiet, early, 0); v != (violation{}) {
+		t.Errorf("violations of %v without a pace: %+v; want none", early, v)
+	}
+	// A slow answer spaces the next request by twice its response time,
+	// once the answer has come.
+	slowAs := []arrival{req("o", "/robots.txt", 0, 0, 200), req("o", "/a", 100, 160, 200), req("o", "/b", 360, 0, 200), req("o", "/c", 460, 0, 200), req("o", "/d", 740, 0, 200)}
+	// /b: 100 ms after the answer, less than 2 × 160; /c: 100 ms after
+	// /b's, less than 2 × 120 (the estimate fell a quarter of the way);
+	// /d: 280 ms after /c's, more than 2 × 90
+	if v := w.violations(o0, slowAs, 0); v != (violation{n: 2}) {
+		t.Errorf("violations of %v by response time: %+v; want 2", slowAs, v)
 	}
 	if f.robotsMax != 2 || f.robotsExtra != 1 || f.robotsMean != 6.0/5 {
 		t.Errorf("robots.txt mean %v, max %d, >1 %d; want 6/5, 2, 1", f.robotsMean, f.robotsMax, f.robotsExtra)
