@@ -245,9 +245,9 @@ func TestWithAgentStarLeavesAsDecided(t *testing.T) {
 	}))
 	defer srv.Close()
 	for _, tr := range []*Transport{
-		{Base: srv.Client().Transport, Agent: "ExampleBot", UserAgent: "ExampleBot/1.0"},
-		{Base: srv.Client().Transport},
-		{Base: srv.Client().Transport, UserAgent: "ExampleBot/1.0"},
+		{Base: srv.Client().Transport, Agent: "ExampleBot", UserAgent: "ExampleBot/1.0", NoDefaultPace: true},
+		{Base: srv.Client().Transport, NoDefaultPace: true},
+		{Base: srv.Client().Transport, UserAgent: "ExampleBot/1.0", NoDefaultPace: true},
 	} {
 		mu.Lock()
 		sent = nil

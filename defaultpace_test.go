@@ -12,6 +12,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/f9014239/robots/fleet"
+	"github.com/f9014239/robots/internal/pacing"
 )
 
 // TestDefaultPaceZeroConfig: a Transport with no settings, sent 64
@@ -483,6 +486,48 @@ func TestNextTurnCountsNothing(t *testing.T) {
 		}
 		if n := strings.Count(logs.String(), "robots: refused"); n != 1 {
 			t.Errorf("%d refusal records for one request, want 1", n)
+		}
+	})
+}
+
+// TestDefaultPaceFleet: two Transports sharing a Pacer, with no settings,
+// keep the default pace fleet-wide: one request in flight at the site and
+// DefaultPaceDelay after each answer, whichever Transport sends it; a
+// slow answer lengthens the fleet's gaps through the Pacer's estimate.
+func TestDefaultPaceFleet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const origin = "https://fleet.example"
+		var n atomic.Int64
+		site := &siteLog{robots: "User-agent: *\nDisallow: /private\n",
+			latency: func(p string) time.Duration {
+				if p != "/robots.txt" && n.Add(1) == 5 {
+					return 2 * time.Second
+				}
+				return 20 * time.Millisecond
+			}}
+		p := &pacing.Memory{}
+		store := &fleet.MemoryStore{}
+		var wg sync.WaitGroup
+		for i := range 2 {
+			tr := &Transport{Base: site, Agent: "ExampleBot", Pacer: p, Store: store}
+			client := &http.Client{Transport: tr}
+			for g := range 4 {
+				wg.Go(func() {
+					for j := range 3 {
+						wantAllowed(t, client, fmt.Sprintf("%s/t%d/g%d/p%d", origin, i, g, j))
+					}
+				})
+			}
+		}
+		wg.Wait()
+		site.checkSpaced(t, origin, DefaultPaceDelay)
+		v := site.log(origin)
+		for i := 1; i < len(v); i++ {
+			if took := v[i-1].answered.Sub(v[i-1].arrived); took >= time.Second {
+				if gap := v[i].arrived.Sub(v[i-1].answered); gap < 2*took {
+					t.Errorf("%v after a %v answer, want twice that", gap, took)
+				}
+			}
 		}
 	})
 }

@@ -90,6 +90,10 @@ func ExampleTransport_Check() {
 
 // To test a crawler without a network, give the Transport an httpmock
 // transport as its base: robots.txt is fetched from the mock like any page.
+// Every origin is paced (a second between requests to an origin that
+// states no delay): NoDefaultPace keeps such a test fast on the real clock,
+// or run it in a testing/synctest bubble, where the pace costs no wall
+// time.
 func ExampleTransport_httpmock() {
 	mock := httpmock.NewMockTransport()
 	mock.RegisterResponder("GET", "https://example.com/robots.txt",
@@ -97,7 +101,9 @@ func ExampleTransport_httpmock() {
 	mock.RegisterResponder("GET", "https://example.com/",
 		httpmock.NewStringResponder(200, "home page"))
 
-	client := &http.Client{Transport: robots.NewTransport(mock, "ExampleBot")}
+	tr := robots.NewTransport(mock, "ExampleBot")
+	tr.NoDefaultPace = true // a test: no second between requests
+	client := &http.Client{Transport: tr}
 	for _, u := range []string{"https://example.com/", "https://example.com/admin"} {
 		resp, err := client.Get(u)
 		if err != nil {

@@ -325,7 +325,7 @@ func (l *loader) read(resp *http.Response, target *url.URL, now time.Time) *fetc
 			// A body cut by the network, or one we cannot decode, is
 			// not a robots.txt: parsing what came could allow what
 			// the rest disallows.
-			return &fetchResult{status: resp.StatusCode, rateLimit: r.rateLimit, err: fmt.Errorf("robots: reading %s: %w", redact(target), err)}
+			return &fetchResult{status: resp.StatusCode, err: fmt.Errorf("robots: reading %s: %w", redact(target), err)}
 		}
 		r.body = body
 		r.lifetime = lifetime(l.cfg.ttl, resp.Header.Values("Cache-Control")...)

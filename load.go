@@ -301,9 +301,7 @@ func (l *loader) obtain(logCtx context.Context, s *site, f *flight, prevSt *stat
 		// page does: the last good copy is obeyed, but no request
 		// goes out until the pause ends.
 		l.turns.pause(logCtx, s, r.retryAfter, ReasonRetryAfter)
-	} else if r.rateLimit > 0 && r.from == "" {
-		// So does a RateLimit field on the answer, whatever its status
-		// (Retry-After wins where both are given).
+	} else if r.rateLimit > 0 {
 		l.turns.pause(logCtx, s, r.rateLimit, ReasonRateLimit)
 	}
 	now := time.Now()

@@ -151,16 +151,15 @@ type fetchResult struct {
 	lifetime time.Duration // when access is not AccessUnreachable
 	// asked by the server on an unreachable status; 0 if not
 	retryAfter time.Duration
-	// the pause the answer's RateLimit field asks (see parseRateLimit);
-	// 0 if none
-	rateLimit time.Duration
-	err       error // why access is AccessUnreachable; nil otherwise
+	err        error // why access is AccessUnreachable; nil otherwise
 	// the origin whose answer this is, when a redirect led away from the one
 	// asked; "" otherwise
 	from string
 	// the time the fetch waited for the turns of the origins its
 	// redirects led to
 	hopWait time.Duration
+	// the pause its RateLimit field asks for; 0 if none
+	rateLimit time.Duration
 }
 
 // next returns the entry that follows prev (nil if there is none) after a

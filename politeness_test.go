@@ -1643,10 +1643,3 @@ func TestPoliteRobotsTxtRetryAfterPauses(t *testing.T) {
 		}
 	})
 }
-
-// svNoPace sets NoDefaultPace on t, for a test that is not about the
-// default pace and runs on the real clock, and returns t.
-func svNoPace(t *robots.Transport) *robots.Transport {
-	t.NoDefaultPace = true
-	return t
-}

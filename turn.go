@@ -451,7 +451,7 @@ func (tn *turns) release(ctx context.Context, s *site, tk turn, sent time.Durati
 	}
 	now := tn.now()
 	took := max(now-sent, 0)
-	tk.p.Release(now, tk.t, took, failed)
+	tk.p.Release(now, tk.t, took, failed, tn.cfg.maxAdaptive)
 	if tk.pacer && tk.t.Held {
 		tn.pacerRelease(ctx, s, fleet.Answer{ID: tk.t.ID, At: time.Now(), Took: took, Failed: failed})
 	}

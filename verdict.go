@@ -245,9 +245,6 @@ func (l *loader) compile(e *fleet.Entry, robots *matcher.Robots) *state {
 // map and ring slots.
 const stateOverhead = 1 << 10
 
-// clock returns tm on the Transport's clock (see Transport.now).
-func (t *Transport) clock(tm time.Time) time.Duration { return tm.Sub(t.epoch) }
-
 // compileFetched is compile for an entry made in this process from r, so
 // that the refusal keeps the fetch error itself, with its chain, and not
 // only its text. prev is the state e follows, or nil if e does not follow

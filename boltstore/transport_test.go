@@ -54,6 +54,9 @@ func TestNoIO(t *testing.T) {
 			st := openTest(t, tempPath(t))
 			tr := robots.NewTransport(nil, "ExampleBot")
 			tr.Store, tr.Pacer = st, st
+			// An origin with no interval takes no turn only without
+			// the default pace.
+			tr.NoDefaultPace = true
 			defer tr.CloseIdleConnections()
 			c := &http.Client{Transport: tr}
 			get(t, c, srv.URL+"/first") // fetches robots.txt

@@ -94,12 +94,25 @@ func (p *Pace) Next(now time.Duration, r Request) (time.Duration, string) {
 
 // Release notes that the request of t was answered at now, after took
 // (failed: a network error or a timeout): see [State.Release]; a turn that
-// held nothing is settled (see [State.Settle]).
-func (p *Pace) Release(now time.Duration, t Turn, took time.Duration, failed bool) {
+// held nothing is settled (see [State.Settle]). An answer that comes after
+// its hold ran out still spaces what follows: the origin is paused for the
+// spacing after it (the interval its turn kept, or the adaptive delay
+// under maxAdaptive, the longer), so that a request that took a turn
+// meanwhile waits for it too.
+func (p *Pace) Release(now time.Duration, t Turn, took time.Duration, failed bool, maxAdaptive time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if t.Held {
-		p.s.Release(now, t.ID, took, failed)
+		if !p.s.Release(now, t.ID, took, failed) && p.s.HeldSeq != t.Seq && t.Seq != 0 {
+			gap := max(p.s.LastEvery, p.s.Adaptive(maxAdaptive))
+			if gap > 0 {
+				why := ReasonSlowAnswers
+				if p.s.LastEvery >= p.s.Adaptive(maxAdaptive) {
+					why = p.s.LastWhy
+				}
+				p.s.Pause(Add(now, gap), why)
+			}
+		}
 	} else {
 		p.s.Settle(now, t)
 	}

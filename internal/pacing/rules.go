@@ -268,14 +268,21 @@ func (s *State) hold(t *Turn, until time.Duration, id uint64) {
 // Release notes that the held turn id was answered at now, its request
 // having taken took (from its turn to its answer; failed for a network
 // error or a timeout): the next turn is spaced from now, and took is a
-// sample of the estimate. A turn that no longer holds the origin is left
-// alone; Release reports whether it held it.
+// sample of the estimate. A turn that no longer holds the origin (its
+// hold ran out: the answer came later) leaves the spacing alone, but a
+// slower answer still raises the estimate (it can only lengthen the pace);
+// Release reports whether the turn held the origin.
 func (s *State) Release(now time.Duration, id uint64, took time.Duration, failed bool) bool {
-	if id == 0 || s.HeldID != id {
+	if id == 0 {
 		return false
 	}
-	if now >= s.HeldUntil {
+	if s.HeldID == id && now >= s.HeldUntil {
 		s.expire(now)
+	}
+	if s.HeldID != id {
+		if took > s.Est {
+			s.Sample(took, true)
+		}
 		return false
 	}
 	s.Sample(took, failed)

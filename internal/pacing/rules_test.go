@@ -157,9 +157,8 @@ func TestBackoff(t *testing.T) {
 	if u, n := p.PushBack(0, 0, b, 0); u != s || n {
 		t.Errorf("an answer of the same burst: %v %v", u, n)
 	}
-	for i, want := range []time.Duration{2 * s, 4 * s, 4 * s} {
-		now := time.Duration(i+1) * 100 * s / 100
-		now = p.BoEnd
+	for _, want := range []time.Duration{2 * s, 4 * s, 4 * s} {
+		now := p.BoEnd // a new incident as the last pause ends
 		u, _ := p.PushBack(now, now, b, 0)
 		if u-now != want {
 			t.Errorf("level %d: pause %v, want %v", p.BoLevel, u-now, want)
