@@ -54,9 +54,9 @@ func TestNoIO(t *testing.T) {
 			st := openTest(t, tempPath(t))
 			tr := robots.NewTransport(nil, "ExampleBot")
 			tr.Store, tr.Pacer = st, st
-			// An origin with no interval takes no turn only without
-			// the default pace.
-			tr.NoDefaultPace = true
+			// "no interval": without the default pace, as a client that is
+			// not a crawler opts out of it.
+			tr.NoDefaultPace = !tc.paced
 			defer tr.CloseIdleConnections()
 			c := &http.Client{Transport: tr}
 			get(t, c, srv.URL+"/first") // fetches robots.txt
@@ -116,7 +116,7 @@ func (s *inFlightSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // TestBackingOffOneInFlight: after a push-back from an origin with no
-// crawl-delay, the origin gets one request at a time until the back-off is
+// crawl-delay and no default pace (NoDefaultPace), the origin gets one request at a time until the back-off is
 // forgiven, whichever Transport on the Store sends them: a second one on
 // the same Store, or one on the Store opened again after Close.
 func TestBackingOffOneInFlight(t *testing.T) {
@@ -136,6 +136,9 @@ func TestBackingOffOneInFlight(t *testing.T) {
 				tr := robots.NewTransport(nil, "ExampleBot")
 				tr.Store, tr.Pacer = st, st
 				tr.Backoff = b
+				// No interval but the back-off's: the requests the
+				// Transport would send without asking the Pacer.
+				tr.NoDefaultPace = true
 				tr.MaxWait = time.Minute
 				return tr
 			}

@@ -19,8 +19,9 @@ import (
 // it sends, scripts counted once) and from the server (INFO: the PINGs of
 // the subscription, which no client hook sees, and total_commands_processed,
 // which counts the commands that scripts call too): at most 0.05 for an
-// origin with no crawl-delay and no pause, and at most 2 for an origin with a
-// crawl-delay (the turn taken, and its release at the answer). The PINGs that check the subscription are a cost per process
+// origin with no crawl-delay and no pause with the default pace off, and at
+// most 2 for an origin with the default pace or a crawl-delay (the turn
+// taken, and its release at the answer). The PINGs that check the subscription are a cost per process
 // (one per WatchInterval without a message), not per request: they are
 // checked against that bound on their own.
 func TestCommandsPerRequest(t *testing.T) {
@@ -31,13 +32,18 @@ func TestCommandsPerRequest(t *testing.T) {
 		robotsTxt string
 		n         int
 		max       float64 // commands per request
+		// noDefault turns the default pace off; else the default delay
+		defaultDelay time.Duration
+		noDefault    bool
 	}{
-		{"no delay", disallowPrivate, 400, 0.05},
-		{"crawl-delay 0.01", "User-agent: *\nCrawl-delay: 0.01\n", 100, 2},
+		{"no delay", disallowPrivate, 400, 0.05, 0, true},
+		{"default pace", disallowPrivate, 50, 2, 10 * time.Millisecond, false},
+		{"crawl-delay 0.01", "User-agent: *\nCrawl-delay: 0.01\n", 100, 2, 0, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := newSite(t, c.robotsTxt)
 			p := newProcess(t, addr, testPrefix(t, addr), nil)
+			p.tr.NoDefaultPace, p.tr.DefaultDelay = c.noDefault, c.defaultDelay
 			var sent commandCounter
 			p.store.client.AddHook(&sent)
 			ctx := context.Background()

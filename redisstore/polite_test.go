@@ -235,3 +235,61 @@ func TestInFlightReason(t *testing.T) {
 	close(release)
 	<-done
 }
+
+// TestFleetDefaultPace: two processes with Transports of zero config on one
+// Redis keep the default pace for a site that states no delay, fleet-wide:
+// one request at a time, each at least the default delay (1 s) after the
+// answer to the one before, whichever process sends it.
+func TestFleetDefaultPace(t *testing.T) {
+	addr := redisAddr(t)
+	prefix := testPrefix(t, addr)
+	s := newSlowSite(t, "User-agent: *\nDisallow: /private\n", 10*time.Millisecond)
+	procs := []*process{newProcess(t, addr, prefix, nil), newProcess(t, addr, prefix, nil)}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		p := procs[w%2]
+		wg.Go(func() {
+			if err := get(context.Background(), p.client, fmt.Sprintf("%s/w%d", s.URL, w)); err != nil {
+				t.Errorf("GET: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	s.check(t, robots.DefaultPaceDelay)
+	if n := len(s.visits); n != 5 {
+		t.Errorf("%d requests reached the site, want robots.txt and 4 pages", n)
+	}
+}
+
+// TestFleetAdaptiveDelay: the adaptive delay is the fleet's. Two processes
+// on one Redis take turns at a site that answers in 300 ms: after each
+// answer the next request, from either process, waits at least twice the
+// time that answer took, though each process saw only every other one.
+func TestFleetAdaptiveDelay(t *testing.T) {
+	addr := redisAddr(t)
+	prefix := testPrefix(t, addr)
+	const latency = 300 * time.Millisecond
+	s := newSlowSite(t, "User-agent: *\nDisallow: /private\n", latency)
+	procs := []*process{newProcess(t, addr, prefix, nil), newProcess(t, addr, prefix, nil)}
+	for _, p := range procs {
+		p.tr.DefaultDelay = 10 * time.Millisecond // the adaptive delay, not the default, spaces the pages
+	}
+	for i := range 4 {
+		if err := get(context.Background(), procs[i%2].client, fmt.Sprintf("%s/page%d", s.URL, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := slices.Clone(s.visits)
+	slices.SortFunc(v, func(a, b visit) int { return a.arrived.Compare(b.arrived) })
+	if len(v) != 5 || s.most != 1 {
+		t.Fatalf("%d requests, at most %d in flight; want robots.txt and 4 pages, one at a time", len(v), s.most)
+	}
+	for i := 2; i < len(v); i++ { // v[0] is robots.txt, v[1] the first page
+		took := v[i-1].answered.Sub(v[i-1].arrived)
+		if gap := v[i].arrived.Sub(v[i-1].answered); gap < 2*took {
+			t.Errorf("page %d arrived %v after the answer to the one before, which took %v; want at least twice that", i-1, gap, took)
+		}
+	}
+}

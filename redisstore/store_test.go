@@ -183,6 +183,9 @@ func TestFleetFetchesOncePerLifetime(t *testing.T) {
 	for i := range fleet {
 		fleet[i] = newProcess(t, addr, prefix, nil)
 		fleet[i].tr.TTL = ttl
+		// The fetches of robots.txt are counted, not the pace: 64
+		// requests a site at the default pace would outlast the lifetime.
+		fleet[i].tr.NoDefaultPace = true
 	}
 	round := func() {
 		var wg sync.WaitGroup
