@@ -272,9 +272,11 @@ func sortBest(rules []rule) {
 	}
 }
 
-// indexed reports whether g's rules are indexed rather than scanned. A
-// group that Parse did not mark scanned (those of usage lines) is indexed
-// when it has more than linearMax rules.
+// indexed reports whether g's rules are found through g.index(), built on
+// first use, rather than scanned rule by rule or by r.prints: whether it
+// has more than linearMax rules. The index of a group that Parse marked
+// mayScan may hold prints instead (see buildScanOrIndex); a group of usage
+// lines is never marked so.
 func (g *Group) indexed() bool { return !g.scanned && g.hi-g.lo > linearMax }
 
 // index returns g's index, building it on first use, so that the groups of
