@@ -182,8 +182,8 @@ func FuzzMatch(f *testing.F) {
 			if len(rs) <= linearMax && g.indexed() {
 				t.Fatalf("%d rules, not scanned", len(rs))
 			}
-			if extra.n > 0 && extra.scanned != !g.indexed() {
-				t.Fatalf("%d rules: scanned %v, want %v", len(rs), !g.indexed(), extra.scanned)
+			if extra.n > 0 && extra.scanned != g.byPrints() {
+				t.Fatalf("%d rules: scanned %v, want %v", len(rs), g.byPrints(), extra.scanned)
 			}
 			if extra.n > 0 && !extra.scanned && g.idx.Load() == nil {
 				t.Fatalf("%d rules, not indexed", len(rs))

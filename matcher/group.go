@@ -21,12 +21,13 @@ type Group struct {
 	lo, hi  uint32                // its rules: r.rules[lo:hi]
 	ln      uint32                // the first user-agent line of each block combined: r.lines[ln:], up to the next group's ln
 	delay   uint32                // 1 + its crawl-delay's index in r.delays, or 0 for none
-	scanned bool                  // its rules are sorted best first and scanned by their prints (see scanPrints)
+	scanned bool                  // its rules are sorted best first and scanned by their prints in r.prints (see scanPrints)
+	mayScan bool                  // of more than linearMax and at most scanMax rules, so its first use decides whether it is scanned (see indexLocked)
 }
 
 // rules returns g's rules. They are sorted best first (see better) when
-// the group is scanned; those of a group that is indexed are in file
-// order until its index is built, which sorts them.
+// the group is scanned; those of a group of more than linearMax rules are
+// in file order until its first use (see index), which sorts them.
 func (g *Group) rules() []rule { return g.r.rules[g.lo:g.hi] }
 
 // linearMax is the largest group that is always scanned rule by rule.
@@ -271,14 +272,19 @@ func sortBest(rules []rule) {
 	}
 }
 
-// indexed reports whether g's rules are indexed rather than scanned. A
-// group that Parse did not mark scanned (those of usage lines) is indexed
-// when it has more than linearMax rules.
+// indexed reports whether g's rules are found through g.index(), built on
+// first use, rather than scanned rule by rule or by r.prints: whether it
+// has more than linearMax rules. The index of a group that Parse marked
+// mayScan may hold prints instead (see buildScanOrIndex); a group of usage
+// lines is never marked so.
 func (g *Group) indexed() bool { return !g.scanned && g.hi-g.lo > linearMax }
 
 // index returns g's index, building it on first use, so that the groups of
 // a file that a crawler never asks about cost nothing more than their
-// rules. It sorts g's rules, which nothing reads before it returns.
+// rules. It sorts g's rules, which nothing reads before it returns. The
+// index of a group of up to scanMax rules that a scan tries few of against
+// any path (see fewCandidates) holds only their prints: the group is
+// scanned by them.
 func (g *Group) index() *index {
 	if ix := g.idx.Load(); ix != nil {
 		return ix
@@ -292,10 +298,30 @@ func (g *Group) index() *index {
 func (g *Group) indexLocked() *index {
 	ix := g.idx.Load()
 	if ix == nil {
-		ix = buildIndex(g.r.arena, g.rules())
+		ix = buildScanOrIndex(g.r.arena, g.rules(), g.mayScan)
+		// The rules, sorted, and ix are published together: a reader
+		// reads g's rules only after it has loaded ix.
 		g.idx.Store(ix)
+		if r := g.r; g.mayScan && ix.prints != "" && r.star >= 0 && g == &r.groups[r.star] {
+			r.starIx.Store(ix) // for Robots.Allowed
+		}
 	}
 	return ix
+}
+
+// buildScanOrIndex sorts rules and returns the index that find uses:
+// their prints, when mayScan and a scan of them tries few against any
+// path, else an index of their literal prefixes.
+func buildScanOrIndex(arena string, rules []rule, mayScan bool) *index {
+	if mayScan {
+		var buf [scanMax]uint16
+		if few, _ := fewCandidates(arena, rules, buf[:0]); few {
+			sortBestMany(rules)
+			var ps [2 * (scanMax + 8)]byte
+			return &index{prints: string(appendGroupPrints(ps[:0], arena, rules))}
+		}
+	}
+	return buildIndex(arena, rules)
 }
 
 // find returns the index in g's rules of the rule that decides the
@@ -310,7 +336,12 @@ func findIn[P path](g *Group, p P) int {
 	if !g.indexed() {
 		return scanRules(g.r.arena, g.rules(), p)
 	}
-	return indexFind(g.index(), g.r.arena, g.rules(), p)
+	ix := g.index()
+	if ix.prints != "" {
+		rules := g.rules()
+		return scanPrintsOf(rules, g.r.arena, ix.prints, ix.prints[len(rules)+8:], p)
+	}
+	return indexFind(ix, g.r.arena, g.rules(), p)
 }
 
 // scan returns the index of the first of rules, sorted best first, that
@@ -408,26 +439,27 @@ func (g *Group) decideNormalized(p string) int {
 	return i
 }
 
-// decideScanned is decide for the scanned group of rules[lo:hi] of r.
-func (r *Robots) decideScanned(lo, hi uint32, url string) int {
+// decideScanned is decide for a scanned group of rules, of prints p1 and
+// p2 (see scanPrintsOf).
+func decideScanned(rules []rule, arena, p1, p2, url string) int {
 	p, normal := pathQuery(url)
 	if !normal {
-		return r.decideScannedNormalized(lo, hi, p)
+		return decideScannedNormalized(rules, arena, p1, p2, p)
 	}
 	if p == "/robots.txt" {
 		return -1
 	}
-	return scanPrints(r, lo, hi, p)
+	return scanPrintsOf(rules, arena, p1, p2, p)
 }
 
 // decideScannedNormalized is decideNormalized for decideScanned.
-func (r *Robots) decideScannedNormalized(lo, hi uint32, p string) int {
+func decideScannedNormalized(rules []rule, arena, p1, p2, p string) int {
 	var stack [256]byte
 	buf, pooled := normBuffer(stack[:0], p)
 	b := normalizeTo(buf, p)
 	i := -1
 	if string(b) != "/robots.txt" {
-		i = scanPrints(r, lo, hi, b)
+		i = scanPrintsOf(rules, arena, p1, p2, b)
 	}
 	putNormBuffer(pooled)
 	return i

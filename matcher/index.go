@@ -33,6 +33,7 @@ import (
 // (see wideKeys). Entries of more than heavyMin rules, which a file of
 // many rules with one literal makes, also have a heavyRun.
 type index struct {
+	prints string      // of a group that is scanned instead, its prints (see appendGroupPrints); then the rest is empty
 	cp     string      // the literal prefix common to all the rules
 	ents   []entry     // one per entry, then one whose start ends the last
 	keys4  []uint32    // the keys of the entries, when they are 4 bytes
@@ -389,7 +390,7 @@ func (ix *index) heavyOf(i int32) *heavyRun {
 
 // heldBytes returns no less than the bytes ix holds.
 func (ix *index) heldBytes() int {
-	return memsize.Alloc(int(reflect.TypeFor[index]().Size())) + memsize.Slice(ix.ents) + memsize.Slice(ix.keys4) + memsize.Slice(ix.keys8) +
+	return memsize.Alloc(int(reflect.TypeFor[index]().Size())) + memsize.Alloc(len(ix.prints)) + memsize.Slice(ix.ents) + memsize.Slice(ix.keys4) + memsize.Slice(ix.keys8) +
 		memsize.Slice(ix.bkts) + memsize.Slice(ix.heavy) + memsize.Slice(ix.groups) + memsize.Slice(ix.sets)
 }
 

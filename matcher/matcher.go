@@ -85,16 +85,18 @@ import (
 // rules in one slice, each group's rules side by side, so that a file of
 // many small groups costs few allocations and little memory.
 type Robots struct {
-	// What a query reads first comes first, in the struct's first 80
+	// What a query reads first comes first, in the struct's first 88
 	// bytes: a query whose token is not among the file's agents, of a file
 	// whose "*" group is scanned, is answered from these, the prints, the
 	// rules and the patterns, without reading the agents or the groups.
-	agentBits      uint64 // bit agentBit(agents[i].key) set for each agent
-	star           int32  // the group of "*", or -1
-	starLo, starHi uint32 // the rules of the "*" group when it is scanned (see setStar); else 0
-	rules          []rule // the groups' rules, each group's in a range of its own
-	prints         string // what each rule of a group that is scanned needs of a path: see appendPrints
-	arena          string // each rule's line byte (see lineOf) and normalised pattern, then the agents' tokens
+	agentBits      uint64                // bit agentBit(agents[i].key) set for each agent
+	star           int32                 // the group of "*", or -1
+	starLo, starHi uint32                // the rules of the "*" group when it is or may be scanned (see setStar); else 0
+	starLazy       bool                  // the "*" group's first use decides whether it is scanned: then by starIx's prints
+	starIx         atomic.Pointer[index] // the "*" group's index, once its first use found it scanned
+	rules          []rule                // the groups' rules, each group's in a range of its own
+	prints         string                // what each rule of a group that Parse scans needs of a path: see appendPrints
+	arena          string                // each rule's line byte (see lineOf) and normalised pattern, then the agents' tokens
 
 	agents   []agentGroup    // sorted by token
 	groups   []Group         // in the order of their first user-agent lines
@@ -295,8 +297,7 @@ type scratch struct {
 	ids    []int
 	marks  []lineMark
 	usage  usageCollector
-	cands  []uint16 // fewCandidates's
-	prints []byte   // appendPrints's
+	prints []byte // appendPrints's
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -423,7 +424,10 @@ func (r *Robots) groupSpecs(p *parser) (specs []groupSpec, ids []int) {
 }
 
 // fillGroups lays out the rules, lines and crawl-delays of the groups of
-// specs, and sorts those of the groups that are scanned.
+// specs, and sorts those of the groups of up to linearMax rules, which are
+// scanned. Whether a larger group of up to scanMax rules is scanned too is
+// decided on its first use, so that a file's groups that no crawler asks
+// about cost parsing nothing more than their rules.
 func (r *Robots) fillGroups(p *parser, specs []groupSpec, ids []int) {
 	nRules := 0
 	for _, sp := range specs {
@@ -462,11 +466,7 @@ func (r *Robots) fillGroups(p *parser, specs []groupSpec, ids []int) {
 			sortBest(rs)
 			g.scanned = true
 		case len(rs) <= scanMax:
-			var few bool
-			if few, p.sc.cands = fewCandidates(r.arena, rs, p.sc.cands); few {
-				sortBestMany(rs)
-				g.scanned = true
-			}
+			g.mayScan = true // decided on first use: see Group.indexLocked
 		}
 	}
 	if len(r.rules) > 0 {
@@ -506,7 +506,8 @@ func (r *Robots) Size() int {
 // the indexes. r.mu must be held.
 func (r *Robots) heldBytes() int {
 	n := memsize.Alloc(len(r.arena)) + memsize.Slice(r.rules) + memsize.Slice(r.agents) + memsize.Slice(r.groups) +
-		memsize.Slice(r.lines) + memsize.Slice(r.marks) + memsize.Alloc(len(r.sitemaps)) + memsize.Slice(r.delays) + memsize.Slice(r.rates)
+		memsize.Slice(r.lines) + memsize.Slice(r.marks) + memsize.Alloc(len(r.sitemaps)) + memsize.Slice(r.delays) + memsize.Slice(r.rates) +
+		memsize.Alloc(len(r.prints))
 	for i := range r.groups {
 		if g := &r.groups[i]; g.indexed() {
 			n += g.indexLocked().heldBytes()
@@ -644,18 +645,26 @@ func (r *Robots) Allowed(agent, url string) bool {
 	}
 	// The "*" group, scanned without reading r.groups.
 	lo, hi := r.starLo, r.starHi
-	i := r.decideScanned(lo, hi, url)
-	return i < 0 || r.rules[lo+uint32(i)].allow()
+	rules := r.rules[lo:hi] // whose rules are read only once they are sorted
+	var i int
+	if !r.starLazy {
+		i = decideScanned(rules, r.arena, r.prints[lo:], r.prints[len(r.rules)+8+int(lo):], url)
+	} else if ix := r.starIx.Load(); ix != nil {
+		i = decideScanned(rules, r.arena, ix.prints, ix.prints[hi-lo+8:], url)
+	} else {
+		return r.groups[r.star].Allowed(url) // its first use, or indexed
+	}
+	return i < 0 || rules[i].allow()
 }
 
 // setStar records the rules of the "*" group in starLo and starHi when it
-// is scanned and has rules, for Allowed.
+// has rules and is scanned, or may be (then starLazy), for Allowed.
 func (r *Robots) setStar() {
 	if r.star < 0 {
 		return
 	}
-	if g := &r.groups[r.star]; g.scanned && g.hi > g.lo {
-		r.starLo, r.starHi = g.lo, g.hi
+	if g := &r.groups[r.star]; (g.scanned || g.mayScan) && g.hi > g.lo {
+		r.starLo, r.starHi, r.starLazy = g.lo, g.hi, g.mayScan
 	}
 }
 

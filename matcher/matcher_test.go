@@ -746,9 +746,20 @@ func TestLongPatterns(t *testing.T) {
 	}
 }
 
+// byPrints reports whether g is scanned by its rules' prints: a group of
+// up to linearMax rules, or a larger one that its first use found few
+// candidates in. It is false for a larger group before its first use.
+func (g *Group) byPrints() bool {
+	if g.scanned {
+		return true
+	}
+	ix := g.idx.Load()
+	return ix != nil && ix.prints != ""
+}
+
 // TestConcurrentFirstUse has goroutines use, for the first time and at
-// once, groups of more than linearMax rules, which are indexed on first
-// use, and small groups. Run with -race.
+// once, groups of more than linearMax rules, which are sorted and scanned
+// or indexed on first use, and small groups. Run with -race.
 func TestConcurrentFirstUse(t *testing.T) {
 	var b strings.Builder
 	for g := range 4 {
@@ -786,13 +797,13 @@ func TestConcurrentFirstUse(t *testing.T) {
 		t.Fatal("reference: /aa/0/star not allowed to other")
 	}
 	r := Parse(body)
-	for _, a := range []string{"mid0", "other"} {
-		if g := r.Group(a); !g.indexed() {
-			t.Fatalf("the group of %s, of %d rules, is not indexed", a, g.hi-g.lo)
+	for _, a := range []string{"mid0", "mid1", "other"} {
+		if g := r.Group(a); !g.indexed() || g.byPrints() {
+			t.Fatalf("the group of %s, of %d rules, is decided before its first use", a, g.hi-g.lo)
 		}
 	}
 	var wg sync.WaitGroup
-	for w := range 8 {
+	for w := range 32 {
 		wg.Go(func() {
 			for k := range agents {
 				a := agents[(k+w)%len(agents)]
@@ -809,6 +820,83 @@ func TestConcurrentFirstUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// Both ways of a first use were taken.
+	for a, scanned := range map[string]bool{"mid0": false, "mid1": true, "mid2": false, "mid3": true, "other": false} {
+		if g := r.Group(a); g.byPrints() != scanned {
+			t.Errorf("the group of %s, of %d rules: scanned %v, want %v", a, g.hi-g.lo, g.byPrints(), scanned)
+		}
+	}
+}
+
+// TestConcurrentFirstUseOfStar has many goroutines ask a freshly parsed
+// file, at once, for agents it does not name, whose "*" group of more than
+// linearMax rules is sorted and found scanned on that first use, with its
+// best rule for some URLs after worse ones in the file. Run with -race.
+func TestConcurrentFirstUseOfStar(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("User-agent: named\nDisallow: /\nUser-agent: *\nDisallow: /aa\nDisallow: /private\n")
+	for i := range 60 {
+		fmt.Fprintf(&b, "Allow: /%c%c/%d/star\nDisallow: /%c%c/%d/star/no\n", 'a'+i%26, 'a'+i%4, i, 'a'+i%26, 'a'+i%4, i)
+	}
+	body := []byte(b.String())
+	var urls []string
+	for i := range 60 {
+		urls = append(urls, fmt.Sprintf("/%c%c/%d/star", 'a'+i%26, 'a'+i%4, i), fmt.Sprintf("/%c%c/%d/star/no", 'a'+i%26, 'a'+i%4, i),
+			fmt.Sprintf("https://example.com/%c%c/%d/star?x", 'a'+i%26, 'a'+i%4, i), fmt.Sprintf("/%c%c/%d/%%7estar", 'a'+i%26, 'a'+i%4, i))
+	}
+	urls = append(urls, "/", "/aa", "/aa/0/star", "/private/x", "/public")
+	want := make(map[string]Match)
+	for _, u := range urls {
+		want[u] = refMatchOf(t, body, u)
+	}
+	if !want["/aa/0/star"].Allowed || want["/aa/0/star/no"].Allowed {
+		t.Fatal("reference: /aa/0/star not allowed, or /aa/0/star/no allowed")
+	}
+	for range 5 {
+		r := Parse(body)
+		if !r.starLazy || r.starIx.Load() != nil {
+			t.Fatalf("the * group of %d rules is decided before its first use", r.starHi-r.starLo)
+		}
+		var wg sync.WaitGroup
+		for w := range 32 {
+			wg.Go(func() {
+				for k := range urls {
+					u := urls[(k+7*w)%len(urls)]
+					m := want[u]
+					if got := r.Allowed("other", u); got != m.Allowed {
+						t.Errorf("Allowed(other, %q) = %v want %v", u, got, m.Allowed)
+					}
+					if got := r.Match("other", u); got != m {
+						t.Errorf("Match(other, %q) = %+v want %+v", u, got, m)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if r.starIx.Load() == nil || !r.Group("other").byPrints() {
+			t.Fatal("the * group is not scanned after its first use")
+		}
+	}
+}
+
+// refMatchOf is the verdict of the reference scan of every rule, for the
+// agent "other", of body, whose "*" group is its last.
+func refMatchOf(t *testing.T, body []byte, url string) Match {
+	t.Helper()
+	var rs []refRule
+	lines := strings.Split(string(body), "\n")
+	star := false
+	for i, l := range lines {
+		if l == "User-agent: *" {
+			star = true
+			continue
+		}
+		if k, v, ok := strings.Cut(l, ": "); star && ok {
+			rs = append(rs, refRule{allow: k == "Allow", pattern: v, line: i + 1})
+		}
+	}
+	p, _ := pathQuery(url)
+	return refMatch(rs, p)
 }
 
 // TestFirstUseOfLargeGroup asks, as the first query of a freshly parsed
@@ -823,8 +911,8 @@ func TestFirstUseOfLargeGroup(t *testing.T) {
 			fmt.Fprintf(&b, "Allow: /%c%c/%d/x\n", 'a'+i%26, 'a'+i%4, i)
 		}
 	}
-	// And a group of fewer rules, scanned, with the same rule after a
-	// worse one.
+	// And a group of fewer rules, scanned from its first use, with the
+	// same rule after a worse one.
 	b.WriteString("User-agent: small\nDisallow: /aa\n")
 	for i := range 20 {
 		fmt.Fprintf(&b, "Allow: /%c%c/%d/x\n", 'a'+i%26, 'a'+i%4, i)
@@ -840,11 +928,15 @@ func TestFirstUseOfLargeGroup(t *testing.T) {
 			{"Match", func(r *Robots) bool { return r.Match(agent, "/aa/0/x").Allowed }},
 		} {
 			r := Parse(body)
-			if g := r.Group(agent); g.indexed() != (agent != "small") {
-				t.Fatalf("%s: a group of %d rules, indexed %v", agent, g.hi-g.lo, g.indexed())
+			g := r.Group(agent)
+			if g.byPrints() {
+				t.Fatalf("%s: a group of %d rules, scanned before its first use", agent, g.hi-g.lo)
 			}
 			if !ask.f(r) {
 				t.Errorf("%s(%q, /aa/0/x) on first use: disallowed, want allowed (Allow: /aa/0/x is longer)", ask.name, agent)
+			}
+			if g.byPrints() != (agent == "small") {
+				t.Errorf("%s: a group of %d rules, scanned %v after its first use", agent, g.hi-g.lo, g.byPrints())
 			}
 		}
 	}

@@ -165,6 +165,22 @@ func (r *Robots) appendPrints(buf []byte) []byte {
 	return buf
 }
 
+// appendGroupPrints appends to buf the prints of rules, a group that is
+// scanned, laid out as appendPrints lays out those of a file: the first
+// byte of rule i at i, 8 zero bytes, the second at len(rules)+8+i, 8 zero
+// bytes.
+func appendGroupPrints(buf []byte, arena string, rules []rule) []byte {
+	n := len(rules)
+	off := len(buf)
+	buf = append(buf, make([]byte, 2*(n+8))...)
+	ps := buf[off:]
+	for i := range rules {
+		rl := &rules[i]
+		ps[i], ps[n+8+i] = printsOf(rl.pattern(arena), rl, rl.lit(arena))
+	}
+	return buf
+}
+
 // le64 returns the first eight bytes of s as a little-endian word.
 func le64(s string) uint64 {
 	_ = s[7]
@@ -181,16 +197,22 @@ func zeroBytes(x uint64) uint64 {
 
 // scanPrints returns the index in rules[lo:hi], a group that is scanned,
 // sorted best first, of the first rule that matches the normalised path
-// p, or -1. It tries only the rules whose prints p has, eight at a time: a
-// rule's print matches p's byte when it is that byte or zero.
+// p, or -1 (see scanPrintsOf).
 func scanPrints[P path](r *Robots, lo, hi uint32, p P) int {
-	rules, arena, ps := r.rules[lo:hi], r.arena, r.prints
-	if len(rules) == 0 {
+	if lo == hi {
 		return -1
 	}
+	return scanPrintsOf(r.rules[lo:hi], r.arena, r.prints[lo:], r.prints[len(r.rules)+8+int(lo):], p)
+}
+
+// scanPrintsOf returns the index in rules, a group that is scanned, sorted
+// best first, of the first rule that matches the normalised path p, or -1.
+// p1 and p2 hold the first and second prints of rules, each followed by at
+// least 8 bytes. It tries only the rules whose prints p has, eight at a
+// time: a rule's print matches p's byte when it is that byte or zero.
+func scanPrintsOf[P path](rules []rule, arena, p1, p2 string, p P) int {
 	q1, q2 := pathPrints(p)
 	b1, b2 := uint64(q1)*ones8, uint64(q2)*ones8
-	p1, p2 := ps[lo:], ps[len(r.rules)+8+int(lo):]
 	for k := 0; k < len(rules); k += 8 {
 		w1, w2 := le64(p1[k:]), le64(p2[k:])
 		z1 := zeroBytes(w1)
