@@ -3,7 +3,7 @@ module github.com/f9014239/robots/otelrobots
 go 1.26.0
 
 require (
-	github.com/f9014239/robots v0.0.0-20261128210425-f75e8beb739d
+	github.com/f9014239/robots v0.0.0-20261128225054-a452899d25c8
 	github.com/jarcoal/httpmock v1.4.2
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0

@@ -3,7 +3,7 @@ module github.com/f9014239/robots/redisstore
 go 1.26.0
 
 require (
-	github.com/f9014239/robots v0.0.0-20261128210425-f75e8beb739d
+	github.com/f9014239/robots v0.0.0-20261128225054-a452899d25c8
 	github.com/klauspost/compress v1.20.4
 	github.com/redis/go-redis/v9 v9.23.0
 	go.uber.org/goleak v1.3.0

@@ -3,7 +3,7 @@ module github.com/f9014239/robots/examples/colly
 go 1.26.0
 
 require (
-	github.com/f9014239/robots v0.0.0-20261128210425-f75e8beb739d
+	github.com/f9014239/robots v0.0.0-20261128225054-a452899d25c8
 	github.com/gocolly/colly/v2 v2.3.0
 	github.com/jarcoal/httpmock v1.4.2
 )
