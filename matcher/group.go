@@ -16,14 +16,32 @@ import (
 // URLs. A Group is immutable and safe for concurrent use by multiple
 // goroutines.
 type Group struct {
-	r       *Robots
-	idx     atomic.Pointer[index] // for a group that is indexed, once built; built under r.mu
-	lo, hi  uint32                // its rules: r.rules[lo:hi]
-	ln      uint32                // the first user-agent line of each block combined: r.lines[ln:], up to the next group's ln
-	delay   uint32                // 1 + its crawl-delay's index in r.delays, or 0 for none
-	scanned bool                  // its rules are sorted best first and scanned by their prints in r.prints (see scanPrints)
-	mayScan bool                  // of more than linearMax and at most scanMax rules, so its first use decides whether it is scanned (see indexLocked)
+	r      *Robots
+	idx    atomic.Pointer[index] // for a group that is indexed, once built; built under r.mu
+	lo, hi uint32                // its rules: r.rules[lo:hi]
+	ln     uint32                // the first user-agent line of each block combined: r.lines[ln:], up to the next group's ln
+	// delay is 1 + its crawl-delay's index in r.delays, or 0 for none,
+	// in its low bits (delayMask), and the flags groupScanned and
+	// groupMayScan, set at parse, in its high bits: a Group is 32 bytes,
+	// and a file of many tiny groups holds one for each.
+	delay uint32
 }
+
+const (
+	// groupScanned: its rules are sorted best first and scanned by their
+	// prints in r.prints (see scanPrints).
+	groupScanned = 1 << 31
+	// groupMayScan: of more than linearMax and at most scanMax rules, so
+	// its first use decides whether it is scanned (see indexLocked).
+	groupMayScan = 1 << 30
+	delayMask    = groupMayScan - 1
+)
+
+// scanned reports whether g is scanned by its prints from parse on.
+func (g *Group) scanned() bool { return g.delay&groupScanned != 0 }
+
+// mayScan reports whether g's first use decides whether it is scanned.
+func (g *Group) mayScan() bool { return g.delay&groupMayScan != 0 }
 
 // rules returns g's rules. They are sorted best first (see better) when
 // the group is scanned; those of a group of more than linearMax rules are
@@ -277,7 +295,7 @@ func sortBest(rules []rule) {
 // has more than linearMax rules. The index of a group that Parse marked
 // mayScan may hold prints instead (see buildScanOrIndex); a group of usage
 // lines is never marked so.
-func (g *Group) indexed() bool { return !g.scanned && g.hi-g.lo > linearMax }
+func (g *Group) indexed() bool { return !g.scanned() && g.hi-g.lo > linearMax }
 
 // index returns g's index, building it on first use, so that the groups of
 // a file that a crawler never asks about cost nothing more than their
@@ -298,11 +316,11 @@ func (g *Group) index() *index {
 func (g *Group) indexLocked() *index {
 	ix := g.idx.Load()
 	if ix == nil {
-		ix = buildScanOrIndex(g.r.arena, g.rules(), g.mayScan)
+		ix = buildScanOrIndex(g.r.arena, g.rules(), g.mayScan())
 		// The rules, sorted, and ix are published together: a reader
 		// reads g's rules only after it has loaded ix.
 		g.idx.Store(ix)
-		if r := g.r; g.mayScan && ix.prints != "" && r.star >= 0 && g == &r.groups[r.star] {
+		if r := g.r; g.mayScan() && ix.prints != "" && r.star >= 0 && g == &r.groups[r.star] {
 			r.starIx.Store(ix) // for Robots.Allowed
 		}
 	}
@@ -330,7 +348,7 @@ func (g *Group) find(p string) int { return findIn(g, p) }
 
 // findIn is find for a normalised path held as a string or as bytes.
 func findIn[P path](g *Group, p P) int {
-	if g.scanned {
+	if g.scanned() {
 		return scanPrints(g.r, g.lo, g.hi, p)
 	}
 	if !g.indexed() {
@@ -511,10 +529,11 @@ func (g *Group) Match(url string) Match {
 // CrawlDelay returns the group's crawl-delay and whether it has one. When
 // several groups are combined, the largest delay is returned.
 func (g *Group) CrawlDelay() (time.Duration, bool) {
-	if g.delay == 0 {
+	d := g.delay & delayMask
+	if d == 0 {
 		return 0, false
 	}
-	return g.r.delays[g.delay-1], true
+	return g.r.delays[d-1], true
 }
 
 // normalPath returns the normalised path and query of url.

@@ -464,9 +464,9 @@ func (r *Robots) fillGroups(p *parser, specs []groupSpec, ids []int) {
 		switch rs := g.rules(); {
 		case len(rs) <= linearMax:
 			sortBest(rs)
-			g.scanned = true
+			g.delay |= groupScanned
 		case len(rs) <= scanMax:
-			g.mayScan = true // decided on first use: see Group.indexLocked
+			g.delay |= groupMayScan // decided on first use: see Group.indexLocked
 		}
 	}
 	if len(r.rules) > 0 {
@@ -663,8 +663,8 @@ func (r *Robots) setStar() {
 	if r.star < 0 {
 		return
 	}
-	if g := &r.groups[r.star]; (g.scanned || g.mayScan) && g.hi > g.lo {
-		r.starLo, r.starHi, r.starLazy = g.lo, g.hi, g.mayScan
+	if g := &r.groups[r.star]; (g.scanned() || g.mayScan()) && g.hi > g.lo {
+		r.starLo, r.starHi, r.starLazy = g.lo, g.hi, g.mayScan()
 	}
 }
 

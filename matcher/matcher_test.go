@@ -750,7 +750,7 @@ func TestLongPatterns(t *testing.T) {
 // up to linearMax rules, or a larger one that its first use found few
 // candidates in. It is false for a larger group before its first use.
 func (g *Group) byPrints() bool {
-	if g.scanned {
+	if g.scanned() {
 		return true
 	}
 	ix := g.idx.Load()

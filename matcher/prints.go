@@ -148,13 +148,16 @@ func sortBestMany(rules []rule) {
 // scan reads the prints of any rule and the 7 after it as one word. The
 // prints of the rules of groups that are not scanned are zero.
 func (r *Robots) appendPrints(buf []byte) []byte {
+	if !r.anyScanned() {
+		return buf // nothing reads them: a file of large groups keeps none
+	}
 	n := len(r.rules)
 	off := len(buf)
 	buf = append(buf, make([]byte, 2*(n+8))...)
 	ps := buf[off:]
 	for gi := range r.groups {
 		g := &r.groups[gi]
-		if !g.scanned {
+		if !g.scanned() {
 			continue
 		}
 		for i := g.lo; i < g.hi; i++ {
@@ -240,4 +243,14 @@ func scanPrintsOf[P path](rules []rule, arena, p1, p2 string, p P) int {
 		}
 	}
 	return -1
+}
+
+// anyScanned reports whether a group of r is scanned from parse on.
+func (r *Robots) anyScanned() bool {
+	for i := range r.groups {
+		if r.groups[i].scanned() {
+			return true
+		}
+	}
+	return false
 }
