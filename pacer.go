@@ -132,7 +132,7 @@ func (tn *turns) reserve(ctx context.Context, s *site, a ask, lim turnLimit, f *
 		// A Pacer that rounds may hand out a turn at the limit itself.
 		r.OK = false
 		if r.ID != 0 {
-			tn.pacerRelease(ctx, s, fleet.Answer{ID: r.ID, At: time.Now()})
+			tn.pacerRelease(ctx, s, fleet.Answer{ID: r.ID, At: time.Now(), Unsent: true})
 		}
 	}
 	switch {
@@ -197,7 +197,7 @@ func (tn *turns) releaseLost(ctx context.Context, s *site, id uint64, hold time.
 	if hold <= 0 {
 		return
 	}
-	go tn.pacerRelease(context.WithoutCancel(ctx), s, fleet.Answer{ID: id, At: time.Now()})
+	go tn.pacerRelease(context.WithoutCancel(ctx), s, fleet.Answer{ID: id, At: time.Now(), Unsent: true})
 }
 
 // pacerCtx returns ctx bounded for one call to the Pacer: by storeTimeout,

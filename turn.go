@@ -450,10 +450,10 @@ func (tn *turns) release(ctx context.Context, s *site, tk turn, sent time.Durati
 		return
 	}
 	now := tn.now()
-	took := max(now-sent, 0)
-	tk.p.Release(now, tk.t, took, failed, tn.cfg.maxAdaptive)
+	a := fleet.Answer{ID: tk.t.ID, At: time.Now(), Took: max(now-sent, 0), Failed: failed, MaxAdaptive: tn.cfg.maxAdaptive}
+	tk.p.Release(now, tk.t, a)
 	if tk.pacer && tk.t.Held {
-		tn.pacerRelease(ctx, s, fleet.Answer{ID: tk.t.ID, At: time.Now(), Took: took, Failed: failed})
+		tn.pacerRelease(ctx, s, a)
 	}
 }
 
@@ -463,9 +463,9 @@ func (tn *turns) giveBack(ctx context.Context, s *site, tk turn) {
 	if tk.p == nil {
 		return
 	}
-	tk.p.GiveBack(tn.now(), tk.t, tk.pacer)
+	tk.p.GiveBack(tk.t, tk.pacer)
 	if tk.pacer && tk.t.Held {
-		tn.pacerRelease(ctx, s, fleet.Answer{ID: tk.t.ID, At: time.Now()})
+		tn.pacerRelease(ctx, s, fleet.Answer{ID: tk.t.ID, At: time.Now(), Unsent: true})
 	}
 }
 

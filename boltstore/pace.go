@@ -148,7 +148,7 @@ func (s *Store) Release(ctx context.Context, origin string, a fleet.Answer) erro
 		return ErrClosed
 	}
 	p := sh.m[origin]
-	if p == nil || !p.Release(time.Duration(s.now()), a.ID, a.Took, a.Failed) {
+	if p == nil || !p.Release(time.Duration(s.now()), a) {
 		return nil
 	}
 	s.changed(sh, origin)

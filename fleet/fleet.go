@@ -243,17 +243,23 @@ type Pacer interface {
 	// returns the wait it foresees; a turn exactly r.MaxWait away is
 	// taken.
 	//
-	// A hold that runs out unreleased counts as an answer as slow as the
-	// hold was long. The rules are those of package
-	// github.com/f9014239/robots/internal/pacing, which the Stores of this
-	// module use.
+	// A hold that runs out unreleased ends as if answered at its end: its
+	// holder was lost (a process killed), which costs the site no more
+	// than the hold, and is no sample of the response-time estimate. The
+	// rules are those of package github.com/f9014239/robots/internal/pacing,
+	// which the Stores of this module use.
 	Reserve(ctx context.Context, origin string, r TurnRequest) (Turn, error)
 
 	// Release ends the hold of the turn a.ID of origin, answered at a.At
 	// after a.Took: the next turn is spaced from the answer (from when the
 	// Pacer hears of it), and a.Took is a sample of the origin's
-	// response-time estimate (see Answer). A turn that no longer holds
-	// the origin (its hold ran out, or it was released) is left alone.
+	// response-time estimate (see Answer). A turn whose request was not
+	// sent (a.Unsent) ends its hold with no sample, the next turn spaced
+	// from the turn itself. The answer to a turn whose hold ran out before
+	// it came (a late answer) pauses the origin for the spacing after it:
+	// the interval of the latest turn, or the adaptive delay under
+	// a.MaxAdaptive, the longer, and a slower a.Took raises the estimate.
+	// Any other turn (released already, unknown) is left alone.
 	Release(ctx context.Context, origin string, a Answer) error
 
 	// Pause delays origin's turns until at least until; an earlier end
@@ -306,6 +312,14 @@ type Answer struct {
 	// cancel): a failure counts as a slow answer and never lowers the
 	// estimate.
 	Failed bool
+	// Unsent is set when the turn's request was never sent (its wait was
+	// cancelled, or the turn was past its limit): the hold ends, and
+	// nothing is learnt of the origin.
+	Unsent bool
+	// MaxAdaptive is the cap of the adaptive delay that the turn's
+	// request asked for (TurnRequest.MaxAdaptive), for the pause after a
+	// late answer.
+	MaxAdaptive time.Duration
 }
 
 // Turn is the answer of [Pacer.Reserve].

@@ -59,7 +59,8 @@ const slack = 500 * time.Millisecond
 // fleet.Pacer, in subtests: holds and their release, a lost turn, spacing
 // from the answer, the MaxWait boundary, rules unknown, pauses, back-off
 // (doubling, bursts, its cap, forgiveness, one request at a time until
-// forgiven), the adaptive delay, a context that ends mid-call and, as p
+// forgiven), the adaptive delay, a context that ends mid-call, an answer
+// that comes after its hold ran out, a turn whose request was not sent and, as p
 // allows, a second Pacer on the same state, reopening, and clock jumps.
 func TestPacer(t *testing.T, p Pacers) {
 	t.Run("Holds", func(t *testing.T) { testHolds(t, p) })
@@ -73,6 +74,8 @@ func TestPacer(t *testing.T, p Pacers) {
 	t.Run("OneAtATimeUntilForgiven", func(t *testing.T) { testForgiven(t, p) })
 	t.Run("Adaptive", func(t *testing.T) { testAdaptive(t, p) })
 	t.Run("ContextEnds", func(t *testing.T) { testContext(t, p) })
+	t.Run("LateAnswer", func(t *testing.T) { testLateAnswer(t, p) })
+	t.Run("Unsent", func(t *testing.T) { testUnsent(t, p) })
 	if p.Shared != nil {
 		t.Run("Shared", func(t *testing.T) { testShared(t, p) })
 	}
@@ -103,6 +106,14 @@ func reserve(t *testing.T, p fleet.Pacer, r fleet.TurnRequest) fleet.Turn {
 func release(t *testing.T, p fleet.Pacer, id uint64, took time.Duration, failed bool) {
 	t.Helper()
 	a := fleet.Answer{ID: id, At: time.Now(), Took: took, Failed: failed}
+	if err := p.Release(context.Background(), origin, a); err != nil {
+		t.Fatalf("Release(%+v): %v", a, err)
+	}
+}
+
+// pacerRelease calls Release with a.
+func pacerRelease(t *testing.T, p fleet.Pacer, a fleet.Answer) {
+	t.Helper()
 	if err := p.Release(context.Background(), origin, a); err != nil {
 		t.Fatalf("Release(%+v): %v", a, err)
 	}
@@ -394,16 +405,69 @@ func testAdaptive(t *testing.T, p Pacers) {
 	r.MaxAdaptive = time.Minute
 	step(5, time.Hour, false, time.Minute, "an answer in an hour, capped at a minute")
 
-	// A hold that runs out counts as an answer as slow as it was long.
+	// A hold that runs out is no answer: its holder was lost, which costs
+	// the site the hold and no more, and says nothing of its speed.
 	pc = p.New(t)
 	hold := 2 * slack
 	if tk := reserve(t, pc, fleet.TurnRequest{Known: true, MaxWait: Forever, Hold: hold, ID: 1, MaxAdaptive: time.Hour}); !tk.OK {
 		t.Fatalf("turn %+v", tk)
 	}
 	sleep(p, hold+hold/2)
-	tk := reserve(t, pc, fleet.TurnRequest{Known: true, MaxWait: 0, Hold: time.Hour, ID: 2, MaxAdaptive: time.Hour})
-	if tk.OK || tk.Wait > 2*hold || tk.Wait < 2*hold-hold/2-slack || p.Clock != nil && tk.Wait != 2*hold-hold/2 {
-		t.Errorf("turn after a hold of %v ran out: %+v; want twice the hold after its end", hold, tk)
+	if tk := reserve(t, pc, fleet.TurnRequest{Known: true, MaxWait: 0, Hold: time.Hour, ID: 2, MaxAdaptive: time.Hour}); !tk.OK || tk.Wait != 0 {
+		t.Errorf("turn after a hold of %v ran out: %+v; want it at once (a lost holder is no slow answer)", hold, tk)
+	}
+}
+
+func testLateAnswer(t *testing.T, p Pacers) {
+	// With an interval: the late answer pauses the origin for it.
+	pc := p.New(t)
+	const every = 10 * time.Second
+	hold := 2 * slack
+	r := fleet.TurnRequest{Every: every, Known: true, MaxWait: Forever, Hold: hold, ID: 1}
+	if tk := reserve(t, pc, r); !tk.OK || tk.ID != 1 {
+		t.Fatalf("first turn %+v", tk)
+	}
+	sleep(p, hold+3*slack) // the hold runs out; the answer comes 1.5 s later
+	release(t, pc, 1, hold+3*slack, false)
+	r.ID, r.MaxWait = 2, 0
+	// Spaced from the end of the hold, the wait would be every-3*slack.
+	if tk := reserve(t, pc, r); tk.OK || !within(p, tk.Wait, every) {
+		t.Errorf("turn after an answer that came %v after its hold ran out: %+v; want %v after the answer", 3*slack, tk, every)
+	}
+
+	// With the adaptive delay: the late answer is a sample, and pauses
+	// the origin for twice it.
+	pc = p.New(t)
+	r = fleet.TurnRequest{Known: true, MaxWait: Forever, Hold: hold, ID: 1, MaxAdaptive: time.Hour}
+	if tk := reserve(t, pc, r); !tk.OK || tk.ID != 1 {
+		t.Fatalf("first turn %+v", tk)
+	}
+	sleep(p, hold+3*slack)
+	pacerRelease(t, pc, fleet.Answer{ID: 1, At: time.Now(), Took: hold + 3*slack, MaxAdaptive: time.Hour})
+	r.ID, r.MaxWait = 2, 0
+	// Spaced from the end of the hold, the wait would be 2*took-3*slack.
+	if tk := reserve(t, pc, r); tk.OK || !within(p, tk.Wait, 2*(hold+3*slack)) {
+		t.Errorf("turn after a late answer that took %v: %+v; want twice that after it", hold+3*slack, tk)
+	}
+}
+
+func testUnsent(t *testing.T, p Pacers) {
+	pc := p.New(t)
+	r := fleet.TurnRequest{Known: true, MaxWait: Forever, Hold: time.Hour, ID: 1, MaxAdaptive: time.Hour}
+	reserve(t, pc, r)
+	release(t, pc, 1, slack, false) // the estimate: slack; the adaptive delay 2*slack
+	r.ID = 2
+	tk := reserve(t, pc, r)
+	if !tk.OK || !within(p, tk.Wait, 2*slack) {
+		t.Fatalf("second turn %+v; want it %v away", tk, 2*slack)
+	}
+	// Its request is never sent (its wait was cancelled) and says so. As
+	// an answer in 0 s, it would lower the estimate and space the next
+	// turn from now.
+	pacerRelease(t, pc, fleet.Answer{ID: 2, At: time.Now(), Unsent: true})
+	r.ID, r.MaxWait = 3, 0
+	if tk := reserve(t, pc, r); tk.OK || !within(p, tk.Wait, 4*slack) {
+		t.Errorf("turn after an unsent one: %+v; want %v from now (%v after the unsent turn)", tk, 4*slack, 2*slack)
 	}
 }
 

@@ -71,7 +71,7 @@ func (p *Memory) Release(ctx context.Context, origin string, a fleet.Answer) err
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s, now := p.state(origin)
-	s.Release(now, a.ID, a.Took, a.Failed)
+	s.Release(now, a)
 	return nil
 }
 

@@ -48,6 +48,19 @@ func (p *Pace) sync() {
 	}
 }
 
+// overdue ends a hold that ran out at now. Unlike a Pacer's (see
+// [State.expire]), a hold in a Transport's memory belongs to a request of
+// its own that is still awaiting its answer, not to a holder that may be
+// lost: it counts as an answer as slow as the hold was long, so that the
+// next request waits the adaptive delay after it, and the answer, when it
+// comes, is late (see [State.Release]). The caller holds p.mu.
+func (p *Pace) overdue(now time.Duration) {
+	if s := &p.s; s.HeldID != 0 && now >= s.HeldUntil {
+		s.Sample(s.HeldUntil-s.HeldAt, true)
+		s.expire(now)
+	}
+}
+
 // Wait is what a request that finds a turn held waits on: Freed is closed
 // when the turn ends, which is at By at the latest. Dropped says that the
 // Pace was dropped from its Table and took no turn: the caller asks the
@@ -67,6 +80,7 @@ func (p *Pace) Reserve(now time.Duration, r Request) (Grant, Wait) {
 	if p.dropped.Load() {
 		return Grant{}, Wait{Dropped: true}
 	}
+	p.overdue(now)
 	g := p.s.Reserve(now, r)
 	var w Wait
 	if g.InFlight {
@@ -87,32 +101,22 @@ func (p *Pace) Reserve(now time.Duration, r Request) (Grant, Wait) {
 func (p *Pace) Next(now time.Duration, r Request) (time.Duration, string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.overdue(now)
 	at, why := p.s.Next(now, r)
 	p.sync()
 	return at, why
 }
 
-// Release notes that the request of t was answered at now, after took
-// (failed: a network error or a timeout): see [State.Release]; a turn that
-// held nothing is settled (see [State.Settle]). An answer that comes after
-// its hold ran out still spaces what follows: the origin is paused for the
-// spacing after it (the interval its turn kept, or the adaptive delay
-// under maxAdaptive, the longer), so that a request that took a turn
-// meanwhile waits for it too.
-func (p *Pace) Release(now time.Duration, t Turn, took time.Duration, failed bool, maxAdaptive time.Duration) {
+// Release notes the answer a to the request of t at now: see
+// [State.Release]; a turn that held nothing is settled (see
+// [State.Settle]).
+func (p *Pace) Release(now time.Duration, t Turn, a fleet.Answer) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if t.Held {
-		if !p.s.Release(now, t.ID, took, failed) && p.s.HeldSeq != t.Seq && t.Seq != 0 {
-			gap := max(p.s.LastEvery, p.s.Adaptive(maxAdaptive))
-			if gap > 0 {
-				why := ReasonSlowAnswers
-				if p.s.LastEvery >= p.s.Adaptive(maxAdaptive) {
-					why = p.s.LastWhy
-				}
-				p.s.Pause(Add(now, gap), why)
-			}
-		}
+		a.ID = t.ID
+		p.overdue(now)
+		p.s.Release(now, a)
 	} else {
 		p.s.Settle(now, t)
 	}
@@ -128,13 +132,13 @@ func (p *Pace) Settle(now time.Duration, t Turn) {
 
 // GiveBack returns t, whose request was not sent: see [State.GiveBack].
 // A turn taken elsewhere (Record) cannot be given back: its hold ends as
-// if answered at now.
-func (p *Pace) GiveBack(now time.Duration, t Turn, recorded bool) {
+// that of a request not sent (see [State.Release]).
+func (p *Pace) GiveBack(t Turn, recorded bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if recorded {
 		if t.Held && p.s.HeldSeq == t.Seq {
-			p.s.unhold(now)
+			p.s.unhold(p.s.HeldAt)
 		}
 	} else {
 		p.s.GiveBack(t)

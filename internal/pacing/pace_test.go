@@ -17,7 +17,7 @@ func TestTable(t *testing.T) {
 	p := tb.Take("a")
 	r := Request{Every: 10 * s, Known: true, MaxWait: time.Hour, Hold: time.Minute}
 	g, _ := p.Reserve(0, r)
-	p.Release(s, g.Turn, s, false, 0)
+	p.Release(s, g.Turn, fleet.Answer{Took: s})
 	tb.HandBack("a", p, 2*s) // the next turn is at 11s: it matters
 	if q := tb.Take("a"); q != p {
 		t.Fatal("a pace that matters was not kept")
@@ -50,7 +50,7 @@ func TestPaceWaiters(t *testing.T) {
 	if g2.OK || w2.Freed == nil || w2.By != time.Minute {
 		t.Fatalf("second turn while held: %+v %+v", g2, w2)
 	}
-	p.Release(s, g.Turn, s, false, 0)
+	p.Release(s, g.Turn, fleet.Answer{Took: s})
 	select {
 	case <-w2.Freed:
 	default:

@@ -68,6 +68,9 @@ type State struct {
 	HeldSeq   uint64
 	HeldAt    time.Duration
 	HeldUntil time.Duration
+	// LateID names the turn whose hold ran out last, until its answer
+	// comes (see Release); 0 if none.
+	LateID uint64
 
 	// PausedUntil is the end of the origin's pause and PauseWhy its
 	// reason; until HeedUntil every request takes a turn, held (a pause,
@@ -163,11 +166,14 @@ func (s *State) Sample(took time.Duration, failed bool) {
 	}
 }
 
-// expire ends a hold that has run out at now, as if answered then: the
-// time it held counts as a slow answer.
+// expire ends a hold that has run out at now, as if answered at its end.
+// It is not a sample of the estimate: a hold runs out because its holder
+// was lost (a process killed, a release that never came), which says
+// nothing of how fast the site answers; the holder's own answer, if it
+// comes, is heard late (see Release). Its ID is kept in LateID.
 func (s *State) expire(now time.Duration) {
 	if s.HeldID != 0 && now >= s.HeldUntil {
-		s.Sample(s.HeldUntil-s.HeldAt, true)
+		s.LateID = s.HeldID
 		s.unhold(s.HeldUntil)
 	}
 }
@@ -265,27 +271,55 @@ func (s *State) hold(t *Turn, until time.Duration, id uint64) {
 	s.HeldID, s.HeldSeq, s.HeldAt, s.HeldUntil = id, t.Seq, t.At, until
 }
 
-// Release notes that the held turn id was answered at now, its request
-// having taken took (from its turn to its answer; failed for a network
-// error or a timeout): the next turn is spaced from now, and took is a
-// sample of the estimate. A turn that no longer holds the origin (its
-// hold ran out: the answer came later) leaves the spacing alone, but a
-// slower answer still raises the estimate (it can only lengthen the pace);
+// Release notes the answer a to the turn a.ID at now (a.At is the
+// caller's and is not read: the answer is at now on the State's clock).
+//
+//   - The turn holds the origin: its hold ends. If a.Unsent, its request
+//     was never sent (its wait was cancelled): the next turn is spaced from
+//     the turn's time, and nothing is sampled. Otherwise the next turn is
+//     spaced from now, and a.Took is a sample of the estimate (a.Failed: a
+//     network error or a timeout, which never lowers it).
+//   - The turn's hold ran out before its answer came (a late answer, a.ID
+//     is LateID): the origin is paused for the spacing after now (the
+//     interval the latest turn keeps, or the adaptive delay under
+//     a.MaxAdaptive, the longer), so that a request that took a turn
+//     meanwhile waits for it too, and a slower a.Took raises the estimate.
+//   - Any other turn (released already, unknown, or a.ID 0) changes
+//     nothing.
+//
 // Release reports whether the turn held the origin.
-func (s *State) Release(now time.Duration, id uint64, took time.Duration, failed bool) bool {
-	if id == 0 {
+func (s *State) Release(now time.Duration, a fleet.Answer) bool {
+	if a.ID == 0 {
 		return false
 	}
-	if s.HeldID == id && now >= s.HeldUntil {
+	if s.HeldID == a.ID && now >= s.HeldUntil {
 		s.expire(now)
 	}
-	if s.HeldID != id {
-		if took > s.Est {
-			s.Sample(took, true)
+	if s.HeldID != a.ID {
+		if a.Unsent || s.LateID != a.ID {
+			return false
+		}
+		s.LateID = 0
+		if a.Took > s.Est {
+			s.Sample(a.Took, true)
+		}
+		gap, why := s.LastEvery, s.LastWhy
+		if ad := s.Adaptive(a.MaxAdaptive); ad > gap {
+			gap, why = ad, ReasonSlowAnswers
+		}
+		if why == "" {
+			why = ReasonCrawlDelay
+		}
+		if gap > 0 {
+			s.Pause(Add(now, gap), why)
 		}
 		return false
 	}
-	s.Sample(took, failed)
+	if a.Unsent {
+		s.unhold(s.HeldAt)
+		return true
+	}
+	s.Sample(a.Took, a.Failed)
 	s.unhold(now)
 	return true
 }

@@ -71,7 +71,7 @@ func TestMaxWaitBoundary(t *testing.T) {
 
 // TestHoldSpacesFromAnswer: a held turn blocks the next until released,
 // and the next is spaced from the answer; a hold that runs out spaces
-// from its end and counts as a slow answer.
+// from its end and is no sample of the estimate (its holder was lost).
 func TestHoldSpacesFromAnswer(t *testing.T) {
 	var p State
 	r := Request{Every: s, Known: true, MaxWait: time.Hour, Hold: time.Minute}
@@ -82,10 +82,10 @@ func TestHoldSpacesFromAnswer(t *testing.T) {
 	if g2 := p.Reserve(3*s, r); g2.OK || !g2.InFlight {
 		t.Fatalf("second turn while held: %+v", g2)
 	}
-	if !p.Release(5*s, g.Turn.ID, 5*s, false) {
+	if !p.Release(5*s, fleet.Answer{ID: g.Turn.ID, Took: 5 * s}) {
 		t.Fatal("release of the held turn ignored")
 	}
-	if p.Release(5*s, g.Turn.ID, 5*s, false) {
+	if p.Release(5*s, fleet.Answer{ID: g.Turn.ID, Took: 5 * s}) {
 		t.Error("a second release of one turn counted")
 	}
 	g = p.Reserve(5*s, r)
@@ -97,8 +97,63 @@ func TestHoldSpacesFromAnswer(t *testing.T) {
 	if g2 := p.Reserve(at, r); !g2.OK || g2.Wait != s {
 		t.Errorf("turn after a lost hold: %+v, want 1s after the hold's end", g2)
 	}
-	if p.Est < time.Minute {
-		t.Errorf("estimate %v after a hold that ran out, want at least the hold", p.Est)
+	if p.Est != 5*s {
+		t.Errorf("estimate %v after a hold that ran out, want the last answer's 5s", p.Est)
+	}
+}
+
+// TestLateAnswer: the answer to a turn whose hold ran out pauses the
+// origin for the spacing after it, and a slower answer raises the
+// estimate; the answer of a turn released already, or of an unknown one,
+// changes nothing.
+func TestLateAnswer(t *testing.T) {
+	var p State
+	r := Request{Every: 10 * s, Known: true, MaxWait: time.Hour, Hold: 2 * s, ID: 1}
+	p.Reserve(0, r)
+	r.ID = 2
+	g := p.Reserve(20*s, r) // the hold of 1 ran out at 2s: the turn is at 12s
+	if !g.OK || g.Wait != 0 {
+		t.Fatalf("turn after a lost hold: %+v", g)
+	}
+	p.Release(21*s, fleet.Answer{ID: 2, Took: s})
+	// The lost turn's answer comes at 25s, after 25s.
+	if p.Release(25*s, fleet.Answer{ID: 1, Took: 25 * s, MaxAdaptive: time.Hour}) {
+		t.Fatal("a late answer released a hold")
+	}
+	if p.Est != 25*s {
+		t.Errorf("estimate %v after a late answer of 25s", p.Est)
+	}
+	r.ID = 3
+	if at, why := p.Next(25*s, r); at != 75*s || why != ReasonSlowAnswers {
+		t.Errorf("next turn after a late answer at 25s: %v (%s), want 75s (twice 25s after it)", at, why)
+	}
+	// A second late answer of 1, or one of 2 (released), changes nothing.
+	before := p
+	p.Release(30*s, fleet.Answer{ID: 1, Took: 30 * s, MaxAdaptive: time.Hour})
+	p.Release(30*s, fleet.Answer{ID: 2, Took: 30 * s, MaxAdaptive: time.Hour})
+	p.Release(30*s, fleet.Answer{ID: 99, Took: 30 * s, MaxAdaptive: time.Hour})
+	if p != before {
+		t.Errorf("answers of turns not late changed the pace: %+v, was %+v", p, before)
+	}
+}
+
+// TestUnsent: a turn whose request was never sent ends its hold with no
+// sample, and the next turn is spaced from the turn, not from the
+// release.
+func TestUnsent(t *testing.T) {
+	var p State
+	r := Request{Every: 10 * s, Known: true, MaxWait: time.Hour, Hold: time.Minute, MaxAdaptive: time.Hour}
+	g := p.Reserve(0, r)
+	p.Release(s, fleet.Answer{ID: g.Turn.ID, Took: s})
+	g = p.Reserve(2*s, r) // at 11s
+	if !p.Release(5*s, fleet.Answer{ID: g.Turn.ID, Unsent: true}) {
+		t.Fatal("an unsent turn kept its hold")
+	}
+	if p.Est != s {
+		t.Errorf("estimate %v after an unsent turn, want 1s", p.Est)
+	}
+	if at, _ := p.Next(5*s, r); at != 21*s {
+		t.Errorf("next turn after an unsent one at 11s: %v, want 21s", at)
 	}
 }
 
@@ -115,7 +170,7 @@ func TestAdaptive(t *testing.T) {
 			t.Fatalf("turn %+v: the adaptive pace holds every turn", g)
 		}
 		now = Add(now, g.Wait+took)
-		p.Release(now, g.Turn.ID, took, false)
+		p.Release(now, fleet.Answer{ID: g.Turn.ID, Took: took})
 	}
 	answer(20 * time.Millisecond)
 	answer(1500 * time.Millisecond)
