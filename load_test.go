@@ -449,7 +449,7 @@ func (panicPacer) Reserve(context.Context, string, fleet.TurnRequest) (fleet.Tur
 	panic("pacer kaput")
 }
 
-func (panicPacer) Pause(context.Context, string, time.Time) error { return nil }
+func (panicPacer) Pause(context.Context, string, time.Time, string) error { return nil }
 
 // failingLocker is a failingStore whose TryLock fails too.
 type failingLocker struct{ failingStore }

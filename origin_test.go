@@ -264,7 +264,7 @@ func (p *namingPacer) Reserve(_ context.Context, origin string, _ fleet.TurnRequ
 	return fleet.Turn{OK: true}, errors.New("namingPacer: pace in memory")
 }
 
-func (p *namingPacer) Pause(context.Context, string, time.Time) error { return nil }
+func (p *namingPacer) Pause(context.Context, string, time.Time, string) error { return nil }
 
 func (p *namingPacer) names() []string {
 	p.mu.Lock()

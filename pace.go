@@ -165,7 +165,7 @@ func (tn *turns) pause(ctx context.Context, s *site, d time.Duration, why string
 		// met the 429 or 503 is cancelled as the response comes back.
 		until := time.Now().Add(d)
 		tn.afterAnswer(ctx, func(pctx context.Context) {
-			if err := p.Pause(pctx, s.origin, until); err != nil {
+			if err := p.Pause(pctx, s.origin, until, why); err != nil {
 				tn.pacerFailed(ctx, s.origin, err)
 			}
 		})
@@ -180,8 +180,8 @@ func (tn *turns) knowWatchedPause(s *site) {
 	if tn.cfg.watcher == nil {
 		return
 	}
-	if until, _ := tn.cfg.watcher.WatchedPause(s.origin); !until.IsZero() && time.Now().Before(until) {
-		tn.paceOf(s).Pause(tn.clock(until), ReasonRetryAfter)
+	if until, why, _ := tn.cfg.watcher.WatchedPause(s.origin); !until.IsZero() && time.Now().Before(until) {
+		tn.paceOf(s).Pause(tn.clock(until), pacing.PauseReason(why))
 	}
 }
 
@@ -191,7 +191,7 @@ func (tn *turns) watchedUnpaused(origin string) bool {
 	if tn.cfg.watcher == nil {
 		return false
 	}
-	until, ok := tn.cfg.watcher.WatchedPause(origin)
+	until, _, ok := tn.cfg.watcher.WatchedPause(origin)
 	return ok && (until.IsZero() || !time.Now().Before(until))
 }
 
@@ -206,7 +206,7 @@ func (tn *turns) paused(ctx context.Context, s *site, waited bool) bool {
 		return false
 	}
 	pctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	until, err := pc.PausedUntil(pctx, s.origin)
+	until, why, err := pc.PausedUntil(pctx, s.origin)
 	cancel()
 	if err != nil {
 		tn.pacerFailed(ctx, s.origin, err)
@@ -217,6 +217,6 @@ func (tn *turns) paused(ctx context.Context, s *site, waited bool) bool {
 	}
 	// Kept in memory, so that the next turn waits it out before asking
 	// the Pacer again, even if the Pacer's own turn ignores it.
-	tn.paceOf(s).Pause(tn.clock(until), ReasonRetryAfter)
+	tn.paceOf(s).Pause(tn.clock(until), pacing.PauseReason(why))
 	return true
 }

@@ -180,7 +180,7 @@ func (p *fakePacer) Reserve(ctx context.Context, origin string, tr fleet.TurnReq
 	return fleet.Turn{Wait: p.wait, OK: p.wait < tr.MaxWait}, nil
 }
 
-func (p *fakePacer) Pause(ctx context.Context, origin string, until time.Time) error {
+func (p *fakePacer) Pause(ctx context.Context, origin string, until time.Time, why string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.pauses = append(p.pauses, fmt.Sprintf("%s until=%s", origin, until.Format(time.TimeOnly)))
@@ -253,10 +253,10 @@ type downWatcher struct {
 func (p *downWatcher) Reserve(context.Context, string, fleet.TurnRequest) (fleet.Turn, error) {
 	return fleet.Turn{}, errors.New("pacer down")
 }
-func (p *downWatcher) Pause(context.Context, string, time.Time) error {
+func (p *downWatcher) Pause(context.Context, string, time.Time, string) error {
 	return errors.New("pacer down")
 }
-func (p *downWatcher) WatchedPause(string) (time.Time, bool) { return p.until, true }
+func (p *downWatcher) WatchedPause(string) (time.Time, string, bool) { return p.until, "retry-after", true }
 
 // TestWatchedPauseHoldsWhenPacerFails: a pause in the Pacer's copy of the
 // fleet's pauses holds a request back even when Reserve fails and the
@@ -320,7 +320,7 @@ func (ctxPacer) Reserve(ctx context.Context, _ string, _ fleet.TurnRequest) (fle
 	return fleet.Turn{}, ctx.Err()
 }
 
-func (ctxPacer) Pause(context.Context, string, time.Time) error { return nil }
+func (ctxPacer) Pause(context.Context, string, time.Time, string) error { return nil }
 
 // TestPacerErrorAfterContextDone checks that a request whose context ends
 // while the Pacer waits is not sent.
@@ -357,10 +357,10 @@ func (p *watchPacer) Reserve(ctx context.Context, origin string, r fleet.TurnReq
 	return p.atkPacer.Reserve(ctx, origin, r)
 }
 
-func (p *watchPacer) WatchedPause(origin string) (time.Time, bool) {
+func (p *watchPacer) WatchedPause(origin string) (time.Time, string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.watched[origin], !p.stale.Load()
+	return p.watched[origin], ReasonRetryAfter, !p.stale.Load()
 }
 
 // TestPauseWatcherSkipsReserve checks that a Transport whose Pacer is a
@@ -388,7 +388,7 @@ func TestPauseWatcherSkipsReserve(t *testing.T) {
 		p.mu.Lock()
 		p.watched["https://example.com"] = until
 		p.mu.Unlock()
-		p.Pause(context.Background(), "https://example.com", until)
+		p.Pause(context.Background(), "https://example.com", until, ReasonRetryAfter)
 		p.reserves.Store(0)
 		wantAllowed(t, client, "https://example.com/page")
 		if n := p.reserves.Load(); n == 0 {
@@ -455,16 +455,16 @@ func (p *atkPacer) PushBack(ctx context.Context, origin string, sent time.Time, 
 	return p.Memory.PushBack(ctx, origin, sent, b)
 }
 
-func (p *atkPacer) Pause(ctx context.Context, origin string, until time.Time) error {
+func (p *atkPacer) Pause(ctx context.Context, origin string, until time.Time, why string) error {
 	if p.down.Load() {
 		return errPacerDown
 	}
-	return p.Memory.Pause(ctx, origin, until)
+	return p.Memory.Pause(ctx, origin, until, why)
 }
 
-func (p *atkPacer) PausedUntil(ctx context.Context, origin string) (time.Time, error) {
+func (p *atkPacer) PausedUntil(ctx context.Context, origin string) (time.Time, string, error) {
 	if p.down.Load() {
-		return time.Time{}, errPacerDown
+		return time.Time{}, "", errPacerDown
 	}
 	return p.Memory.PausedUntil(ctx, origin)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/f9014239/robots/fleet"
+	"github.com/f9014239/robots/internal/pacing"
 )
 
 // pacerDown notes that a Reserve was cut short by MaxWait, and reports
@@ -142,7 +143,11 @@ func (tn *turns) reserve(ctx context.Context, s *site, a ask, lim turnLimit, f *
 		wait := max(r.Wait, 0)
 		at := add(tn.now(), wait)
 		t := tn.paceOf(s).Record(at, a.every, a.why, r.ID != 0, add(at, hold), r.ID)
-		return grant{wait: wait, ok: true, why: a.why, tk: turn{p: tn.paceOf(s), t: t, pacer: true}}, nil
+		why := a.why
+		if wait > 0 && pacing.Spacing(r.Why) {
+			why = r.Why // the Pacer knows what set it: a pause of another's
+		}
+		return grant{wait: wait, ok: true, why: why, tk: turn{p: tn.paceOf(s), t: t, pacer: true}}, nil
 	case err == nil && r.InFlight:
 		// In flight from another user of the Pacer: poll it, from
 		// when it foresees a free turn (see waitFreed).

@@ -379,7 +379,7 @@ func (hangPacer) Reserve(ctx context.Context, _ string, _ fleet.TurnRequest) (fl
 	<-ctx.Done()
 	return fleet.Turn{}, ctx.Err()
 }
-func (hangPacer) Pause(ctx context.Context, _ string, _ time.Time) error {
+func (hangPacer) Pause(ctx context.Context, _ string, _ time.Time, _ string) error {
 	<-ctx.Done()
 	return ctx.Err()
 }

@@ -1072,13 +1072,13 @@ func (p *svFaultPacer) PushBack(ctx context.Context, origin string, sent time.Ti
 	return p.svPacer.PushBack(ctx, origin, sent, b)
 }
 
-func (p *svFaultPacer) Pause(ctx context.Context, origin string, until time.Time) error {
+func (p *svFaultPacer) Pause(ctx context.Context, origin string, until time.Time, why string) error {
 	if p.hangPause {
-		p.svPacer.Pause(ctx, origin, until)
+		p.svPacer.Pause(ctx, origin, until, why)
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	return p.svPacer.Pause(ctx, origin, until)
+	return p.svPacer.Pause(ctx, origin, until, why)
 }
 
 // svSlowPacer is svPacer whose Reserve takes lag to answer (a Redis a
@@ -1107,9 +1107,9 @@ func (p *svSlowPacer) Reserve(ctx context.Context, origin string, r fleet.TurnRe
 // hangs until its context is done.
 type svCheckerPacer struct{ svPacer }
 
-func (p *svCheckerPacer) PausedUntil(ctx context.Context, origin string) (time.Time, error) {
+func (p *svCheckerPacer) PausedUntil(ctx context.Context, origin string) (time.Time, string, error) {
 	<-ctx.Done()
-	return time.Time{}, ctx.Err()
+	return time.Time{}, "", ctx.Err()
 }
 
 // TestPoliteMaxWaitBoundsHangingReserve: a Pacer whose Reserve hangs

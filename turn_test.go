@@ -200,7 +200,7 @@ func TestPacerWaitIsCounted(t *testing.T) {
 		// no robots.txt for it yet waits for the fetch of robots.txt, which
 		// waits for the end of the pause: a request with an 800ms
 		// deadline fails at once, and the fetch goes on for the others.
-		if err := pacer.Pause(context.Background(), "https://example.com", time.Now().Add(2*time.Second)); err != nil {
+		if err := pacer.Pause(context.Background(), "https://example.com", time.Now().Add(2*time.Second), ReasonRetryAfter); err != nil {
 			t.Fatal(err)
 		}
 		fresh := &Transport{Base: srv, Agent: "ExampleBot", Pacer: pacer}

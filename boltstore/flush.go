@@ -196,7 +196,7 @@ func (s *Store) readPaces(tx *bolt.Tx, now int64) error {
 			// A turn held by the process that wrote the file still holds
 			// the origin until it runs out: its request may still be
 			// answered, and the hold's end is the latest turn's time.
-			if c := (pauseCopy{until: int64(p.PausedUntil), heed: int64(p.HeedUntil)}); max(c.until, c.heed) > now {
+			if c := (pauseCopy{until: int64(p.PausedUntil), heed: int64(p.HeedUntil), why: p.PauseWhy}); max(c.until, c.heed) > now {
 				pauses[o] = c
 			}
 		}

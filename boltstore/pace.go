@@ -119,7 +119,7 @@ func (s *Store) Reserve(ctx context.Context, origin string, r fleet.TurnRequest)
 	})
 	if !g.OK {
 		sh.mu.Unlock()
-		return fleet.Turn{Wait: max(g.Wait, 0), InFlight: g.InFlight}, nil
+		return fleet.Turn{Wait: max(g.Wait, 0), InFlight: g.InFlight, Why: g.Why}, nil
 	}
 	gen := s.changed(sh, origin)
 	sh.mu.Unlock()
@@ -127,7 +127,7 @@ func (s *Store) Reserve(ctx context.Context, origin string, r fleet.TurnRequest)
 		// A failure is logged; the turn holds in memory.
 		s.flushWithin(ctx, gen)
 	}
-	return fleet.Turn{Wait: max(g.Wait, 0), OK: true, ID: g.Turn.ID}, nil
+	return fleet.Turn{Wait: max(g.Wait, 0), OK: true, ID: g.Turn.ID, Why: g.Why}, nil
 }
 
 // Release implements [fleet.Pacer]: it ends the hold of the turn a.ID of
@@ -160,7 +160,7 @@ func (s *Store) Release(ctx context.Context, origin string, a fleet.Answer) erro
 // are rare). Until the pause ends every request to origin takes a turn,
 // one at a time. If the write fails, the pause holds in memory and Pause
 // returns the error.
-func (s *Store) Pause(ctx context.Context, origin string, until time.Time) error {
+func (s *Store) Pause(ctx context.Context, origin string, until time.Time, why string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -181,8 +181,8 @@ func (s *Store) Pause(ctx context.Context, origin string, until time.Time) error
 		sh.mu.Unlock()
 		return nil
 	}
-	p.Pause(till, pacing.ReasonRetryAfter)
-	c := pauseCopy{until: int64(p.PausedUntil), heed: int64(p.HeedUntil)}
+	p.Pause(till, pacing.PauseReason(why))
+	c := pauseCopy{until: int64(p.PausedUntil), heed: int64(p.HeedUntil), why: p.PauseWhy}
 	gen := s.changed(sh, origin)
 	sh.mu.Unlock()
 	s.notePause(origin, c)
@@ -217,7 +217,7 @@ func (s *Store) PushBack(ctx context.Context, origin string, sent time.Time, b f
 		sh.mu.Unlock()
 		return time.Now().Add(max(until-time.Duration(now), 0)), nil
 	}
-	c := pauseCopy{until: int64(p.PausedUntil), heed: int64(p.HeedUntil)}
+	c := pauseCopy{until: int64(p.PausedUntil), heed: int64(p.HeedUntil), why: p.PauseWhy}
 	gen := s.changed(sh, origin)
 	sh.mu.Unlock()
 	s.notePause(origin, c)
@@ -226,19 +226,22 @@ func (s *Store) PushBack(ctx context.Context, origin string, sent time.Time, b f
 
 // PausedUntil implements [fleet.PauseChecker], from memory: when origin's
 // pause ends, or the zero time.
-func (s *Store) PausedUntil(ctx context.Context, origin string) (time.Time, error) {
+func (s *Store) PausedUntil(ctx context.Context, origin string) (time.Time, string, error) {
 	if err := s.usable(ctx); err != nil {
-		return time.Time{}, err
+		return time.Time{}, "", err
 	}
-	until, _ := s.WatchedPause(origin)
-	return until, nil
+	until, why, _ := s.WatchedPause(origin)
+	return until, why, nil
 }
 
 // pauseCopy is what the copy of the pauses keeps of an origin, in Unix ns
 // on the Store's clock: the end of its pause, and until when its requests
 // take turns one at a time (the end of the pause, or of a back-off's
-// forgiveness).
-type pauseCopy struct{ until, heed int64 }
+// forgiveness); and the pause's reason.
+type pauseCopy struct {
+	until, heed int64
+	why         string
+}
 
 // WatchedPause implements [fleet.PauseWatcher]: when origin's pause ends,
 // or the zero time, from a copy in memory read without a lock. ok is false
@@ -247,20 +250,20 @@ type pauseCopy struct{ until, heed int64 }
 // Reserve, which holds them. A Transport calls it for each request to an
 // origin with no interval to keep, instead of Reserve: such a request costs
 // the Store a map lookup.
-func (s *Store) WatchedPause(origin string) (until time.Time, ok bool) {
+func (s *Store) WatchedPause(origin string) (until time.Time, why string, ok bool) {
 	m := *s.pauses.Load()
 	if len(m) == 0 {
-		return time.Time{}, true
+		return time.Time{}, "", true
 	}
 	c, found := m[origin]
 	if !found {
-		return time.Time{}, true
+		return time.Time{}, "", true
 	}
 	now := s.now()
 	if c.until > now {
-		until = time.Now().Add(time.Duration(c.until - now))
+		until, why = time.Now().Add(time.Duration(c.until-now)), c.why
 	}
-	return until, c.heed <= now
+	return until, why, c.heed <= now
 }
 
 // notePause puts the pause c of origin in the copy that WatchedPause reads,
@@ -277,7 +280,10 @@ func (s *Store) notePause(origin string, c pauseCopy) {
 		}
 	}
 	o := m[origin]
-	m[origin] = pauseCopy{until: max(o.until, c.until), heed: max(o.heed, c.heed)}
+	if o.until > c.until {
+		c.until, c.why = o.until, o.why
+	}
+	m[origin] = pauseCopy{until: c.until, heed: max(o.heed, c.heed), why: c.why}
 	s.pauses.Store(&m)
 }
 

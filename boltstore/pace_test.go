@@ -175,15 +175,15 @@ func TestPause(t *testing.T) {
 	s := openTest(t, tempPath(t), withClock(c.now))
 	ctx := context.Background()
 	const origin = "https://example.com"
-	if until, ok := s.WatchedPause(origin); !until.IsZero() || !ok {
+	if until, _, ok := s.WatchedPause(origin); !until.IsZero() || !ok {
 		t.Errorf("WatchedPause before a pause = %v, %v", until, ok)
 	}
-	if err := s.Pause(ctx, origin, time.Now().Add(2*time.Second)); err != nil {
+	if err := s.Pause(ctx, origin, time.Now().Add(2*time.Second), "retry-after"); err != nil {
 		t.Fatal(err)
 	}
 	pause := 2 * time.Second
 	for _, d := range []time.Duration{10 * time.Millisecond, -time.Second} {
-		if err := s.Pause(ctx, origin, time.Now().Add(d)); err != nil {
+		if err := s.Pause(ctx, origin, time.Now().Add(d), "retry-after"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -198,9 +198,9 @@ func TestPause(t *testing.T) {
 		t.Fatal("Reserve in a pause, past maxWait, took the turn")
 	}
 	near("Reserve in a pause", wait, pause)
-	until, _ := s.WatchedPause(origin)
+	until, _, _ := s.WatchedPause(origin)
 	near("WatchedPause", time.Until(until), pause)
-	pu, err := s.PausedUntil(ctx, origin)
+	pu, _, err := s.PausedUntil(ctx, origin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestPause(t *testing.T) {
 		near(fmt.Sprintf("turn %d after the pause", i), wait, pause+time.Duration(i+1)*every)
 	}
 	c.advance(time.Hour)
-	if until, _ := s.WatchedPause(origin); !until.IsZero() {
+	if until, _, _ := s.WatchedPause(origin); !until.IsZero() {
 		t.Errorf("WatchedPause after the pause = %v; want the zero time", until)
 	}
 }

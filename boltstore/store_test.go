@@ -212,7 +212,7 @@ func TestReopen(t *testing.T) {
 	b := robots.Backoff{First: time.Minute, Max: time.Hour, Forgive: time.Hour}
 	reserve(t, s, "https://paced.example", time.Hour, forever)
 	held := reserveHold(t, s, "https://held.example", time.Second, forever, time.Minute)
-	if err := s.Pause(ctx, "https://paused.example", time.Now().Add(time.Hour)); err != nil {
+	if err := s.Pause(ctx, "https://paused.example", time.Now().Add(time.Hour), "retry-after"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.PushBack(ctx, "https://backoff.example", time.Now(), b); err != nil {
@@ -241,7 +241,7 @@ func TestReopen(t *testing.T) {
 	if tk := reserveHold(t, s, "https://held.example", time.Second, forever, time.Minute); !tk.OK || tk.Wait != time.Second {
 		t.Errorf("origin released after reopening: %+v; want a turn an interval away", tk)
 	}
-	if until, _ := s.WatchedPause("https://paused.example"); time.Until(until) < 59*time.Minute {
+	if until, _, _ := s.WatchedPause("https://paused.example"); time.Until(until) < 59*time.Minute {
 		t.Errorf("pause after reopening ends in %v, want an hour", time.Until(until))
 	}
 	if wait, ok := reserve(t, s, "https://paused.example", 0, 0); ok || wait < 59*time.Minute {
@@ -354,7 +354,7 @@ func TestCompaction(t *testing.T) {
 	ctx := context.Background()
 	reserve(t, s, "https://short.example", time.Second, forever)
 	reserve(t, s, "https://long.example", 10*time.Minute, forever)
-	if err := s.Pause(ctx, "https://paused.example", time.Now().Add(5*time.Minute)); err != nil {
+	if err := s.Pause(ctx, "https://paused.example", time.Now().Add(5*time.Minute), "retry-after"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.PushBack(ctx, "https://backoff.example", time.Now(), robots.Backoff{First: time.Second, Max: time.Second, Forgive: time.Hour}); err != nil {
@@ -413,10 +413,10 @@ func TestWriteFailure(t *testing.T) {
 	if err := s.Put(ctx, "https://example.com", e); !errors.Is(err, diskFull) {
 		t.Errorf("Put: %v, want the write's error", err)
 	}
-	if err := s.Pause(ctx, "https://paused.example", time.Now().Add(time.Hour)); !errors.Is(err, diskFull) {
+	if err := s.Pause(ctx, "https://paused.example", time.Now().Add(time.Hour), "retry-after"); !errors.Is(err, diskFull) {
 		t.Errorf("Pause: %v, want the write's error", err)
 	}
-	if until, _ := s.WatchedPause("https://paused.example"); until.IsZero() {
+	if until, _, _ := s.WatchedPause("https://paused.example"); until.IsZero() {
 		t.Error("the pause whose write failed does not hold in memory")
 	}
 	if _, err := s.PushBack(ctx, "https://backoff.example", time.Now(), robots.Backoff{First: time.Minute, Max: time.Hour, Forgive: time.Hour}); !errors.Is(err, diskFull) {
@@ -437,14 +437,14 @@ func TestWriteFailure(t *testing.T) {
 	if s.floor == 0 {
 		t.Error("no recovery after a Close whose write failed")
 	}
-	if until, _ := s.WatchedPause("https://paused.example"); !until.IsZero() {
+	if until, _, _ := s.WatchedPause("https://paused.example"); !until.IsZero() {
 		t.Error("a pause never written survived")
 	}
 
 	// The file takes writes again: the flusher writes what changed
 	// meanwhile.
 	s.beforeWrite.Store(&fail)
-	if err := s.Pause(ctx, "https://paused.example", time.Now().Add(time.Hour)); err == nil {
+	if err := s.Pause(ctx, "https://paused.example", time.Now().Add(time.Hour), "retry-after"); err == nil {
 		t.Fatal("Pause with writes failing: no error")
 	}
 	s.beforeWrite.Store(nil)
@@ -457,7 +457,7 @@ func TestWriteFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = openTest(t, path, withClock(c.now))
-	if until, _ := s.WatchedPause("https://paused.example"); until.IsZero() {
+	if until, _, _ := s.WatchedPause("https://paused.example"); until.IsZero() {
 		t.Error("the pause held in memory was not written once the file took writes")
 	}
 }
@@ -623,7 +623,7 @@ func TestHungDisk(t *testing.T) {
 			return s.Put(ctx, "https://example.com", &fleet.Entry{Expires: time.Now().Add(time.Hour)})
 		},
 		"Pause": func(ctx context.Context) error {
-			return s.Pause(ctx, "https://example.com", time.Now().Add(time.Hour))
+			return s.Pause(ctx, "https://example.com", time.Now().Add(time.Hour), "retry-after")
 		},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)

@@ -155,7 +155,7 @@ func TestBackingOffOneInFlight(t *testing.T) {
 			// The Transport tells the Pacer of the push-back as the
 			// response returns: wait until the Store has it.
 			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-				if _, ok := st.WatchedPause(srv.URL); !ok {
+				if _, _, ok := st.WatchedPause(srv.URL); !ok {
 					break
 				}
 				if time.Now().After(deadline) {

@@ -262,11 +262,13 @@ type Pacer interface {
 	// Any other turn (released already, unknown) is left alone.
 	Release(ctx context.Context, origin string, a Answer) error
 
-	// Pause delays origin's turns until at least until; an earlier end
-	// than the one set changes nothing. Its context is the Transport's
-	// own, bounded by 2 seconds, so that a pause outlives a canceled
-	// request.
-	Pause(ctx context.Context, origin string, until time.Time) error
+	// Pause delays origin's turns until at least until, for the reason
+	// why (what the origin asked: "retry-after", "ratelimit"; see the
+	// Reasons of robots.TurnError); an earlier end than the one set
+	// changes nothing. The reason travels with the pause: the Pacer's
+	// users that meet it report it. Its context is the Transport's own,
+	// bounded by 2 seconds, so that a pause outlives a canceled request.
+	Pause(ctx context.Context, origin string, until time.Time, why string) error
 
 	// PushBack records that origin pushed back (a 429 or 503 without a
 	// usable Retry-After) on a request sent at sent, pauses the origin
@@ -328,6 +330,9 @@ type Turn struct {
 	Wait     time.Duration // until the turn if OK, or until a turn may be free
 	InFlight bool          // not taken: a turn of the origin is held
 	ID       uint64        // names a held turn for Release (TurnRequest.ID if given); 0 if it holds nothing
+	// Why says what sets Wait, when the Pacer knows it (a pause's reason,
+	// or the interval's); "" leaves it to the caller.
+	Why string
 }
 
 // Backoff is how an origin that pushes back without saying for how long
@@ -347,9 +352,10 @@ type Backoff struct {
 // interval to keep (no crawl-delay, no MinDelay), a Transport does not call
 // Reserve when the copy says the origin is not paused.
 type PauseWatcher interface {
-	// WatchedPause returns when origin's pause ends, or the zero time; ok
-	// is false when the copy may be stale. It must not block.
-	WatchedPause(origin string) (until time.Time, ok bool)
+	// WatchedPause returns when origin's pause ends and its reason (as
+	// given to Pause), or the zero time; ok is false when the copy may be
+	// stale. It must not block.
+	WatchedPause(origin string) (until time.Time, why string, ok bool)
 }
 
 // PauseChecker is implemented by a [Pacer] that can tell whether an origin
@@ -359,6 +365,7 @@ type PauseWatcher interface {
 // block, it may ask the shared state and wait for the answer; a Pacer may
 // be both.
 type PauseChecker interface {
-	// PausedUntil returns when origin's pause ends, or the zero time.
-	PausedUntil(ctx context.Context, origin string) (time.Time, error)
+	// PausedUntil returns when origin's pause ends and its reason, or the
+	// zero time.
+	PausedUntil(ctx context.Context, origin string) (until time.Time, why string, err error)
 }

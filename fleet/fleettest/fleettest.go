@@ -260,26 +260,49 @@ func testNoInterval(t *testing.T, p Pacers) {
 func testPause(t *testing.T, p Pacers) {
 	pc := p.New(t)
 	ctx := context.Background()
-	if err := pc.Pause(ctx, origin, time.Now().Add(time.Hour)); err != nil {
+	// The reason travels with the pause: a RateLimit pause is reported
+	// as one wherever it is met.
+	const why = "ratelimit"
+	if err := pc.Pause(ctx, origin, time.Now().Add(time.Hour), why); err != nil {
 		t.Fatal(err)
 	}
-	if err := pc.Pause(ctx, origin, time.Now().Add(time.Minute)); err != nil {
+	if err := pc.Pause(ctx, origin, time.Now().Add(time.Minute), "retry-after"); err != nil {
 		t.Fatal(err)
 	}
-	if err := pc.Pause(ctx, origin, time.Now().Add(-time.Minute)); err != nil {
+	if err := pc.Pause(ctx, origin, time.Now().Add(-time.Minute), "retry-after"); err != nil {
 		t.Fatal(err)
 	}
 	tk := reserve(t, pc, fleet.TurnRequest{Known: true, MaxWait: time.Minute})
 	if tk.OK || tk.Wait > time.Hour || tk.Wait < time.Hour-slack {
 		t.Errorf("turn in a pause of an hour: %+v; want none, an hour away (a shorter pause changes nothing)", tk)
 	}
+	if tk.Why != "" && tk.Why != why {
+		t.Errorf("turn in a pause for %q: Why %q", why, tk.Why)
+	}
 	if c, ok := pc.(fleet.PauseChecker); ok {
-		until, err := c.PausedUntil(ctx, origin)
+		until, got, err := c.PausedUntil(ctx, origin)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if d := time.Until(until); d > time.Hour || d < time.Hour-slack && p.Clock == nil {
 			t.Errorf("PausedUntil: %v from now; want an hour", d)
+		}
+		if got != why {
+			t.Errorf("PausedUntil: reason %q; want %q", got, why)
+		}
+	}
+	if w, ok := pc.(fleet.PauseWatcher); ok {
+		// The copy may be stale for a moment: ask until it is not.
+		var got string
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			var fresh bool
+			_, got, fresh = w.WatchedPause(origin)
+			if got != "" || fresh && p.Clock != nil {
+				break
+			}
+		}
+		if got != why {
+			t.Errorf("WatchedPause: reason %q; want %q", got, why)
 		}
 	}
 	// Every request takes a turn, held, while the origin is paused.
@@ -499,7 +522,7 @@ func testContext(t *testing.T, p Pacers) {
 	}
 	for _, f := range []func(ctx context.Context) error{
 		func(ctx context.Context) error { return pc.Release(ctx, origin, fleet.Answer{ID: 5, At: time.Now()}) },
-		func(ctx context.Context) error { return pc.Pause(ctx, origin, time.Now().Add(time.Second)) },
+		func(ctx context.Context) error { return pc.Pause(ctx, origin, time.Now().Add(time.Second), "retry-after") },
 		func(ctx context.Context) error {
 			_, err := pc.PushBack(ctx, origin, time.Now(), fleet.Backoff{First: time.Second, Max: time.Second})
 			return err
@@ -557,7 +580,7 @@ func testReopen(t *testing.T, p Pacers) {
 	pc := p.New(t)
 	ctx := context.Background()
 	reserve(t, pc, held(time.Hour, 1))
-	if err := pc.Pause(ctx, "https://paused.example", time.Now().Add(time.Hour)); err != nil {
+	if err := pc.Pause(ctx, "https://paused.example", time.Now().Add(time.Hour), "retry-after"); err != nil {
 		t.Fatal(err)
 	}
 	bo := fleet.Backoff{First: slack / 5, Max: time.Hour, Forgive: time.Hour}

@@ -59,7 +59,7 @@ func (p *Memory) Reserve(ctx context.Context, origin string, r fleet.TurnRequest
 	defer p.mu.Unlock()
 	s, now := p.state(origin)
 	g := s.Reserve(now, Request{Every: r.Every, Known: r.Known, MaxWait: max(r.MaxWait, 0), Hold: r.Hold, ID: r.ID, MaxAdaptive: r.MaxAdaptive})
-	return fleet.Turn{OK: g.OK, Wait: max(g.Wait, 0), InFlight: g.InFlight, ID: g.Turn.ID}, nil
+	return fleet.Turn{OK: g.OK, Wait: max(g.Wait, 0), InFlight: g.InFlight, ID: g.Turn.ID, Why: g.Why}, nil
 }
 
 // Release implements [fleet.Pacer] with [State.Release]: the next turn is
@@ -76,7 +76,7 @@ func (p *Memory) Release(ctx context.Context, origin string, a fleet.Answer) err
 }
 
 // Pause implements [fleet.Pacer] with [State.Pause].
-func (p *Memory) Pause(ctx context.Context, origin string, until time.Time) error {
+func (p *Memory) Pause(ctx context.Context, origin string, until time.Time, why string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func (p *Memory) Pause(ctx context.Context, origin string, until time.Time) erro
 	defer p.mu.Unlock()
 	s, now := p.state(origin)
 	if d := time.Until(until); d > 0 {
-		s.Pause(Add(now, d), ReasonRetryAfter)
+		s.Pause(Add(now, d), PauseReason(why))
 	}
 	return nil
 }
@@ -108,17 +108,17 @@ func (p *Memory) PushBack(ctx context.Context, origin string, sent time.Time, b 
 
 // PausedUntil implements [fleet.PauseChecker]: when origin's pause ends, or
 // the zero time.
-func (p *Memory) PausedUntil(ctx context.Context, origin string) (time.Time, error) {
+func (p *Memory) PausedUntil(ctx context.Context, origin string) (time.Time, string, error) {
 	if err := ctx.Err(); err != nil {
-		return time.Time{}, err
+		return time.Time{}, "", err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s, now := p.state(origin)
 	if !s.Paused(now) {
-		return time.Time{}, nil
+		return time.Time{}, "", nil
 	}
-	return time.Now().Add(s.PausedUntil - now), nil
+	return time.Now().Add(s.PausedUntil - now), s.PauseWhy, nil
 }
 
 // Estimate returns origin's response-time estimate.

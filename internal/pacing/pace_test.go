@@ -96,7 +96,7 @@ func TestMemoryPacer(t *testing.T) {
 		if d := time.Until(until); d != time.Minute {
 			t.Errorf("back-off pause %v, want 1m", d)
 		}
-		if pu, _ := p.PausedUntil(ctx, o); !pu.Equal(until) {
+		if pu, _, _ := p.PausedUntil(ctx, o); !pu.Equal(until) {
 			t.Errorf("PausedUntil %v, want %v", pu, until)
 		}
 		done, cancel := context.WithCancel(ctx)

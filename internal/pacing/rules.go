@@ -364,6 +364,29 @@ func (s *State) Record(at, every time.Duration, why string, held bool, until tim
 	return t
 }
 
+// Spacing reports whether why is a reason that spaces or pauses an
+// origin's turns (not ReasonInFlight, ReasonRobotsTxt or ReasonPacer, which
+// say what a request waits for, nor a string of someone else's).
+func Spacing(why string) bool {
+	switch why {
+	case ReasonRetryAfter, ReasonRateLimit, ReasonBackoff, ReasonCrawlDelay, ReasonRequestRate,
+		ReasonDefaultPace, ReasonSlowAnswers:
+		return true
+	}
+	return false
+}
+
+// PauseReason returns why, a reason given with a pause from outside (a
+// Pacer's caller), if it is one that spaces turns (see Spacing), and
+// ReasonRetryAfter otherwise: a reason kept or sent on is one of a few
+// short constants, whatever a caller passed.
+func PauseReason(why string) string {
+	if Spacing(why) {
+		return why
+	}
+	return ReasonRetryAfter
+}
+
 // Pause pauses the origin until until for the reason why, unless it is
 // paused longer; every request takes a turn until then.
 func (s *State) Pause(until time.Duration, why string) {
