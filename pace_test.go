@@ -256,7 +256,9 @@ func (p *downWatcher) Reserve(context.Context, string, fleet.TurnRequest) (fleet
 func (p *downWatcher) Pause(context.Context, string, time.Time, string) error {
 	return errors.New("pacer down")
 }
-func (p *downWatcher) WatchedPause(string) (time.Time, string, bool) { return p.until, "retry-after", true }
+func (p *downWatcher) WatchedPause(string) (time.Time, string, bool) {
+	return p.until, "retry-after", true
+}
 
 // TestWatchedPauseHoldsWhenPacerFails: a pause in the Pacer's copy of the
 // fleet's pauses holds a request back even when Reserve fails and the

@@ -522,7 +522,9 @@ func testContext(t *testing.T, p Pacers) {
 	}
 	for _, f := range []func(ctx context.Context) error{
 		func(ctx context.Context) error { return pc.Release(ctx, origin, fleet.Answer{ID: 5, At: time.Now()}) },
-		func(ctx context.Context) error { return pc.Pause(ctx, origin, time.Now().Add(time.Second), "retry-after") },
+		func(ctx context.Context) error {
+			return pc.Pause(ctx, origin, time.Now().Add(time.Second), "retry-after")
+		},
 		func(ctx context.Context) error {
 			_, err := pc.PushBack(ctx, origin, time.Now(), fleet.Backoff{First: time.Second, Max: time.Second})
 			return err
