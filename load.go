@@ -118,7 +118,8 @@ func (l *loader) wait(ctx context.Context, s *site, u *url.URL, userAgent func()
 			l.load(ctx, s, f, userAgent())
 			return f.st, nil
 		}
-		go l.load(ctx, s, f, userAgent())
+		ua := userAgent()
+		l.turns.goOwed(func() { l.load(ctx, s, f, ua) })
 	} else {
 		s.mu.Unlock()
 	}

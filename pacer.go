@@ -50,7 +50,7 @@ func (tn *turns) afterAnswer(ctx context.Context, call func(context.Context)) {
 		call(pctx)
 	}
 	if tn.maxWaitOf(ctx) > 0 {
-		go run()
+		tn.goOwed(run)
 		return
 	}
 	run()
@@ -136,6 +136,10 @@ func (tn *turns) reserve(ctx context.Context, s *site, a ask, lim turnLimit, f *
 			tn.pacerRelease(ctx, s, fleet.Answer{ID: r.ID, At: time.Now(), Unsent: true})
 		}
 	}
+	why := a.why
+	if pacing.Spacing(r.Why) {
+		why = r.Why // the Pacer knows what sets the turn: a pause of another's, say
+	}
 	switch {
 	case err == nil && r.OK:
 		// Counted from the answer, not the question: the turn the
@@ -143,10 +147,6 @@ func (tn *turns) reserve(ctx context.Context, s *site, a ask, lim turnLimit, f *
 		wait := max(r.Wait, 0)
 		at := add(tn.now(), wait)
 		t := tn.paceOf(s).Record(at, a.every, a.why, r.ID != 0, add(at, hold), r.ID)
-		why := a.why
-		if wait > 0 && pacing.Spacing(r.Why) {
-			why = r.Why // the Pacer knows what set it: a pause of another's
-		}
 		return grant{wait: wait, ok: true, why: why, tk: turn{p: tn.paceOf(s), t: t, pacer: true}}, nil
 	case err == nil && r.InFlight:
 		// In flight from another user of the Pacer: poll it, from
@@ -158,7 +158,7 @@ func (tn *turns) reserve(ctx context.Context, s *site, a ask, lim turnLimit, f *
 		return grant{wait: wait, why: ReasonInFlight}, nil
 	case err == nil:
 		wait := max(r.Wait, time.Nanosecond) // a Pacer that refuses a turn it says is now
-		return grant{}, tn.notYet(ctx, s, u, now, wait, lim, a.why)
+		return grant{}, tn.notYet(ctx, s, u, now, wait, lim, why)
 	case ctx.Err() != nil:
 		tn.releaseLost(ctx, s, id, hold)
 		return grant{}, fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
@@ -202,7 +202,9 @@ func (tn *turns) releaseLost(ctx context.Context, s *site, id uint64, hold time.
 	if hold <= 0 {
 		return
 	}
-	go tn.pacerRelease(context.WithoutCancel(ctx), s, fleet.Answer{ID: id, At: time.Now(), Unsent: true})
+	tn.goOwed(func() {
+		tn.pacerRelease(context.WithoutCancel(ctx), s, fleet.Answer{ID: id, At: time.Now(), Unsent: true})
+	})
 }
 
 // pacerCtx returns ctx bounded for one call to the Pacer: by storeTimeout,

@@ -192,11 +192,12 @@ func seconds(t, n int64) time.Duration {
 	return time.Duration(q)
 }
 
-// fieldLen returns the length of a field's lines joined.
+// fieldLen returns the length of a field's lines joined as one line, with
+// ", " between them (RFC 9110 §5.3).
 func fieldLen(lines []string) int {
-	n := 0
+	n := 2 * (len(lines) - 1)
 	for _, l := range lines {
-		n += len(l) + 2
+		n += len(l)
 	}
 	return n
 }

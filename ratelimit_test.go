@@ -105,6 +105,25 @@ func TestParseRateLimitLarge(t *testing.T) {
 		t.Errorf("field under the bound: %v, %v want 9s, true", d, ok)
 	}
 
+	// The bound is exact: a field of 8 KiB is read, one a byte longer
+	// is not, on one line or on two joined by ", ".
+	last := `"last";r=0;t=9`
+	for _, lines := range [][]string{
+		{strings.Repeat(" ", maxRateLimitField-len(last)) + last},
+		{strings.Repeat(" ", maxRateLimitField-len(last)-2-(len(member)-2)) + member[:len(member)-2], last},
+	} {
+		if got := fieldLen(lines); got != maxRateLimitField {
+			t.Fatalf("fieldLen of the test's field = %d, want %d", got, maxRateLimitField)
+		}
+		if d, ok := parseRateLimit(http.Header{"Ratelimit": lines}); !ok || d != 9*time.Second {
+			t.Errorf("a field of exactly %d bytes in %d lines: %v, %v want 9s, true", maxRateLimitField, len(lines), d, ok)
+		}
+		lines[0] = " " + lines[0]
+		if d, ok := parseRateLimit(http.Header{"Ratelimit": lines}); ok {
+			t.Errorf("a field of %d bytes in %d lines: %v, %v want ignored", maxRateLimitField+1, len(lines), d, ok)
+		}
+	}
+
 	// A long policy field is ignored the same way; the RateLimit field
 	// still counts.
 	h = http.Header{"Ratelimit": {`"p";r=0`, `"q";r=0;t=3`}, "Ratelimit-Policy": {strings.Repeat(`"p";q=1;w=99, `, 64<<10/14) + `"p";q=1;w=99`}}

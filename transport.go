@@ -310,6 +310,25 @@ func NewTransport(base http.RoundTripper, agent string) *Transport {
 	return &Transport{Base: base, Agent: agent, named: true}
 }
 
+// Flush waits until the Transport has made every call it owes its Pacer and
+// Store for the requests it has answered: the release of their turns, the
+// pauses and back-offs their answers asked for (made on goroutines of
+// their own for requests under MaxWait), and the fetches of robots.txt
+// under way that a caller gave up waiting for (whose entries go to the
+// Store). A program whose Pacer or Store outlives it (shared with other
+// processes, or kept in a file) calls Flush before it exits, and before it
+// closes them: a release lost at exit leaves the origin held for
+// TurnTimeout, and a pause lost lets the next process send early. Each
+// call it waits for is bounded by 2 seconds, and a fetch by FetchTimeout.
+//
+// Flush returns ctx's error if ctx is done first, and nil at once if
+// nothing is owed. The Transport stays usable: calls owed by requests
+// answered while Flush waits may be waited for too.
+func (t *Transport) Flush(ctx context.Context) error {
+	t.once.Do(t.init)
+	return t.turns.owed.wait(ctx)
+}
+
 func (t *Transport) init() {
 	c := config{
 		base:         t.Base,

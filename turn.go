@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -87,6 +88,64 @@ type turns struct {
 	// since when every Reserve cut short by MaxWait has gone unanswered,
 	// in Unix ns; 0 if the last one was answered
 	pacerSlowSince atomic.Int64
+	// the calls owed to the Pacer and the Store on goroutines of their
+	// own, which Transport.Flush waits for
+	owed owed
+}
+
+// owed counts the calls a Transport makes on goroutines of their own after
+// the request that started them has returned (a release, a pause, a fetch
+// of robots.txt that a caller gave up on): Transport.Flush waits for them.
+// The zero owed owes nothing. It is safe for concurrent use.
+type owed struct {
+	mu   sync.Mutex
+	n    int           // guarded by mu
+	done chan struct{} // guarded by mu: closed when n falls to 0; nil while n is 0
+}
+
+// add notes one more call owed.
+func (o *owed) add() {
+	o.mu.Lock()
+	if o.n == 0 {
+		o.done = make(chan struct{})
+	}
+	o.n++
+	o.mu.Unlock()
+}
+
+// paid notes that a call owed was made.
+func (o *owed) paid() {
+	o.mu.Lock()
+	if o.n--; o.n == 0 {
+		close(o.done)
+		o.done = nil
+	}
+	o.mu.Unlock()
+}
+
+// wait waits until no call is owed, or ctx is done.
+func (o *owed) wait(ctx context.Context) error {
+	o.mu.Lock()
+	done := o.done
+	o.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// goOwed runs f on a goroutine of its own, owed until it returns.
+func (tn *turns) goOwed(f func()) {
+	tn.owed.add()
+	go func() {
+		defer tn.owed.paid()
+		f()
+	}()
 }
 
 // now returns the time since epoch, on the monotonic clock.
