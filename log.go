@@ -74,3 +74,12 @@ func (t *logs) logFetch(ctx context.Context, origin string, r *fetchResult, e *f
 	}
 	l.LogAttrs(ctx, level, "robots: fetched robots.txt", attrs...)
 }
+
+// Debugging, Debug and Warn make logs a pacing.Logger.
+func (t *logs) Debugging(ctx context.Context) bool { return t.debugging(ctx) }
+
+func (t *logs) Debug(ctx context.Context, msg string, attrs ...slog.Attr) {
+	t.debug(ctx, msg, attrs...)
+}
+
+func (t *logs) Warn(ctx context.Context, msg string, args ...any) { t.log(ctx, msg, args...) }

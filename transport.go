@@ -236,10 +236,9 @@ type Transport struct {
 	epoch  time.Time // set once: the origin of the clock of t.now
 	cache  *cache    // set once
 	stats  stats
-	logs                           // set once
-	paces  pacing.Table[originKey] // the paces of origins dropped from cache
-	turns  turns                   // set once
-	loader loader                  // set once
+	logs                // set once
+	turns  pacing.Turns // set once
+	loader loader       // set once
 	// the last User-Agent header → token derivation
 	ua atomic.Pointer[uaToken]
 	// named is set by NewTransport: Agent must name a token, even when
@@ -326,7 +325,7 @@ func NewTransport(base http.RoundTripper, agent string) *Transport {
 // answered while Flush waits may be waited for too.
 func (t *Transport) Flush(ctx context.Context) error {
 	t.once.Do(t.init)
-	return t.turns.owed.wait(ctx)
+	return t.turns.Flush(ctx)
 }
 
 func (t *Transport) init() {
@@ -425,10 +424,18 @@ func (t *Transport) init() {
 		c.defaultDelay, c.maxAdaptive = 0, 0
 	}
 	t.cfg = c
-	t.cache = newCache(c.maxOrigins, c.maxBytes, &t.paces)
 	t.epoch = time.Now()
 	t.logs = logs{logger: c.logger}
-	t.turns = turns{logs: &t.logs, cfg: &t.cfg, epoch: t.epoch, cache: t.cache, paces: &t.paces, stats: &t.stats}
+	pc := pacing.Config{
+		MinDelay: c.minDelay, MaxWait: c.maxWait, TurnTimeout: c.turnTimeout, MaxAdaptive: c.maxAdaptive,
+		IgnoreRetryAfter: c.ignoreRetryAfter, MaxRetryAfter: c.maxRetryAfter, Backoff: c.backoff,
+		Pacer: c.pacer, CallTimeout: storeTimeout, NotYet: turnError,
+	}
+	if c.logger != nil {
+		pc.Log = &t.logs
+	}
+	t.turns.Init(pc, t.epoch)
+	t.cache = newCache(c.maxOrigins, c.maxBytes, &t.turns)
 	t.loader = loader{logs: &t.logs, cfg: &t.cfg, epoch: t.epoch, cache: t.cache, stats: &t.stats, turns: &t.turns, missed: t.missed}
 }
 
@@ -480,16 +487,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var s *site
 	var st *state
 	now := t.now()
-	var tk turn
+	var tk pacing.Ticket
 	if isRobotsTxt(req.URL) {
 		s, tk, err = t.robotsTxtSite(ctx, req.URL, req.Host, now)
 	} else {
-		var a ask
+		var a pacing.Ask
 		s, st, a, err = t.check(ctx, req.URL, req.Host, agent, t.fetchAgent(req.Header, ua), now)
-		if err == nil {
-			if !t.turns.free(s, a) {
-				tk, err = t.turns.waitTurn(ctx, s, a, nil, false, now, req.URL)
-			}
+		if err == nil && !t.turns.Free(s, a) {
+			tk, err = t.turns.Wait(ctx, s, a, nil, now, req.URL)
 		}
 	}
 	if err != nil {
@@ -502,17 +507,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	t.stats.sent.add()
 	sent := now // when the request left, for the bursts of a back-off
-	if tk.p != nil {
-		sent = max(sent, tk.t.At) // its turn: it left then, or at once
+	if tk.Taken() {
+		sent = max(sent, tk.At()) // its turn: it left then, or at once
 	}
 	resp, err := t.cfg.base.RoundTrip(req)
 	// The next request is spaced from this one's answer: the site sees
 	// them an interval apart, however long this one took to reach it.
-	if tk.p != nil {
-		t.turns.release(ctx, s, tk, sent, err != nil && ctx.Err() == nil)
+	if tk.Taken() {
+		t.turns.Release(ctx, s, tk, sent, err != nil && ctx.Err() == nil)
 	}
 	if err == nil && resp != nil {
-		t.turns.answered(ctx, s, resp.StatusCode, resp.Header, sent)
+		t.turns.Answered(ctx, s, resp.StatusCode, resp.Header, sent)
 		t.attachUsage(resp, req, st, agent) // see UsageOf
 	}
 	return resp, err
@@ -521,17 +526,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // robotsTxtSite returns the site of u with Host host, a request for
 // /robots.txt that began at now, after waiting for its turn. It does not
 // fetch robots.txt.
-func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL, host string, now time.Duration) (*site, turn, error) {
+func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL, host string, now time.Duration) (*site, pacing.Ticket, error) {
 	k, _, err := authorityOf(u, host)
 	if err != nil {
-		return nil, turn{}, err
+		return nil, pacing.Ticket{}, err
 	}
 	sh := t.cache.shard(k)
 	s := sh.get(k)
 	if s == nil {
 		s, _ = t.cache.add(sh, k, now)
 	}
-	tk, err := t.turns.waitTurn(ctx, s, t.turns.fetchAsk(s), nil, true, now, u)
+	tk, err := t.turns.Wait(ctx, s, t.turns.FetchAsk(s), nil, now, u)
 	return s, tk, err
 }
 
