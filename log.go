@@ -75,11 +75,13 @@ func (t *logs) logFetch(ctx context.Context, origin string, r *fetchResult, e *f
 	l.LogAttrs(ctx, level, "robots: fetched robots.txt", attrs...)
 }
 
-// Debugging, Debug and Warn make logs a pacing.Logger.
-func (t *logs) Debugging(ctx context.Context) bool { return t.debugging(ctx) }
+// turnLog is the pacing.Logger of a Transport's records.
+type turnLog struct{ l *logs }
 
-func (t *logs) Debug(ctx context.Context, msg string, attrs ...slog.Attr) {
-	t.debug(ctx, msg, attrs...)
+func (t turnLog) Debugging(ctx context.Context) bool { return t.l.debugging(ctx) }
+
+func (t turnLog) Debug(ctx context.Context, msg string, attrs ...slog.Attr) {
+	t.l.debug(ctx, msg, attrs...)
 }
 
-func (t *logs) Warn(ctx context.Context, msg string, args ...any) { t.log(ctx, msg, args...) }
+func (t turnLog) Warn(ctx context.Context, msg string, args ...any) { t.l.log(ctx, msg, args...) }

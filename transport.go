@@ -188,9 +188,10 @@ type Transport struct {
 	// TurnTimeout bounds how long a request to a paced origin holds it:
 	// one request to it is in flight at a time, and the next leaves an
 	// interval after its answer (response headers or error), or after
-	// TurnTimeout if the answer has not come by then (a Base that hangs, a
-	// killed process holding a Pacer's turn); such a hold counts as an
-	// answer that took TurnTimeout. If zero, DefaultTurnTimeout.
+	// TurnTimeout if the answer has not come by then. A request of this
+	// Transport still awaited then counts as an answer that took
+	// TurnTimeout; a hold in a Pacer whose holder is gone (a killed
+	// process) costs the site only the hold. If zero, DefaultTurnTimeout.
 	TurnTimeout time.Duration
 
 	// Backoff pauses an origin that answers 429 or 503 without a usable
@@ -432,7 +433,7 @@ func (t *Transport) init() {
 		Pacer: c.pacer, CallTimeout: storeTimeout, NotYet: turnError,
 	}
 	if c.logger != nil {
-		pc.Log = &t.logs
+		pc.Log = turnLog{&t.logs}
 	}
 	t.turns.Init(pc, t.epoch)
 	t.cache = newCache(c.maxOrigins, c.maxBytes, &t.turns)
