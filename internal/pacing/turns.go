@@ -402,14 +402,13 @@ func (tn *Turns) Wait(ctx context.Context, s Site, a Ask, f Fetch, start time.Du
 				return Ticket{}, err
 			}
 		}
-		now = tn.Now()
 		// A pause that began while this request waited holds it back
 		// too: no request goes to a paused origin.
-		if g.wait <= 0 || !tn.paused(ctx, s, now, true) {
+		if g.wait <= 0 || !tn.paused(ctx, s, tn.Now(), true) {
 			if !tk.t.Held && tk.p != nil {
 				// A turn that holds nothing is moved to when its
 				// request leaves, if it woke late.
-				tk.p.Settle(now, tk.t)
+				tk.p.Settle(tn.Now(), tk.t)
 			}
 			return tk, nil
 		}
@@ -489,9 +488,10 @@ func (tn *Turns) Release(ctx context.Context, s Site, tk Ticket, sent time.Durat
 		return
 	}
 	now := tn.Now()
-	a := fleet.Answer{ID: tk.t.ID, At: tn.wall(now), Took: max(now-sent, 0), Failed: failed, MaxAdaptive: tn.cfg.MaxAdaptive}
+	a := fleet.Answer{ID: tk.t.ID, Took: max(now-sent, 0), Failed: failed, MaxAdaptive: tn.cfg.MaxAdaptive}
 	tk.p.Release(now, tk.t, a)
 	if tk.pacer && tk.t.Held {
+		a.At = tn.wall(now)
 		tn.pacerRelease(ctx, s, a)
 	}
 }
