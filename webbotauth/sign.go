@@ -275,11 +275,11 @@ func agentValue(raw string, f Form) (string, error) {
 		// would have as many names as spellings.
 		return "", fmt.Errorf("%w: %q has a query or a fragment", ErrAgent, raw)
 	}
-	host, err := httpguts.PunycodeHostPort(u.Host)
+	host, err := authority(u.Host, "https")
 	if err != nil {
-		return "", fmt.Errorf("%w: host %q: %v", ErrAgent, u.Host, err)
+		return "", fmt.Errorf("%w: host %q", ErrAgent, u.Host)
 	}
-	u.Host = strings.ToLower(host)
+	u.Host = host
 	if f == FormURL {
 		return checkString(u.String())
 	}
