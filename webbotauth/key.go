@@ -171,3 +171,20 @@ func MarshalPKCS8(key ed25519.PrivateKey) ([]byte, error) {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
 }
+
+// KeySet returns the public JSON Web Key Set of pub, its kid the
+// thumbprint: a directory's body without nbf and exp, or the keys of a
+// Signature Agent Card.
+func KeySet(pubs ...ed25519.PublicKey) ([]byte, error) {
+	var set struct {
+		Keys []jwk `json:"keys"`
+	}
+	for _, pub := range pubs {
+		kid, err := Thumbprint(pub)
+		if err != nil {
+			return nil, err
+		}
+		set.Keys = append(set.Keys, jwk{Kty: "OKP", Crv: "Ed25519", Kid: kid, X: b64url.EncodeToString(pub), Use: "sig"})
+	}
+	return json.Marshal(set)
+}
