@@ -308,3 +308,35 @@ func BenchmarkRoundTripSigned(b *testing.B) {
 		})
 	}
 }
+
+// TestCard: the card states the pacing the Transport enforces.
+func TestCard(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		tr           *Transport
+		control, not string
+		expect       string
+		keys         bool
+	}{
+		{"default", NewTransport(nil, "ExampleBot"), "robots.txt Crawl-delay", "",
+			"one request at a time per site, 1s apart where robots.txt states no delay", false},
+		{"signed, ignoring Crawl-delay", &Transport{Agent: "ExampleBot", IgnoreCrawlDelay: true, Signer: newSigner(t, signKey())}, "Retry-After", "Crawl-delay",
+			"one request at a time per site, 1s apart where robots.txt states no delay", true},
+		{"no default pace, MinDelay", &Transport{Agent: "ExampleBot", NoDefaultPace: true, MinDelay: 2 * time.Second, IgnoreRetryAfter: true, IgnoreBackoff: true}, "RateLimit", "Retry-After",
+			"one request at a time per site, never under 2s apart", false},
+		{"DefaultDelay and MinDelay", &Transport{Agent: "ExampleBot", DefaultDelay: 5 * time.Second, MinDelay: 2 * time.Second}, "back-off", "",
+			"one request at a time per site, 5s apart where robots.txt states no delay, never under 2s", false},
+	} {
+		card, err := c.tr.Card()
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if card.ProductToken != "ExampleBot" || !card.RFC9309Compliance || card.Trigger != "crawler" || card.RateExpectation != c.expect ||
+			!strings.Contains(card.RateControl, c.control) || c.not != "" && strings.Contains(card.RateControl, c.not) || (card.Keys != nil) != c.keys {
+			t.Errorf("%s: card %+v", c.name, card)
+		}
+	}
+	if _, err := NewTransport(nil, "").Card(); err == nil {
+		t.Error("the card of a Transport with no agent: no error")
+	}
+}
