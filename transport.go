@@ -238,7 +238,8 @@ type Transport struct {
 	// hop (an http.Client calls RoundTrip per hop), each fetch of
 	// robots.txt and each of its redirect hops, each signed over its own
 	// authority and created when it is handed to Base. It signs a copy:
-	// the caller's request is not modified. A request that carries
+	// the caller's request is not modified; a request for a host the
+	// Signer's Hosts do not list is sent as it is. A request that carries
 	// Signature, Signature-Input or Signature-Agent already is refused
 	// (webbotauth.ErrSigned), and one the Signer fails to sign
 	// (webbotauth.ErrSign, ErrRequest) too: neither is sent, and the

@@ -80,7 +80,7 @@ var (
 	ErrSigned = errors.New("webbotauth: request already carries Signature headers")
 	// ErrRequest: a request whose authority or a covered header cannot be
 	// signed (no host, a host that is not a valid name, a value with a
-	// line break).
+	// control byte, which net/http would not send either).
 	ErrRequest = errors.New("webbotauth: request cannot be signed")
 	// ErrSign: the Key failed, panicked, outlasted its Timeout or
 	// returned a signature that does not verify. Nothing is signed.
@@ -158,6 +158,14 @@ type Options struct {
 	// ErrSign (its call goes on, on its own goroutine, until it returns).
 	Timeout time.Duration
 
+	// Hosts, if not empty, are the only hosts whose requests are signed:
+	// a name ("example.com", which its subdomains do not match) or a
+	// pattern "*.example.com" (its subdomains, not itself), in any case,
+	// without a port; a non-ASCII name is matched in Punycode. Sign leaves
+	// a request for another host as it is, and returns nil. If empty,
+	// every request is signed.
+	Hosts []string
+
 	// Now, if non-nil, is the clock of created; time.Now if nil.
 	Now func() time.Time
 }
@@ -173,6 +181,9 @@ type Signer struct {
 	life    time.Duration
 	nonce   bool
 	now     func() time.Time
+
+	hosts    map[string]bool // Options.Hosts' names; nil if every host
+	suffixes []string        // Options.Hosts' patterns, as ".example.com"
 
 	label   string
 	method  bool
@@ -234,6 +245,21 @@ func New(o Options) (*Signer, error) {
 		}
 		if !contains(s.headers, name) {
 			s.headers = append(s.headers, name)
+		}
+	}
+	for _, h := range o.Hosts {
+		suffix := strings.HasPrefix(h, "*.")
+		name, err := authority(strings.TrimPrefix(h, "*."), "")
+		if err != nil || strings.ContainsAny(name, ":*") {
+			return nil, fmt.Errorf("%w: Hosts: %q is not a host name or a pattern *.name", ErrOptions, h)
+		}
+		if s.hosts == nil {
+			s.hosts = make(map[string]bool)
+		}
+		if suffix {
+			s.suffixes = append(s.suffixes, "."+name)
+		} else {
+			s.hosts[name] = true
 		}
 	}
 	if o.Form < FormURL || o.Form > FormString {
@@ -322,6 +348,7 @@ type Params struct {
 // not create req signs a clone (http.Request.Clone). The request's context
 // bounds a call to a Key that is not an ed25519.PrivateKey.
 //
+// A request for a host that Options.Hosts does not list is left as it is.
 // A request that carries any of those three fields already fails with
 // ErrSigned. A request whose authority cannot be signed fails with
 // ErrRequest, and one the Key cannot sign with ErrSign; req is then left as
@@ -356,15 +383,18 @@ func (s *Signer) SignParams(req *http.Request, p Params) error {
 			return fmt.Errorf("%w: nonce %q is not a structured-field string", ErrOptions, p.Nonce)
 		}
 	}
+	authority, err := Authority(req)
+	if err != nil {
+		return err
+	}
+	if s.hosts != nil && !s.covers(authority) {
+		return nil
+	}
 	h := req.Header
 	for _, name := range [...]string{"Signature", "Signature-Input", "Signature-Agent"} {
 		if _, ok := h[name]; ok {
 			return fmt.Errorf("%w: %s", ErrSigned, name)
 		}
-	}
-	authority, err := Authority(req)
-	if err != nil {
-		return err
 	}
 
 	// The covered components, and the signature base (RFC 9421 §2.5).
@@ -419,8 +449,11 @@ func (s *Signer) SignParams(req *http.Request, p Params) error {
 				v.WriteString(", ")
 			}
 			x = strings.Trim(x, " \t")
-			if strings.ContainsAny(x, "\r\n\x00") {
-				return fmt.Errorf("%w: header %s has a line break", ErrRequest, name)
+			if !httpguts.ValidHeaderFieldValue(x) {
+				// A control byte (a line break, say): net/http
+				// would not send it, and it could forge a line of
+				// the signature base.
+				return fmt.Errorf("%w: header %s has a control byte", ErrRequest, name)
 			}
 			v.WriteString(x)
 		}
@@ -506,6 +539,23 @@ func signBounded(ctx context.Context, key crypto.Signer, pub ed25519.PublicKey, 
 	}
 }
 
+// covers reports whether Options.Hosts lists the host of authority.
+func (s *Signer) covers(authority string) bool {
+	host := authority
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.HasSuffix(host, "]") {
+		host = host[:i]
+	}
+	if s.hosts[host] {
+		return true
+	}
+	for _, suffix := range s.suffixes {
+		if strings.HasSuffix(host, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
 // Authority returns the @authority component of req (RFC 9421 §2.2.3): the
 // host and port it is sent to, as its Host field carries them, in lowercase
 // ASCII (Punycode for a non-ASCII name, as net/http sends it), without a
@@ -530,6 +580,14 @@ func Authority(req *http.Request) (string, error) {
 func authority(host, scheme string) (string, error) {
 	if i := strings.LastIndexByte(host, '@'); i >= 0 {
 		host = host[i+1:] // user info is not sent in Host
+	}
+	// net/http sends an IPv6 address without its zone.
+	if strings.HasPrefix(host, "[") {
+		if i := strings.LastIndexByte(host, ']'); i > 0 {
+			if j := strings.LastIndexByte(host[:i], '%'); j > 0 {
+				host = host[:j] + host[i:]
+			}
+		}
 	}
 	ascii, err := httpguts.PunycodeHostPort(host)
 	if err != nil {

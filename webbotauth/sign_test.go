@@ -372,3 +372,72 @@ var (
 )
 
 func bufioReader(s string) *bufio.Reader { return bufio.NewReader(strings.NewReader(s)) }
+
+// TestHosts: with Options.Hosts, only the requests for the hosts listed are
+// signed; the others are left as they are, their own Signature fields too.
+func TestHosts(t *testing.T) {
+	s, err := New(Options{Key: testKey(t), Agent: testAgent, Hosts: []string{"Example.com", "*.shop.example", "bücher.example"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for url, signed := range map[string]bool{
+		"https://example.com/":           true,
+		"https://EXAMPLE.com:8443/":      true,
+		"https://www.example.com/":       false,
+		"https://a.shop.example/":        true,
+		"https://a.b.shop.example/":      true,
+		"https://shop.example/":          false,
+		"https://xn--bcher-kva.example/": true,
+		"https://other.example/":         false,
+		"http://[::1]:8080/":             false,
+	} {
+		req := httptest.NewRequest("GET", url, nil)
+		req.Header = http.Header{}
+		if !signed {
+			req.Header.Set("Signature", "theirs=:AAAA:")
+		}
+		if err := s.Sign(req); err != nil {
+			t.Errorf("%s: %v", url, err)
+		}
+		if got := req.Header.Get("Signature-Input") != ""; got != signed {
+			t.Errorf("%s: signed %v, want %v", url, got, signed)
+		}
+	}
+	for _, bad := range []string{"", "example.com:443", "*", "*.", "a b", "https://example.com"} {
+		if _, err := New(Options{Key: testKey(t), Hosts: []string{bad}}); !errors.Is(err, ErrOptions) {
+			t.Errorf("Hosts %q: %v, want ErrOptions", bad, err)
+		}
+	}
+}
+
+// TestAuthority: the authority signed is the one net/http sends.
+func TestAuthority(t *testing.T) {
+	for url, want := range map[string]string{
+		"https://Example.COM:443/":     "example.com",
+		"http://example.com:80/":       "example.com",
+		"http://example.com:443/":      "example.com:443",
+		"https://u:p@bücher.example/":  "xn--bcher-kva.example",
+		"http://[fe80::1%25en0]:8080/": "[fe80::1]:8080",
+		"http://[::1]/":                "[::1]",
+	} {
+		req, err := http.NewRequest("GET", url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Authority(req)
+		if err != nil || got != want {
+			t.Errorf("Authority(%s) = %q, %v; want %q", url, got, err, want)
+		}
+		// What net/http sends, normalized as RFC 9421 §2.2.3 says.
+		srv := receive(t, req)
+		sent := strings.ToLower(srv.Host)
+		if req.URL.Scheme == "https" {
+			sent = strings.TrimSuffix(sent, ":443")
+		} else {
+			sent = strings.TrimSuffix(sent, ":80")
+		}
+		if sent != want {
+			t.Errorf("%s: net/http sends Host %q, the signature covers %q", url, srv.Host, want)
+		}
+	}
+}
