@@ -482,11 +482,30 @@ func (s *Signer) SignParams(req *http.Request, p Params) error {
 		h = make(http.Header, 3)
 		req.Header = h
 	}
+	// The three values share one array, each slice capped, and each
+	// string is built in one allocation.
+	values := make([]string, 3)
+	var in strings.Builder
+	in.Grow(len(s.label) + 1 + len(params))
+	in.WriteString(s.label)
+	in.WriteByte('=')
+	in.Write(params)
+	values[1] = in.String()
+	var enc [88]byte // base64 of an Ed25519 signature, 64 bytes
+	var out strings.Builder
+	out.Grow(len(s.label) + 3 + len(enc))
+	out.WriteString(s.label)
+	out.WriteString("=:")
+	base64.StdEncoding.Encode(enc[:], sig)
+	out.Write(enc[:base64.StdEncoding.EncodedLen(len(sig))])
+	out.WriteByte(':')
+	values[2] = out.String()
 	if s.agentField != "" {
-		h["Signature-Agent"] = []string{s.agentField}
+		values[0] = s.agentField
+		h["Signature-Agent"] = values[0:1:1]
 	}
-	h["Signature-Input"] = []string{s.label + "=" + string(params)}
-	h["Signature"] = []string{s.label + "=:" + base64.StdEncoding.EncodeToString(sig) + ":"}
+	h["Signature-Input"] = values[1:2:2]
+	h["Signature"] = values[2:3:3]
 	return nil
 }
 
