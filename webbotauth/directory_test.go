@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/dunglas/httpsfv"
+
+	"github.com/f9014239/robots/internal/httpsigtest"
 )
 
 // TestDirectoryRotation serves two keys, the old and the new, as a rotation
@@ -161,5 +163,59 @@ func TestDirectoryBadInput(t *testing.T) {
 	d.ServeHTTP(w, httptest.NewRequest("GET", "https://crawler.example"+WellKnownPath, nil))
 	if w.Code != http.StatusServiceUnavailable || strings.Contains(w.Body.String(), "keys") {
 		t.Errorf("failing key: %d %s", w.Code, w.Body)
+	}
+}
+
+// TestRotationVerifies: during a rotation the directory lists both keys; a
+// verifier that knows only the directory verifies requests signed with the
+// new key, and those the old key signed before the switch, and after the
+// old key is dropped, only the new key's.
+func TestRotationVerifies(t *testing.T) {
+	old := testKey(t)
+	newKey, _ := GenerateKey(nil)
+	now := time.Now()
+	keysOf := func(d *Directory) map[string]ed25519.PublicKey {
+		var set struct{ Keys []struct{ Kid, X string } }
+		if err := json.Unmarshal(d.JSON(), &set); err != nil {
+			t.Fatal(err)
+		}
+		keys := map[string]ed25519.PublicKey{}
+		for _, k := range set.Keys {
+			x, _ := base64.RawURLEncoding.DecodeString(k.X)
+			keys[k.Kid] = x
+		}
+		return keys
+	}
+	sign := func(k ed25519.PrivateKey) *http.Request {
+		s, err := New(Options{Key: k, Agent: testAgent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest("GET", "https://example.com/", nil)
+		if err := s.Sign(req); err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	both, err := NewDirectory([]DirectoryKey{{Key: old, Expires: now.Add(time.Hour)}, {Key: newKey, NotBefore: now}}, DirectoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &httpsigtest.Verifier{Keys: keysOf(both), Now: now.Add(time.Second), Skew: time.Second}
+	for name, req := range map[string]*http.Request{"old": sign(old), "new": sign(newKey)} {
+		if _, err := v.Verify(req, DefaultLabel); err != nil {
+			t.Errorf("the %s key's signature, both keys published: %v", name, err)
+		}
+	}
+	after, err := NewDirectory([]DirectoryKey{{Key: newKey}}, DirectoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Keys = keysOf(after)
+	if _, err := v.Verify(sign(newKey), DefaultLabel); err != nil {
+		t.Errorf("the new key, alone: %v", err)
+	}
+	if _, err := v.Verify(sign(old), DefaultLabel); err == nil {
+		t.Error("the old key's signature verifies after the old key was dropped")
 	}
 }
