@@ -340,3 +340,39 @@ func TestCard(t *testing.T) {
 		t.Error("the card of a Transport with no agent: no error")
 	}
 }
+
+// TestSignedRobotsRedirect: a fetch of robots.txt redirected to another
+// host is signed at each hop, over that hop's authority.
+func TestSignedRobotsRedirect(t *testing.T) {
+	var log recorder
+	b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		log.add(r)
+		io.WriteString(w, "User-agent: *\nDisallow: /private\n")
+	}))
+	defer b.Close()
+	a := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		log.add(r)
+		if r.URL.Path == "/robots.txt" {
+			http.Redirect(w, r, b.URL+"/robots.txt", http.StatusMovedPermanently)
+			return
+		}
+		io.WriteString(w, "page")
+	}))
+	defer a.Close()
+	tr := noDefaultPace(NewTransport(nil, "ExampleBot"))
+	tr.Signer = newSigner(t, signKey())
+	defer tr.CloseIdleConnections()
+	if err := tr.Check(context.Background(), mustURL(a.URL+"/private/x")); !errors.Is(err, ErrDisallowed) {
+		t.Fatalf("Check = %v, want disallowed by the redirected robots.txt", err)
+	}
+	got := log.arrivals()
+	hostA, hostB := strings.TrimPrefix(a.URL, "http://"), strings.TrimPrefix(b.URL, "http://")
+	if len(got) != 2 || got[0].authority != hostA || got[1].authority != hostB {
+		t.Fatalf("arrivals %+v, want robots.txt at %s then %s", got, hostA, hostB)
+	}
+	for _, g := range got {
+		if g.err != nil || !strings.Contains(g.sig.Base, `"@authority": `+g.authority+"\n") {
+			t.Errorf("%s%s: %v, base %v", g.authority, g.path, g.err, g.sig)
+		}
+	}
+}
