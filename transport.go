@@ -15,6 +15,7 @@ import (
 
 	"github.com/f9014239/robots/fleet"
 	"github.com/f9014239/robots/internal/pacing"
+	"github.com/f9014239/robots/webbotauth"
 )
 
 // ErrDisallowed is matched by every request refused under robots.txt:
@@ -232,6 +233,23 @@ type Transport struct {
 	// Transports that share it share turns.
 	Pacer fleet.Pacer
 
+	// Signer, if non-nil, signs every request the Transport sends as it
+	// leaves, with Web Bot Auth (see package webbotauth and
+	// doc/identity.md): an allowed request after its turn, each redirect
+	// hop (an http.Client calls RoundTrip per hop), each fetch of
+	// robots.txt and each of its redirect hops, each signed over its own
+	// authority and created when it is handed to Base. It signs a copy:
+	// the caller's request is not modified; a request for a host the
+	// Signer's Hosts do not list is sent as it is. A request that carries
+	// Signature, Signature-Input or Signature-Agent already is refused
+	// (webbotauth.ErrSigned), and one the Signer fails to sign
+	// (webbotauth.ErrSign, ErrRequest) too: neither is sent, and the
+	// error, returned with no response, matches those. A fetch of
+	// robots.txt that cannot be signed is not sent either: robots.txt is
+	// then unreachable and its origin refused until the fetch is retried.
+	// If nil, nothing is signed, at no cost.
+	Signer *webbotauth.Signer
+
 	once   sync.Once
 	cfg    config    // set once, from the fields above
 	epoch  time.Time // set once: the origin of the clock of t.now
@@ -395,6 +413,9 @@ func (t *Transport) init() {
 		c.anonAgent = "Go-http-client"
 	} else if tok := productToken(c.userAgent); tok != "" {
 		c.anonAgent = tok
+	}
+	if t.Signer != nil {
+		c.base = signingBase{base: c.base, signer: t.Signer}
 	}
 	if c.ttl <= 0 {
 		c.ttl = DefaultTTL
