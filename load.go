@@ -22,7 +22,6 @@ import (
 type loader struct {
 	*logs
 	cfg   *config
-	epoch time.Time // the origin of the Transport's clock (see now)
 	cache *cache
 	stats *stats
 	// where a fetch takes its origin's turn, and a pause, like any
@@ -73,10 +72,10 @@ func (l *loader) lookup(ctx context.Context, k originKey, u *url.URL, now time.D
 }
 
 // now returns the time on the Transport's clock (see Transport.now).
-func (l *loader) now() time.Duration { return time.Since(l.epoch) }
+func (l *loader) now() time.Duration { return l.turns.Now() }
 
 // clock returns tm on the Transport's clock.
-func (l *loader) clock(tm time.Time) time.Duration { return tm.Sub(l.epoch) }
+func (l *loader) clock(tm time.Time) time.Duration { return l.turns.At(tm) }
 
 // errSiteGone is the error of Transport.wait for a site evicted before its
 // load began.

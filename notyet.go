@@ -139,7 +139,7 @@ func (t *Transport) NextTurn(ctx context.Context, u *url.URL) (time.Time, error)
 			return time.Time{}, err
 		}
 	}
-	return t.epoch.Add(t.turns.Next(s, a)), nil
+	return t.turns.Wall(t.turns.Next(s, a)), nil
 }
 
 // interval returns how far apart the requests to an origin decided by st

@@ -251,9 +251,8 @@ type Transport struct {
 	Signer *webbotauth.Signer
 
 	once   sync.Once
-	cfg    config    // set once, from the fields above
-	epoch  time.Time // set once: the origin of the clock of t.now
-	cache  *cache    // set once
+	cfg    config // set once, from the fields above
+	cache  *cache // set once
 	stats  stats
 	logs                // set once
 	turns  pacing.Turns // set once
@@ -446,7 +445,6 @@ func (t *Transport) init() {
 		c.defaultDelay, c.maxAdaptive = 0, 0
 	}
 	t.cfg = c
-	t.epoch = time.Now()
 	t.logs = logs{logger: c.logger}
 	pc := pacing.Config{
 		MinDelay: c.minDelay, MaxWait: c.maxWait, TurnTimeout: c.turnTimeout, MaxAdaptive: c.maxAdaptive,
@@ -456,14 +454,14 @@ func (t *Transport) init() {
 	if c.logger != nil {
 		pc.Log = turnLog{&t.logs}
 	}
-	t.turns.Init(pc, t.epoch)
+	t.turns.Init(pc, time.Now())
 	t.cache = newCache(c.maxOrigins, c.maxBytes, &t.turns)
-	t.loader = loader{logs: &t.logs, cfg: &t.cfg, epoch: t.epoch, cache: t.cache, stats: &t.stats, turns: &t.turns, missed: t.missed}
+	t.loader = loader{logs: &t.logs, cfg: &t.cfg, cache: t.cache, stats: &t.stats, turns: &t.turns, missed: t.missed}
 }
 
-// now returns the time since t.epoch. On the hot path it is cheaper than
-// time.Now, as it reads only the monotonic clock.
-func (t *Transport) now() time.Duration { return time.Since(t.epoch) }
+// now returns the time on the Transport's one clock, its pacing's (see
+// pacing.Turns.Now): on the hot path it reads only the monotonic clock.
+func (t *Transport) now() time.Duration { return t.turns.Now() }
 
 // errScheme is the error of a request whose scheme is not http or https.
 func errScheme(u *url.URL) error {

@@ -24,7 +24,7 @@ import (
 func (tn *Turns) Answered(ctx context.Context, s Site, status int, h http.Header, sent time.Duration) {
 	pushed := status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
 	if pushed && !tn.cfg.IgnoreRetryAfter {
-		if d, ok := RetryAfter(h.Get("Retry-After"), tn.wall(tn.Now())); ok && d > 0 {
+		if d, ok := RetryAfter(h.Get("Retry-After"), tn.Wall(tn.Now())); ok && d > 0 {
 			tn.Pause(ctx, s, d, ReasonRetryAfter)
 			return
 		}
@@ -54,10 +54,10 @@ func (tn *Turns) backOff(ctx context.Context, s Site, status int, sent time.Dura
 		// The fleet's back-off may be at a higher level: its pause, if
 		// longer, is kept in memory too.
 		tn.afterAnswer(ctx, func(pctx context.Context) {
-			pu, err := pc.PushBack(pctx, s.Origin(), tn.wall(sent), b)
+			pu, err := pc.PushBack(pctx, s.Origin(), tn.Wall(sent), b)
 			if err != nil {
 				tn.pacerFailed(ctx, s.Origin(), err)
-			} else if d := tn.clock(pu); d > until {
+			} else if d := tn.At(pu); d > until {
 				p.BackedOff(tn.Now(), d, b)
 			}
 		})
@@ -93,7 +93,7 @@ func (tn *Turns) Pause(ctx context.Context, s Site, d time.Duration, why string)
 	if p := tn.cfg.Pacer; p != nil {
 		// The pause must reach the fleet even when the request that
 		// met the 429 or 503 is cancelled as the response comes back.
-		until := tn.wall(Add(now, d))
+		until := tn.Wall(Add(now, d))
 		tn.afterAnswer(ctx, func(pctx context.Context) {
 			if err := p.Pause(pctx, s.Origin(), until, why); err != nil {
 				tn.pacerFailed(ctx, s.Origin(), err)

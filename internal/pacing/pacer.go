@@ -77,7 +77,7 @@ func (tn *Turns) reserve(ctx context.Context, s Site, a Ask, lim Limit, f Fetch,
 			return grant{}, tn.NotYet(ctx, s, u, now, known, lim, why)
 		}
 		if f != nil {
-			f.SendAt(tn.wall(at))
+			f.SendAt(tn.Wall(at))
 		}
 		tn.debugWait(ctx, s, known, why, u)
 		if err := tn.sleep(ctx, s, known, waited); err != nil {
@@ -104,7 +104,7 @@ func (tn *Turns) reserve(ctx context.Context, s Site, a Ask, lim Limit, f Fetch,
 		// A Pacer that rounds may hand out a turn at the limit itself.
 		r.OK = false
 		if r.ID != 0 {
-			tn.pacerRelease(ctx, s, fleet.Answer{ID: r.ID, At: tn.wall(tn.Now()), Unsent: true})
+			tn.pacerRelease(ctx, s, fleet.Answer{ID: r.ID, At: tn.Wall(tn.Now()), Unsent: true})
 		}
 	}
 	why := a.Why
@@ -219,7 +219,7 @@ func (tn *Turns) releaseLost(ctx context.Context, s Site, id uint64, hold time.D
 		return
 	}
 	tn.Go(func() {
-		tn.pacerRelease(context.WithoutCancel(ctx), s, fleet.Answer{ID: id, At: tn.wall(tn.Now()), Unsent: true})
+		tn.pacerRelease(context.WithoutCancel(ctx), s, fleet.Answer{ID: id, At: tn.Wall(tn.Now()), Unsent: true})
 	})
 }
 
@@ -263,7 +263,7 @@ func (tn *Turns) knowWatchedPause(s Site) {
 		return
 	}
 	if until, why, _ := tn.watcher.WatchedPause(s.Origin()); !until.IsZero() {
-		if d := tn.clock(until); d > tn.Now() {
+		if d := tn.At(until); d > tn.Now() {
 			s.Pace().Pause(d, PauseReason(why))
 		}
 	}
@@ -276,7 +276,7 @@ func (tn *Turns) watchedUnpaused(origin string) bool {
 		return false
 	}
 	until, _, fresh := tn.watcher.WatchedPause(origin)
-	return fresh && (until.IsZero() || tn.clock(until) <= tn.Now())
+	return fresh && (until.IsZero() || tn.At(until) <= tn.Now())
 }
 
 // paused reports whether s's origin is paused at now, in memory or, when
@@ -296,7 +296,7 @@ func (tn *Turns) paused(ctx context.Context, s Site, now time.Duration, waited b
 		tn.pacerFailed(ctx, s.Origin(), err)
 		return false
 	}
-	d := tn.clock(until)
+	d := tn.At(until)
 	if until.IsZero() || d <= tn.Now() {
 		return false
 	}

@@ -186,11 +186,11 @@ func (tn *Turns) Now() time.Duration {
 	return tn.cfg.Clock.Now().Sub(tn.epoch)
 }
 
-// wall returns the wall time of d, a time on tn's clock.
-func (tn *Turns) wall(d time.Duration) time.Time { return tn.epoch.Add(d) }
+// Wall returns the wall time of d, a time on tn's clock.
+func (tn *Turns) Wall(d time.Duration) time.Time { return tn.epoch.Add(d) }
 
-// clock returns tm on tn's clock.
-func (tn *Turns) clock(tm time.Time) time.Duration { return tm.Sub(tn.epoch) }
+// At returns tm on tn's clock.
+func (tn *Turns) At(tm time.Time) time.Duration { return tm.Sub(tn.epoch) }
 
 // after waits on tn's clock: see Clock.After.
 func (tn *Turns) after(d time.Duration) (<-chan time.Time, func() bool) {
@@ -260,7 +260,7 @@ func (tn *Turns) LimitOf(ctx context.Context, start time.Duration) Limit {
 		l.Until, l.maxWait = Add(start, Add(mw, 1)), true // a turn MaxWait away is taken
 	}
 	if dl, ok := ctx.Deadline(); ok {
-		if d := tn.clock(dl); d < l.Until {
+		if d := tn.At(dl); d < l.Until {
 			l.Until, l.Deadline = d, true
 		}
 	}
@@ -283,7 +283,7 @@ func (tn *Turns) NotYet(ctx context.Context, s Site, u *url.URL, now, wait time.
 		tn.Counts.NotYet.Add(1)
 		tn.Counts.waitedFor(why)
 	}
-	r := Refusal{Origin: s.Origin(), RetryAt: tn.wall(Add(now, wait)), Reason: why, Deadline: l.Deadline}
+	r := Refusal{Origin: s.Origin(), RetryAt: tn.Wall(Add(now, wait)), Reason: why, Deadline: l.Deadline}
 	if tn.debugging(ctx) {
 		tn.cfg.Log.Debug(ctx, "robots: not sent yet", slog.String("origin", r.Origin), slog.String("url", urlOf(s, u)),
 			slog.Duration("in", wait), slog.Time("at", r.RetryAt), slog.String("reason", why), slog.Bool("deadline", l.Deadline))
@@ -391,7 +391,7 @@ func (tn *Turns) Wait(ctx context.Context, s Site, a Ask, f Fetch, start time.Du
 		tk := g.tk
 		if g.wait > 0 {
 			if f != nil {
-				f.SendAt(tn.wall(Add(tn.Now(), g.wait)))
+				f.SendAt(tn.Wall(Add(tn.Now(), g.wait)))
 			}
 			tn.debugWait(ctx, s, g.wait, g.why, u)
 			if !Probing(ctx) && g.why != ReasonInFlight {
@@ -491,7 +491,7 @@ func (tn *Turns) Release(ctx context.Context, s Site, tk Ticket, sent time.Durat
 	a := fleet.Answer{ID: tk.t.ID, Took: max(now-sent, 0), Failed: failed, MaxAdaptive: tn.cfg.MaxAdaptive}
 	tk.p.Release(now, tk.t, a)
 	if tk.pacer && tk.t.Held {
-		a.At = tn.wall(now)
+		a.At = tn.Wall(now)
 		tn.pacerRelease(ctx, s, a)
 	}
 }
@@ -504,7 +504,7 @@ func (tn *Turns) GiveBack(ctx context.Context, s Site, tk Ticket) {
 	}
 	tk.p.GiveBack(tk.t, tk.pacer)
 	if tk.pacer && tk.t.Held {
-		tn.pacerRelease(ctx, s, fleet.Answer{ID: tk.t.ID, At: tn.wall(tn.Now()), Unsent: true})
+		tn.pacerRelease(ctx, s, fleet.Answer{ID: tk.t.ID, At: tn.Wall(tn.Now()), Unsent: true})
 	}
 }
 
