@@ -31,6 +31,11 @@ type Stats struct {
 	FetchSuccess     uint64 // fetches of robots.txt with a 2xx answer
 	FetchUnavailable uint64 // fetches with a 4xx, or too many redirects
 	FetchUnreachable uint64 // fetches with no answer, a 429 or a 5xx
+	// FetchNotModified counts the conditional fetches answered 304 Not
+	// Modified, which renewed the copy held without a body. A 304 to a
+	// fetch that sent no validator, or with another ETag, is counted in
+	// FetchUnreachable.
+	FetchNotModified uint64
 	StoreHits        uint64 // fresh entries taken from Store, not fetched
 	StoreErrors      uint64 // Store and Locker calls that failed, unreadable entries included
 
@@ -73,6 +78,7 @@ func (t *Transport) Stats() Stats {
 		FetchSuccess:       s.fetches[fleet.AccessSuccess].Load(),
 		FetchUnavailable:   s.fetches[fleet.AccessUnavailable].Load(),
 		FetchUnreachable:   s.fetches[fleet.AccessUnreachable].Load(),
+		FetchNotModified:   s.notModified.Load(),
 		StoreHits:          s.storeHits.Load(),
 		StoreErrors:        s.storeErrors.Load(),
 		NotYet:             s.notYet.Load(),
@@ -95,6 +101,7 @@ type stats struct {
 	misses, storeHits, storeErrors                atomic.Uint64
 	refusedRule, refusedUnreachable, refusedUsage atomic.Uint64
 	fetches                                       [3]atomic.Uint64 // by Access
+	notModified                                   atomic.Uint64
 	paceWaits, pauses, notYet                     atomic.Uint64
 	backoffs, inFlightWaits, rateLimits           atomic.Uint64
 	defaultWaits, slowWaits, rateWaits            atomic.Uint64
