@@ -32,7 +32,10 @@
 // Cache-Control max-age if that is shorter, but at least a minute. An
 // unreachable one is fetched again after a minute, then after twice as long
 // at each failure, up to an hour (or as long as a Retry-After header asks,
-// up to the TTL).
+// up to the TTL). A refresh is conditional: it sends the ETag and
+// Last-Modified of the copy held, and a 304 Not Modified renews that copy
+// without a body. A 304 to a fetch that sent no validator is unreachable,
+// never permission.
 //
 // # Origins
 //

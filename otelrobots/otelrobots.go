@@ -25,6 +25,8 @@
 //	robots.fetch_success        {fetch}    fetches of robots.txt with a 2xx answer
 //	robots.fetch_unavailable    {fetch}    fetches with a 4xx, or too many redirects
 //	robots.fetch_unreachable    {fetch}    fetches with no answer, a 429 or a 5xx
+//	robots.fetch_not_modified   {fetch}    conditional fetches answered 304 Not Modified: the copy
+//	                                       held renewed, no body read
 //	robots.store_hits           {entry}    fresh entries taken from the Store, not fetched
 //	robots.store_errors         {error}    Store and Locker calls that failed, unreadable entries
 //	                                       included
@@ -103,6 +105,7 @@ var counters = []counter{
 	count("robots.fetch_success", "{fetch}", "Fetches of robots.txt with a 2xx answer.", func(s robots.Stats) uint64 { return s.FetchSuccess }),
 	count("robots.fetch_unavailable", "{fetch}", "Fetches of robots.txt with a 4xx answer, or too many redirects.", func(s robots.Stats) uint64 { return s.FetchUnavailable }),
 	count("robots.fetch_unreachable", "{fetch}", "Fetches of robots.txt with no answer, a 429 or a 5xx.", func(s robots.Stats) uint64 { return s.FetchUnreachable }),
+	count("robots.fetch_not_modified", "{fetch}", "Conditional fetches of robots.txt answered 304 Not Modified, which renewed the copy held without a body.", func(s robots.Stats) uint64 { return s.FetchNotModified }),
 	count("robots.store_hits", "{entry}", "Fresh robots.txt entries taken from the Store, not fetched.", func(s robots.Stats) uint64 { return s.StoreHits }),
 	count("robots.store_errors", "{error}", "Store and Locker calls that failed, unreadable entries included.", func(s robots.Stats) uint64 { return s.StoreErrors }),
 	count("robots.not_yet", "{request}", "Requests not sent, their turn too far (ErrNotYet).", func(s robots.Stats) uint64 { return s.NotYet }),

@@ -348,6 +348,7 @@ func TestInstruments(t *testing.T) {
 		"robots.fetch_success":       "{fetch}",
 		"robots.fetch_unavailable":   "{fetch}",
 		"robots.fetch_unreachable":   "{fetch}",
+		"robots.fetch_not_modified":  "{fetch}",
 		"robots.store_hits":          "{entry}",
 		"robots.store_errors":        "{error}",
 		"robots.not_yet":             "{request}",
