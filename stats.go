@@ -58,6 +58,13 @@ type Stats struct {
 	DefaultPaceWaits uint64
 	SlowWaits        uint64
 	RequestRateWaits uint64
+
+	// PaymentRequired counts the responses with status 402 Payment
+	// Required (pay-per-crawl, x402, a license): answers, not pushback,
+	// never paused for nor backed off (see TermsOf). Charged counts the
+	// responses with a crawler-charged field: pages paid for.
+	PaymentRequired uint64
+	Charged         uint64
 }
 
 // Stats returns the Transport's counters, each read atomically (together,
@@ -91,6 +98,8 @@ func (t *Transport) Stats() Stats {
 		DefaultPaceWaits:   s.defaultWaits.Load(),
 		SlowWaits:          s.slowWaits.Load(),
 		RequestRateWaits:   s.rateWaits.Load(),
+		PaymentRequired:    s.paymentRequired.Load(),
+		Charged:            s.charged.Load(),
 	}
 }
 
@@ -101,7 +110,7 @@ type stats struct {
 	misses, storeHits, storeErrors                atomic.Uint64
 	refusedRule, refusedUnreachable, refusedUsage atomic.Uint64
 	fetches                                       [3]atomic.Uint64 // by Access
-	notModified                                   atomic.Uint64
+	notModified, paymentRequired, charged         atomic.Uint64
 	paceWaits, pauses, notYet                     atomic.Uint64
 	backoffs, inFlightWaits, rateLimits           atomic.Uint64
 	defaultWaits, slowWaits, rateWaits            atomic.Uint64

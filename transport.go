@@ -231,6 +231,16 @@ type Transport struct {
 	// Transports that share it share turns.
 	Pacer fleet.Pacer
 
+	// MaxPrice, if not empty, is the most the crawler pays for a page
+	// under pay-per-crawl, as a currency code and an amount ("USD 0.01";
+	// see ParsePrice): it is sent as the crawler-max-price field of every
+	// request that has neither crawler-max-price nor crawler-exact-price,
+	// fetches of robots.txt excepted. A site that charges answers with
+	// crawler-charged (see TermsOf, Stats.Charged). If it is malformed,
+	// every request fails with an error that says so. Empty by default:
+	// the crawler offers nothing, and a site that charges answers 402.
+	MaxPrice string
+
 	once   sync.Once
 	cfg    config    // set once, from the fields above
 	epoch  time.Time // set once: the origin of the clock of t.now
@@ -260,7 +270,8 @@ type config struct {
 	userAgent string // the User-Agent of requests that have none; "" if none
 	// with no agent, the token of a request without a User-Agent
 	anonAgent    string
-	err          error // why every request fails: an Agent with no token
+	err          error  // why every request fails: an Agent with no token
+	maxPrice     string // MaxPrice, normalised; "" if none
 	ttl          time.Duration
 	fetchTimeout time.Duration
 	maxBody      int64
@@ -364,6 +375,13 @@ func (t *Transport) init() {
 	if c.err == nil && c.agent != "" && c.agent != "*" && !strings.Contains(strings.ToLower(c.userAgent), strings.ToLower(c.agent)) {
 		c.err = fmt.Errorf("robots: UserAgent %q does not name the agent %q, so site owners could not tell which group the crawler obeys (RFC 9309 §2.2.1)", c.userAgent, c.agent)
 	}
+	if t.MaxPrice != "" {
+		p, err := ParsePrice(t.MaxPrice)
+		if err != nil && c.err == nil {
+			c.err = fmt.Errorf("%w: %w", errMaxPrice, err)
+		}
+		c.maxPrice = p.String()
+	}
 	if c.base == nil {
 		c.base = defaultBase()
 	}
@@ -462,7 +480,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var st *state
 	now := t.now()
 	var tk turn
-	if isRobotsTxt(req.URL) {
+	robotsTxt := isRobotsTxt(req.URL)
+	if robotsTxt {
 		s, tk, err = t.robotsTxtSite(ctx, req.URL, req.Host, now)
 	} else {
 		var a ask
@@ -481,6 +500,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(ctx)
 		req.Header.Set("User-Agent", ua)
 	}
+	if t.cfg.maxPrice != "" && !robotsTxt && offersNoPrice(req.Header) {
+		req = req.Clone(ctx)
+		req.Header.Set("Crawler-Max-Price", t.cfg.maxPrice)
+	}
 	t.stats.sent.add()
 	sent := now // when the request left, for the bursts of a back-off
 	if tk.p != nil {
@@ -493,6 +516,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.turns.release(ctx, s, tk, sent, err != nil && ctx.Err() == nil)
 	}
 	if err == nil && resp != nil {
+		// A 402 is not pushback: answered pauses nothing for it (see
+		// TermsOf). It is counted, as is a charge.
+		if resp.StatusCode == http.StatusPaymentRequired {
+			t.stats.paymentRequired.Add(1)
+		}
+		if _, ok := resp.Header["Crawler-Charged"]; ok {
+			t.stats.charged.Add(1)
+		}
 		t.turns.answered(ctx, s, resp.StatusCode, resp.Header, sent)
 		t.attachUsage(resp, req, st, agent) // see UsageOf
 	}

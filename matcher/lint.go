@@ -17,11 +17,13 @@ import (
 const MaxSize = 500 << 10
 
 // Report describes how [Parse] reads a robots.txt body: which lines it
-// ignores or reads leniently, the groups it finds, and the sitemaps.
+// ignores or reads leniently, the groups it finds, the sitemaps and the
+// licenses.
 type Report struct {
 	Diagnostics []Diagnostic // in line order
 	Groups      []GroupInfo  // in file order
 	Sitemaps    []string
+	Licenses    []string // the License lines' absolute URLs (RSL 1.0), as Robots.Licenses
 	Size        int // bytes in the body; a body larger than MaxSize gets a Diagnostic
 }
 
@@ -127,6 +129,15 @@ func (l *linter) line(body []byte) {
 		if l.cur != nil {
 			l.cur.Usage++
 			l.inRules = true // a rule of its group
+		}
+	case fieldLicense:
+		switch {
+		case len(v) == 0:
+			add("empty license value ignored")
+		case !isAbsURL(v):
+			add("license is not an absolute http or https URL; ignored (RSL 1.0)")
+		default:
+			l.rep.Licenses = append(l.rep.Licenses, string(v))
 		}
 	case fieldSitemap:
 		if len(v) == 0 {

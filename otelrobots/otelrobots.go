@@ -44,6 +44,9 @@
 //	                                       adaptive delay of an origin that answers slowly
 //	robots.request_rate_waits   {request}  requests that waited for, or were refused for, the
 //	                                       interval of a Request-rate
+//	robots.payment_required     {response} responses with status 402 Payment Required: answers,
+//	                                       not pushback
+//	robots.charged              {response} responses with a crawler-charged field
 //
 // All are cumulative and monotonic. The request counters do not cover every
 // request: one that fails before it is decided (a scheme other than http or
@@ -118,6 +121,8 @@ var counters = []counter{
 	count("robots.default_pace_waits", "{request}", "Requests that waited for, or were refused for, the interval DefaultDelay sets for an origin that states none (ReasonDefaultPace).", func(s robots.Stats) uint64 { return s.DefaultPaceWaits }),
 	count("robots.slow_waits", "{request}", "Requests that waited for, or were refused for, the adaptive delay of an origin that answers slowly (ReasonSlowAnswers).", func(s robots.Stats) uint64 { return s.SlowWaits }),
 	count("robots.request_rate_waits", "{request}", "Requests that waited for, or were refused for, the interval of a Request-rate (ReasonRequestRate).", func(s robots.Stats) uint64 { return s.RequestRateWaits }),
+	count("robots.payment_required", "{response}", "Responses with status 402 Payment Required: answers, not pushback.", func(s robots.Stats) uint64 { return s.PaymentRequired }),
+	count("robots.charged", "{response}", "Responses with a crawler-charged field: pages paid for.", func(s robots.Stats) uint64 { return s.Charged }),
 }
 
 // Option configures [Instrument].

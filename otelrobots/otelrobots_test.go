@@ -361,6 +361,8 @@ func TestInstruments(t *testing.T) {
 		"robots.default_pace_waits":  "{request}",
 		"robots.slow_waits":          "{request}",
 		"robots.request_rate_waits":  "{request}",
+		"robots.payment_required":    "{response}",
+		"robots.charged":             "{response}",
 	}
 	for _, m := range sm.Metrics {
 		u, ok := units[m.Name]

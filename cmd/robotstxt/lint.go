@@ -33,6 +33,7 @@ type lintJSON struct {
 	Diagnostics []diagnosticJSON `json:"diagnostics"`
 	Groups      []lintGroupJSON  `json:"groups"`
 	Sitemaps    []string         `json:"sitemaps"` // those crawlers read
+	Licenses    []string         `json:"licenses"` // the License lines' URLs (RSL 1.0) that crawlers read
 }
 
 type diagnosticJSON struct {
@@ -83,7 +84,7 @@ func runLint(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	src := fs.Arg(0)
 
-	out := lintJSON{Source: src, Diagnostics: []diagnosticJSON{}, Groups: []lintGroupJSON{}, Sitemaps: []string{}}
+	out := lintJSON{Source: src, Diagnostics: []diagnosticJSON{}, Groups: []lintGroupJSON{}, Sitemaps: []string{}, Licenses: []string{}}
 	var body []byte
 	code := exitOK
 	if isURL(src) {
@@ -206,6 +207,7 @@ func lintBody(out *lintJSON, body []byte) {
 		out.Groups = append(out.Groups, j)
 	}
 	out.Sitemaps = append(out.Sitemaps, readRep.Sitemaps...)
+	out.Licenses = append(out.Licenses, readRep.Licenses...)
 	rules := 0
 	for _, g := range out.Groups {
 		rules += g.Rules
@@ -408,6 +410,12 @@ func printLint(stdout io.Writer, out *lintJSON, read bool, shown int) {
 	if len(out.Sitemaps) > 0 {
 		fmt.Fprintf(w, "\nsitemaps:\n")
 		for _, s := range out.Sitemaps {
+			fmt.Fprintf(w, "  %s\n", s)
+		}
+	}
+	if len(out.Licenses) > 0 {
+		fmt.Fprintf(w, "\nlicenses:\n")
+		for _, s := range out.Licenses {
 			fmt.Fprintf(w, "  %s\n", s)
 		}
 	}
