@@ -24,7 +24,7 @@ type Report struct {
 	Groups      []GroupInfo  // in file order
 	Sitemaps    []string
 	Licenses    []string // the License lines' absolute URLs (RSL 1.0), as Robots.Licenses
-	Size        int // bytes in the body; a body larger than MaxSize gets a Diagnostic
+	Size        int      // bytes in the body; a body larger than MaxSize gets a Diagnostic
 }
 
 // Diagnostic is a line that Parse ignores, or reads only by being lenient.
