@@ -65,6 +65,11 @@ type Stats struct {
 	// responses with a crawler-charged field: pages paid for.
 	PaymentRequired uint64
 	Charged         uint64
+
+	// VisitTimeWaits counts the requests held, or refused for now, until
+	// the Visit-time window of their origin's robots.txt opens
+	// (ReasonVisitTime).
+	VisitTimeWaits uint64
 }
 
 // Stats returns the Transport's counters, each read atomically (together,
@@ -100,6 +105,7 @@ func (t *Transport) Stats() Stats {
 		RequestRateWaits:   s.rateWaits.Load(),
 		PaymentRequired:    s.paymentRequired.Load(),
 		Charged:            s.charged.Load(),
+		VisitTimeWaits:     s.visitWaits.Load(),
 	}
 }
 
@@ -111,6 +117,7 @@ type stats struct {
 	refusedRule, refusedUnreachable, refusedUsage atomic.Uint64
 	fetches                                       [3]atomic.Uint64 // by Access
 	notModified, paymentRequired, charged         atomic.Uint64
+	visitWaits                                    atomic.Uint64
 	paceWaits, pauses, notYet                     atomic.Uint64
 	backoffs, inFlightWaits, rateLimits           atomic.Uint64
 	defaultWaits, slowWaits, rateWaits            atomic.Uint64
@@ -148,6 +155,8 @@ func (s *stats) waitedFor(why string) {
 		s.slowWaits.Add(1)
 	case ReasonRequestRate:
 		s.rateWaits.Add(1)
+	case ReasonVisitTime:
+		s.visitWaits.Add(1)
 	}
 }
 

@@ -480,12 +480,25 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var st *state
 	now := t.now()
 	var tk turn
+	var held bool // by a Visit-time window
 	robotsTxt := isRobotsTxt(req.URL)
 	if robotsTxt {
 		s, tk, err = t.robotsTxtSite(ctx, req.URL, req.Host, now)
 	} else {
 		var a ask
-		s, st, a, err = t.check(ctx, req.URL, req.Host, agent, t.fetchAgent(req.Header, ua), now)
+		for at := now; ; at = t.now() {
+			s, st, a, err = t.check(ctx, req.URL, req.Host, agent, t.fetchAgent(req.Header, ua), at)
+			if err != nil {
+				break
+			}
+			h, herr := t.visitHold(ctx, s, st, agent, req.URL, now)
+			held = held || h
+			if err = herr; err != nil || !h {
+				break
+			}
+			// Held until a Visit-time window opened: robots.txt may
+			// have expired meanwhile, and is decided on again.
+		}
 		if err == nil {
 			if !t.turns.free(s, a) {
 				tk, err = t.turns.waitTurn(ctx, s, a, nil, false, now, req.URL)
@@ -506,6 +519,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	t.stats.sent.add()
 	sent := now // when the request left, for the bursts of a back-off
+	if held {
+		sent = t.now()
+	}
 	if tk.p != nil {
 		sent = max(sent, tk.t.At) // its turn: it left then, or at once
 	}

@@ -52,6 +52,9 @@ type GroupInfo struct {
 	// "Request-rate: n/T", the longest if several (see Group.RequestRate).
 	RequestRate    time.Duration
 	HasRequestRate bool
+	// VisitTime is the window of its first valid visit-time line, as
+	// "0600-0845 UTC", or "" (see Group.VisitTime).
+	VisitTime string
 }
 
 // Lint parses body as [Parse] does and reports what it finds. It is slower
@@ -160,6 +163,8 @@ func (l *linter) line(body []byte) {
 		}
 	case fieldRequestRate:
 		l.requestRate(v)
+	case fieldVisitTime:
+		l.visitTime(v)
 	}
 }
 

@@ -107,6 +107,7 @@ type Robots struct {
 	licenses string          // the absolute URLs of the license lines, as sitemaps
 	delays   []time.Duration // the groups' crawl-delays
 	rates    []groupRate     // the request-rates of the groups that have one, by Group.ln (requestrate.go)
+	visits   []groupVisit    // the visit-times of the groups that have one, by Group.ln (visittime.go)
 	usage    *usageData      // the Content-Usage and Content-Signal lines; nil if none (usage.go)
 
 	mu   sync.Mutex   // serialises the building of the groups' indexes and the counting of size
@@ -181,7 +182,8 @@ type parser struct {
 	smaps  []byte
 	lics   []byte // the license lines' URLs, as smaps; rare, not pooled
 	lines  lineMarker
-	rates  []blockRate // the blocks' request-rates, in block order (requestrate.go)
+	rates  []blockRate  // the blocks' request-rates, in block order (requestrate.go)
+	visits []blockVisit // the blocks' visit-times, in block order (visittime.go); rare, not pooled
 }
 
 // line reads the line s has scanned.
@@ -231,6 +233,8 @@ func (p *parser) line(s *scanner) {
 		}
 	case fieldRequestRate:
 		p.requestRate(s)
+	case fieldVisitTime:
+		p.visitTime(s)
 	case fieldCrawlDelay:
 		if p.cur == nil {
 			return
@@ -373,6 +377,7 @@ func build(p *parser) *Robots {
 	r.fillGroups(p, specs, ids)
 	r.buildUsage(&sc.usage, p.blocks, specs, ids)
 	r.buildRates(p.rates, specs, ids)
+	r.buildVisits(p.visits, specs, ids)
 	if cap(specs) <= maxScratch/16 && cap(ids) <= maxScratch/8 {
 		sc.groups, sc.ids = specs, ids
 	}
@@ -520,7 +525,7 @@ func (r *Robots) Size() int {
 // the indexes. r.mu must be held.
 func (r *Robots) heldBytes() int {
 	n := memsize.Alloc(len(r.arena)) + memsize.Slice(r.rules) + memsize.Slice(r.agents) + memsize.Slice(r.groups) +
-		memsize.Slice(r.lines) + memsize.Slice(r.marks) + memsize.Alloc(len(r.sitemaps)) + memsize.Alloc(len(r.licenses)) + memsize.Slice(r.delays) + memsize.Slice(r.rates) +
+		memsize.Slice(r.lines) + memsize.Slice(r.marks) + memsize.Alloc(len(r.sitemaps)) + memsize.Alloc(len(r.licenses)) + memsize.Slice(r.delays) + memsize.Slice(r.rates) + memsize.Slice(r.visits) +
 		memsize.Alloc(len(r.prints))
 	for i := range r.groups {
 		if g := &r.groups[i]; g.indexed() {

@@ -46,6 +46,8 @@ func (f field) canonical() string {
 		return "request-rate"
 	case fieldLicense:
 		return "license"
+	case fieldVisitTime:
+		return "visit-time"
 	}
 	return ""
 }
@@ -166,9 +168,9 @@ func (s *scanner) next() bool {
 
 // keyStart marks the bytes that start the keys Parse uses: user-agent,
 // allow, disallow, sitemap, crawl-delay, request-rate, content-usage and content-signal,
-// license, and their misspellings, in either case.
-var keyStart = [256]bool{'u': true, 'a': true, 'd': true, 's': true, 'c': true, 'r': true, 'l': true,
-	'U': true, 'A': true, 'D': true, 'S': true, 'C': true, 'R': true, 'L': true}
+// license, visit-time, and their misspellings, in either case.
+var keyStart = [256]bool{'u': true, 'a': true, 'd': true, 's': true, 'c': true, 'r': true, 'l': true, 'v': true,
+	'U': true, 'A': true, 'D': true, 'S': true, 'C': true, 'R': true, 'L': true, 'V': true}
 
 // short reads a line that ends within the next 64 bytes, eight bytes at a
 // time. It reports false, having changed nothing, when the line is longer:
@@ -372,6 +374,11 @@ func classify(key []byte) (f field, exact bool) {
 		f, names = fieldCrawlDelay, crawlDelayKeys
 	case 'r':
 		if f := rateField(key); f != fieldNone {
+			return f, true
+		}
+		return fieldUnknown, false
+	case 'v':
+		if f := visitField(key); f != fieldNone {
 			return f, true
 		}
 		return fieldUnknown, false

@@ -47,6 +47,8 @@
 //	robots.payment_required     {response} responses with status 402 Payment Required: answers,
 //	                                       not pushback
 //	robots.charged              {response} responses with a crawler-charged field
+//	robots.visit_time_waits     {request}  requests held, or refused for now, until a Visit-time
+//	                                       window opens
 //
 // All are cumulative and monotonic. The request counters do not cover every
 // request: one that fails before it is decided (a scheme other than http or
@@ -123,6 +125,7 @@ var counters = []counter{
 	count("robots.request_rate_waits", "{request}", "Requests that waited for, or were refused for, the interval of a Request-rate (ReasonRequestRate).", func(s robots.Stats) uint64 { return s.RequestRateWaits }),
 	count("robots.payment_required", "{response}", "Responses with status 402 Payment Required: answers, not pushback.", func(s robots.Stats) uint64 { return s.PaymentRequired }),
 	count("robots.charged", "{response}", "Responses with a crawler-charged field: pages paid for.", func(s robots.Stats) uint64 { return s.Charged }),
+	count("robots.visit_time_waits", "{request}", "Requests held, or refused for now, until the Visit-time window of their origin's robots.txt opens (ReasonVisitTime).", func(s robots.Stats) uint64 { return s.VisitTimeWaits }),
 }
 
 // Option configures [Instrument].

@@ -363,6 +363,7 @@ func TestInstruments(t *testing.T) {
 		"robots.request_rate_waits":  "{request}",
 		"robots.payment_required":    "{response}",
 		"robots.charged":             "{response}",
+		"robots.visit_time_waits":    "{request}",
 	}
 	for _, m := range sm.Metrics {
 		u, ok := units[m.Name]
