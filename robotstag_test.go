@@ -116,3 +116,29 @@ func TestRobotsTagNoAlloc(t *testing.T) {
 		t.Errorf("%v allocations", n)
 	}
 }
+
+// BenchmarkRobotsTagOf: what a caller who asks pays, for a response with no
+// such field (nothing) and for one with the draft's example and a legacy
+// line.
+//
+//	go test -run '^$' -bench BenchmarkRobotsTagOf -benchmem .
+func BenchmarkRobotsTagOf(b *testing.B) {
+	req, _ := http.NewRequest("GET", "https://example.com/", nil)
+	req.Header.Set("User-Agent", "ExampleBot/1.0")
+	for _, c := range []struct {
+		name string
+		h    http.Header
+	}{
+		{"none", http.Header{"Content-Type": {"text/html"}}},
+		{"robots-tag", http.Header{"Robots-Tag": {"*;nosnippet, ExampleBot;noindex"}}},
+		{"x-robots-tag", http.Header{"X-Robots-Tag": {"examplebot: noindex, nofollow"}}},
+	} {
+		resp := &http.Response{Request: req, Header: c.h}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				RobotsTagOf(resp)
+			}
+		})
+	}
+}

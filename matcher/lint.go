@@ -123,6 +123,9 @@ func (l *linter) line(body []byte) {
 			add("path does not start with \"/\" or \"*\"; the rule matches nothing")
 		default:
 			l.cur.Rules++
+			if enc, ok := encodePath(v); !ok {
+				add(fmt.Sprintf("path has non-ASCII characters or spaces: percent-encode them, as %s", enc))
+			}
 		}
 		l.inRules = true
 	case fieldContentUsage, fieldContentSignal:
@@ -185,4 +188,34 @@ func (l *linter) userAgent(v []byte) {
 		l.add(fmt.Sprintf("user-agent %q counts as %q", v, tok))
 	}
 	l.cur.Agents = append(l.cur.Agents, strings.ToLower(string(tok)))
+}
+
+// encodePath returns path with its non-ASCII bytes (UTF-8 or not) and its
+// spaces and tabs percent-encoded, and whether it had none: Google's
+// robots.txt documentation asks for paths so written, which every parser
+// reads alike. Parse matches either form (it normalises the path), but
+// other parsers may not.
+func encodePath(path []byte) (string, bool) {
+	clean := true
+	for _, c := range path {
+		if c >= 0x80 || c == ' ' || c == '\t' {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return "", true
+	}
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for _, c := range path {
+		if c >= 0x80 || c == ' ' || c == '\t' {
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), false
 }

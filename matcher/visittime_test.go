@@ -64,3 +64,26 @@ func TestLintVisitTimeAndBareRate(t *testing.T) {
 		t.Errorf("group %+v", g)
 	}
 }
+
+// Lint asks for rule paths with non-ASCII characters or spaces to be
+// percent-encoded, naming the line and the encoded form.
+func TestLintEncodePath(t *testing.T) {
+	body := "User-agent: *\nDisallow: /café\nAllow: /a b/\nDisallow: /caf%C3%A9\nDisallow: /\xff\n"
+	got := map[int]string{}
+	for _, d := range Lint([]byte(body)).Diagnostics {
+		got[d.Line] = d.Message
+	}
+	want := map[int]string{
+		2: "path has non-ASCII characters or spaces: percent-encode them, as /caf%C3%A9",
+		3: "path has non-ASCII characters or spaces: percent-encode them, as /a%20b/",
+		5: "path has non-ASCII characters or spaces: percent-encode them, as /%FF",
+	}
+	if len(got) != len(want) {
+		t.Errorf("diagnostics %v", got)
+	}
+	for line, w := range want {
+		if got[line] != w {
+			t.Errorf("line %d: %q, want %q", line, got[line], w)
+		}
+	}
+}
