@@ -172,7 +172,7 @@ type Transport struct {
 
 	// IgnoreCrawlDelay ignores the delays robots.txt states (Crawl-delay
 	// and Request-rate: the origin then takes DefaultDelay as if it stated
-	// none); MaxCrawlDelay caps the delay honoured and the adaptive delay
+	// none) and its Visit-time window (see ReasonVisitTime); MaxCrawlDelay caps the delay honoured and the adaptive delay
 	// (if zero, DefaultMaxCrawlDelay); MinDelay is the least time between
 	// two requests to one origin. IgnoreRetryAfter turns off the pauses
 	// that Retry-After sets; MaxRetryAfter caps them and those a RateLimit
