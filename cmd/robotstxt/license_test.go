@@ -40,3 +40,29 @@ func TestCheckLicense(t *testing.T) {
 		t.Errorf("lint diagnostics %+v, want the relative URL on line 4", l.Diagnostics)
 	}
 }
+
+// TestLintVisitTime: lint shows a group's Visit-time window, and reports a
+// window that never opens, a bare Request-rate and a path to percent-encode,
+// each with its line.
+func TestLintVisitTime(t *testing.T) {
+	f := writeFile(t, []byte("User-agent: *\nVisit-time: 0600-0845\nVisit-time: 0800-0800\nRequest-rate: 10\nDisallow: /a b\n"))
+	code, stdout, _ := runCmd(t, "", "lint", "-json", f)
+	var l lintJSON
+	if err := json.Unmarshal([]byte(stdout), &l); err != nil {
+		t.Fatal(err)
+	}
+	if code != exitFlagged || len(l.Groups) != 1 || l.Groups[0].VisitTime != "0600-0845 UTC" {
+		t.Errorf("lint = %d, groups %+v", code, l.Groups)
+	}
+	lines := map[int]bool{}
+	for _, d := range l.Diagnostics {
+		lines[d.Line] = true
+	}
+	if len(l.Diagnostics) != 3 || !lines[3] || !lines[4] || !lines[5] {
+		t.Errorf("diagnostics %+v", l.Diagnostics)
+	}
+	_, stdout, _ = runCmd(t, "", "lint", f)
+	if !strings.Contains(stdout, "visits only 0600-0845 UTC") || !strings.Contains(stdout, "as /a%20b") {
+		t.Errorf("lint says\n%s", stdout)
+	}
+}

@@ -52,6 +52,8 @@ type lintGroupJSON struct {
 	// in seconds.
 	RequestRate *float64 `json:"request_rate_interval,omitempty"`
 	Usage       int      `json:"usage_lines,omitempty"` // Content-Usage and Content-Signal lines crawlers read
+	// VisitTime is the window of the group's Visit-time, "0600-0845 UTC".
+	VisitTime string `json:"visit_time,omitempty"`
 }
 
 // maxShown is how many problems lint lists without -all.
@@ -201,6 +203,7 @@ func lintBody(out *lintJSON, body []byte) {
 				s := r.RequestRate.Seconds()
 				j.RequestRate = &s
 			}
+			j.VisitTime = r.VisitTime
 		}
 		j.Ignored = g.Rules - j.Rules
 		ignored += j.Ignored
@@ -403,6 +406,9 @@ func printLint(stdout io.Writer, out *lintJSON, read bool, shown int) {
 			}
 			if g.Usage > 0 {
 				fmt.Fprintf(w, ", %s", count(g.Usage, "usage line"))
+			}
+			if g.VisitTime != "" {
+				fmt.Fprintf(w, ", visits only %s", g.VisitTime)
 			}
 			fmt.Fprintln(w)
 		}
