@@ -153,7 +153,7 @@ func (r *RobotsTag) member(m string, agent string) {
 	if err != nil {
 		// Parameter keys are lower case in a Structured Field; a site
 		// that writes "ExampleBot;NoIndex" means the rule all the same.
-		if it, err = httpsfv.UnmarshalItem([]string{strings.ToLower(m)}); err != nil {
+		if it, err = httpsfv.UnmarshalItem([]string{lowerASCII(m)}); err != nil {
 			r.Malformed++
 			return
 		}
@@ -170,8 +170,8 @@ func (r *RobotsTag) member(m string, agent string) {
 	}
 	params := it.Params.Names()
 	if len(params) == 0 {
-		if knownRule(strings.ToLower(name)) {
-			r.rule(strings.ToLower(name), "")
+		if knownRule(lowerASCII(name)) {
+			r.rule(lowerASCII(name), "")
 		}
 		return
 	}
@@ -210,14 +210,14 @@ func (r *RobotsTag) legacy(members []string, agent string) {
 			continue
 		}
 		name, value, hasColon := strings.Cut(m, ":")
-		name = strings.ToLower(strings.TrimSpace(name))
+		name = lowerASCII(strings.TrimSpace(name))
 		value = strings.TrimSpace(value)
 		if hasColon && !ruleWithValue(name) && !strings.ContainsAny(name, " \t") {
 			// "botname: rule"
 			applies = name == "*" || (agent != "" && strings.EqualFold(name, agent))
 			m = value
 			name, value, hasColon = strings.Cut(m, ":")
-			name = strings.ToLower(strings.TrimSpace(name))
+			name = lowerASCII(strings.TrimSpace(name))
 			value = strings.TrimSpace(value)
 		}
 		if name == "unavailable_after" && i+1 < len(members) && parseTagDate(value).IsZero() {
@@ -259,7 +259,7 @@ func ruleWithValue(name string) bool {
 
 // rule records the rule name (lower case) with value.
 func (r *RobotsTag) rule(name, value string) {
-	name = strings.ToLower(name)
+	name = lowerASCII(name)
 	switch name {
 	case "noindex":
 		r.NoIndex = true
@@ -314,4 +314,21 @@ func parseTagDate(s string) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// lowerASCII returns s with its ASCII letters in lower case and every other
+// byte as it is (strings.ToLower would turn an invalid UTF-8 byte into three).
+func lowerASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
 }

@@ -142,3 +142,25 @@ func BenchmarkRobotsTagOf(b *testing.B) {
 		})
 	}
 }
+
+// FuzzRobotsTag: any Robots-Tag and X-Robots-Tag read without a panic,
+// within the bounds: at most 64 rules, each at most the field's length.
+func FuzzRobotsTag(f *testing.F) {
+	f.Add("*;nosnippet, ExampleBot;noindex", "googlebot: nofollow, noai", "ExampleBot")
+	f.Add(`*;a="b, c;d`, "unavailable_after: Friday, 25-Jun-10 15:00:00 GMT", "")
+	f.Add("(a b);c, *;d=?0;e=@1700000000", "x: y: z, ,,", "x")
+	f.Fuzz(func(t *testing.T, rt, xrt, agent string) {
+		r := RobotsTagFor(http.Header{"Robots-Tag": {rt}, "X-Robots-Tag": {xrt}}, agent)
+		if len(r.Rules) > maxRobotsTagRules {
+			t.Fatalf("%d rules", len(r.Rules))
+		}
+		for _, x := range r.Rules {
+			if len(x) > len(rt)+len(xrt)+len(": ")+len("…") {
+				t.Fatalf("rule %q longer than the fields", x)
+			}
+		}
+		if r.None && (!r.NoIndex || !r.NoFollow) {
+			t.Fatalf("none without noindex and nofollow: %+v", r)
+		}
+	})
+}

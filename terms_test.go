@@ -206,3 +206,27 @@ func TestOriginLicenses(t *testing.T) {
 		t.Errorf("Origin: %+v, %v", o, err)
 	}
 }
+
+// FuzzTermsOf: any header reads without a panic, within the bounds.
+func FuzzTermsOf(f *testing.F) {
+	f.Add("USD 0.01", `License error="invalid_request"`, "eyJ4NDAyVmVyc2lvbiI6Mn0=", `</l>; rel=license`)
+	f.Add("USD -1", `License error="x`, "!!", `<ftp://x>; rel="license nofollow"`)
+	f.Fuzz(func(t *testing.T, price, auth, x402, link string) {
+		req, _ := http.NewRequest("GET", "https://example.com/a/b", nil)
+		tm := TermsOf(&http.Response{StatusCode: 402, Request: req, Header: http.Header{
+			"Crawler-Price": {price}, "Crawler-Charged": {price}, "Crawler-Error": {price},
+			"Www-Authenticate": {auth}, "Payment-Required": {x402}, "Link": {link},
+		}})
+		if tm.Price != nil {
+			if p, err := ParsePrice(tm.Price.String()); err != nil || p != *tm.Price {
+				t.Fatalf("price %+v does not read back: %v", tm.Price, err)
+			}
+		}
+		if tm.License != nil && len(tm.License.Params) > maxChallengeParams {
+			t.Fatalf("%d params", len(tm.License.Params))
+		}
+		if len(tm.Licenses) > maxLicenseLinks || len(tm.PriceInvalid) > 64+len("…") {
+			t.Fatalf("unbounded: %+v", tm)
+		}
+	})
+}
