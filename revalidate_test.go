@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -199,6 +200,8 @@ func TestRevalidate(t *testing.T) {
 		site := &revalSite{body: revalRules, etag: `"v1"`, lastMod: "Fri, 01 Jan 1999 00:00:00 GMT",
 			cacheControl: "max-age=3600", cacheControl304: "max-age=7200"}
 		tr := NewTransport(site, "ExampleBot")
+		var logged syncBuffer
+		tr.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 		client := &http.Client{Transport: tr}
 		u := mustURL("https://example.com/")
 		wantRefused(t, client, "https://example.com/private")
@@ -217,6 +220,9 @@ func TestRevalidate(t *testing.T) {
 		got := site.cond(1)
 		if got.Get("If-None-Match") != `"v1"` || got.Get("If-Modified-Since") != site.lastMod {
 			t.Errorf("refresh sent %v", got)
+		}
+		if l := logged.String(); !strings.Contains(l, "status=304 expires=") || !strings.Contains(l, "not_modified=true") {
+			t.Errorf("no record of the 304:\n%s", l)
 		}
 		if site.bodyRead304 != 0 {
 			t.Errorf("%d bytes of a 304's body read", site.bodyRead304)

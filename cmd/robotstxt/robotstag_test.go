@@ -31,7 +31,10 @@ func TestCrawlNoFollow(t *testing.T) {
 			w.Header().Set("X-Robots-Tag", "otherbot: nofollow")
 			io.WriteString(w, `<a href="/shown1">x</a>`)
 		case "/f":
-			io.WriteString(w, `<a href="/shown2">x</a>`)
+			io.WriteString(w, `<a href="/shown2">x</a> <a href="/paid">x</a>`)
+		case "/paid":
+			w.Header().Set("Crawler-Price", "USD 0.01")
+			w.WriteHeader(http.StatusPaymentRequired)
 		default:
 			io.WriteString(w, `page`)
 		}
@@ -54,6 +57,12 @@ func TestCrawlNoFollow(t *testing.T) {
 			t.Fatalf("%q: %v", l, err)
 		}
 		tags[rec.URL] = rec.RobotsTag
+		if rec.URL == s.URL+"/paid" && (rec.Status != 402 || rec.Price != "USD 0.01" || rec.Retries != 0) {
+			t.Errorf("/paid: %+v", rec)
+		}
+	}
+	if n := s.count("/paid"); n != 1 {
+		t.Errorf("/paid requested %d times: a 402 is not retried", n)
 	}
 	if got := tags[s.URL+"/nf"]; !slices.Equal(got, []string{"nofollow", "noindex"}) {
 		t.Errorf("/nf robots_tag %q", got)
