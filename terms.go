@@ -224,7 +224,14 @@ func licenseChallenge(v string) *LicenseChallenge {
 		v = strings.TrimLeft(v, " \t,")
 		tok := httpToken(v)
 		if tok == "" {
-			return c
+			// the rest of a token68 ("abc=="), or garbage: skip to
+			// the next comma
+			i := strings.IndexByte(v, ',')
+			if i < 0 {
+				return c
+			}
+			v = v[i+1:]
+			continue
 		}
 		rest := strings.TrimLeft(v[len(tok):], " \t")
 		if strings.HasPrefix(rest, "=") {

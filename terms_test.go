@@ -96,6 +96,11 @@ func TestTermsOf(t *testing.T) {
 	if got.License == nil || len(got.License.Params) > 16 {
 		t.Errorf("many params: %d kept", len(got.License.Params))
 	}
+	// After a token68 credential of another scheme.
+	got = TermsOf(&http.Response{StatusCode: 401, Header: http.Header{"Www-Authenticate": {`Bearer abc==, License error="invalid_token"`}}})
+	if got.License.Error() != "invalid_token" || !got.PaymentRequired() {
+		t.Errorf("License after a token68: %+v", got.License)
+	}
 	if TermsOf(nil).PaymentRequired() {
 		t.Error("nil response requires payment")
 	}
