@@ -172,9 +172,10 @@ type Transport struct {
 
 	// IgnoreCrawlDelay ignores the delays robots.txt states (Crawl-delay
 	// and Request-rate: the origin then takes DefaultDelay as if it stated
-	// none) and its Visit-time window (see ReasonVisitTime); MaxCrawlDelay caps the delay honoured and the adaptive delay
-	// (if zero, DefaultMaxCrawlDelay); MinDelay is the least time between
-	// two requests to one origin. IgnoreRetryAfter turns off the pauses
+	// none) and its Visit-time window (see ReasonVisitTime); MaxCrawlDelay
+	// caps the delay honoured and the adaptive delay (if zero,
+	// DefaultMaxCrawlDelay); MinDelay is the least time between two
+	// requests to one origin. IgnoreRetryAfter turns off the pauses
 	// that Retry-After sets; MaxRetryAfter caps them and those a RateLimit
 	// field asks for (if zero, DefaultMaxRetryAfter). A cap that shortens
 	// what a site asked for is logged (Warn), with the origin, the ask and
