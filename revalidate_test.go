@@ -405,3 +405,42 @@ func TestRevalidationBytes(t *testing.T) {
 		}
 	}
 }
+
+// A robots.txt that redirects to another host is revalidated there: each
+// hop carries the validators, and the 304 of the final one renews the copy.
+func TestRevalidateRedirect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var cdnConds []string
+		base := rtFunc(func(req *http.Request) (*http.Response, error) {
+			switch req.URL.Host + req.URL.Path {
+			case "example.com/robots.txt":
+				return &http.Response{StatusCode: 301, Header: http.Header{"Location": {"https://cdn.example.net/sites/example/robots.txt"}},
+					Body: http.NoBody, Request: req}, nil
+			case "cdn.example.net/sites/example/robots.txt":
+				mu.Lock()
+				cdnConds = append(cdnConds, req.Header.Get("If-None-Match"))
+				mu.Unlock()
+				if req.Header.Get("If-None-Match") == `"c1"` {
+					return &http.Response{StatusCode: 304, Header: http.Header{"Etag": {`"c1"`}}, Body: http.NoBody, Request: req}, nil
+				}
+				return &http.Response{StatusCode: 200, Header: http.Header{"Etag": {`"c1"`}}, Request: req,
+					Body: io.NopCloser(strings.NewReader(revalRules)), ContentLength: int64(len(revalRules))}, nil
+			}
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+		})
+		tr := NewTransport(base, "ExampleBot")
+		tr.TTL = time.Hour
+		client := &http.Client{Transport: tr}
+		wantRefused(t, client, "https://example.com/private")
+		time.Sleep(2 * time.Hour)
+		wantRefused(t, client, "https://example.com/private")
+		wantAllowed(t, client, "https://example.com/public")
+		if len(cdnConds) != 2 || cdnConds[0] != "" || cdnConds[1] != `"c1"` {
+			t.Errorf("the CDN saw If-None-Match %q", cdnConds)
+		}
+		if st := tr.Stats(); st.FetchNotModified != 1 || st.FetchSuccess != 1 {
+			t.Errorf("stats %+v", st)
+		}
+	})
+}
