@@ -32,7 +32,10 @@
 // Cache-Control max-age if that is shorter, but at least a minute. An
 // unreachable one is fetched again after a minute, then after twice as long
 // at each failure, up to an hour (or as long as a Retry-After header asks,
-// up to the TTL).
+// up to the TTL). A refresh is conditional: it sends the ETag and
+// Last-Modified of the copy held, and a 304 Not Modified renews that copy
+// without a body. A 304 to a fetch that sent no validator is unreachable,
+// never permission.
 //
 // # Origins
 //
@@ -103,7 +106,13 @@
 // (draft-ietf-httpapi-ratelimit-headers-11) is read on any answer: r=0
 // pauses the origin for t seconds, and a low quota r=n spaces the next
 // request t/n after the answer. A cap that shortens what a site asked for
-// is logged.
+// is logged. A 402 Payment Required, or a 401 with a License challenge, is
+// an answer, not pushback: it pauses nothing (see [TermsOf]).
+//
+// A group's Visit-time window ("Visit-time: 0600-0845", UTC) holds a request
+// sent outside it until it opens, as a turn would ([ReasonVisitTime]); a
+// window that never opens, or an invalid one, is ignored. A bare
+// "Request-rate: N" is read as one request each N seconds.
 //
 // A request waits for its turn until its context is done. Under
 // [Transport.MaxWait] or [WithMaxWait], a request whose turn is further away
@@ -117,6 +126,16 @@
 // Transports, for example across the processes of a fleet, so that the site
 // sees one request at a time from all of them; a [fleet.Store] shares the fetched
 // files.
+//
+// # What a response says
+//
+// The Transport decides by robots.txt alone, and returns every answer as it
+// came. What a response says of its own use and terms, the caller reads in
+// one call: [RobotsTagOf] its Robots-Tag and X-Robots-Tag rules for the
+// crawler (noindex, nofollow, noai, ...), [TermsOf] a pay-per-crawl price, a
+// charge, a License challenge or an x402 requirement. Neither reads the
+// body, and a caller who does not ask pays nothing. [Transport.MaxPrice]
+// offers a price; the Transport buys nothing.
 //
 // # Usage preferences
 //

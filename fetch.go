@@ -53,7 +53,12 @@ var errNoResponse = errors.New("robots: Base returned no response and no error")
 // ctx bounds nothing itself: the fetch is bounded by FetchTimeout, not
 // counting the waits for the turns of the origins that redirects lead to
 // (each hop to another origin is a request to it, and waits its turn there).
-func (l *loader) fetch(parent context.Context, origin string, rt *route, userAgent string) (r *fetchResult) {
+//
+// With validators (v not empty), each request of the chain is conditional:
+// it sends If-None-Match and If-Modified-Since, and a 304 Not Modified is a
+// renewal of the copy they came from (see notModified). Without them, a 304
+// is unreachable: it says the copy we hold is current, and we hold none.
+func (l *loader) fetch(parent context.Context, origin string, rt *route, userAgent string, v validators) (r *fetchResult) {
 	target, err := url.Parse(origin + "/robots.txt")
 	if err != nil {
 		return &fetchResult{err: fmt.Errorf("robots: %w", err)}
@@ -104,6 +109,12 @@ func (l *loader) fetch(parent context.Context, origin string, rt *route, userAge
 		if host != "" {
 			req.Host = host
 		}
+		if v.etag != "" {
+			req.Header.Set("If-None-Match", v.etag)
+		}
+		if v.lastModified != "" {
+			req.Header.Set("If-Modified-Since", v.lastModified)
+		}
 		resp, err, perr, done := l.roundTrip(ctx, req, target)
 		if hopDone != nil {
 			hopDone()
@@ -124,6 +135,25 @@ func (l *loader) fetch(parent context.Context, origin string, rt *route, userAge
 		if resp.Body == nil {
 			// a base that breaks the RoundTripper contract
 			resp.Body = http.NoBody
+		}
+		if resp.StatusCode == http.StatusNotModified {
+			// No body is read: a 304 has none (RFC 9110 §15.4.5), and
+			// one that came anyway is closed unread.
+			var r *fetchResult
+			perr, done := bounded(ctx, resp.Body, func() error {
+				return l.guard(ctx, target, func() {
+					resp.Body.Close()
+					r = notModified(resp, v, l.cfg.ttl, target)
+				})
+			})
+			if !done {
+				return &fetchResult{status: resp.StatusCode, err: fmt.Errorf("robots: reading %s: %w", redact(target), ctx.Err())}
+			}
+			if perr != nil {
+				closeAfterPanic(resp.Body)
+				return &fetchResult{status: resp.StatusCode, err: perr}
+			}
+			return r
 		}
 		if resp.StatusCode < 300 || resp.StatusCode > 399 {
 			var r *fetchResult
@@ -330,6 +360,7 @@ func (l *loader) read(resp *http.Response, target *url.URL, now time.Time) *fetc
 		}
 		r.body = body
 		r.lifetime = lifetime(l.cfg.ttl, resp.Header.Values("Cache-Control")...)
+		r.validators = validatorsOf(resp.Header, now)
 	case fleet.AccessUnavailable:
 		drain(resp.Body)
 		r.lifetime = lifetime(l.cfg.ttl, resp.Header.Values("Cache-Control")...)

@@ -29,6 +29,13 @@ type Origin struct {
 	// unreachable, or nil.
 	FetchedAt, Expires time.Time
 	Err                error
+
+	// Licenses are the URLs of the file's License lines (RSL 1.0: the
+	// site's licensing terms, which the crawler is asked to retrieve and
+	// comply with before it accesses content; see
+	// matcher.Robots.Licenses), nil if none. The Transport neither
+	// fetches nor obeys them: that is the caller's decision.
+	Licenses []string
 }
 
 // Origin returns what the Transport knows of u's origin's robots.txt,
@@ -62,6 +69,7 @@ func (t *Transport) Origin(ctx context.Context, u *url.URL) (*Origin, error) {
 		FetchedAt:   e.FetchedAt,
 		Expires:     e.Expires,
 		Err:         st.err,
+		Licenses:    r.Licenses(),
 	}, nil
 }
 

@@ -298,7 +298,7 @@ func (l *loader) obtain(logCtx context.Context, s *site, f *flight, prevSt *stat
 	}
 	tk, _ := l.turns.Wait(ctx, s, a, f, l.now(), nil)
 	sent := l.now()
-	r := l.fetch(ctx, s.origin, s.route.Load(), userAgent)
+	r := l.fetch(ctx, s.origin, s.route.Load(), userAgent, revalidators(prev, prevSt))
 	// The request after the fetch is spaced from its answer, not from
 	// when it left: the site sees the two at least an interval apart,
 	// however long the fetch took.
@@ -313,7 +313,11 @@ func (l *loader) obtain(logCtx context.Context, s *site, f *flight, prevSt *stat
 	}
 	now := time.Now()
 	e := next(prev, r, now)
-	l.stats.fetched(r.access)
+	if r.notModified {
+		l.stats.notModified.Add(1)
+	} else {
+		l.stats.fetched(r.access)
+	}
 	l.logFetch(logCtx, s.origin, r, e)
 	if store != nil {
 		pctx, cancel := l.storeCtx(ctx)

@@ -61,6 +61,10 @@ func (t *logs) logFetch(ctx context.Context, origin string, r *fetchResult, e *f
 		slog.Int("status", r.status),
 		slog.Time("expires", e.Expires),
 	}
+	if r.notModified {
+		// a 304 renewed the copy held, without a body
+		attrs = append(attrs, slog.Bool("not_modified", true))
+	}
 	if r.from != "" {
 		// answered through a redirect to another origin
 		attrs = append(attrs, slog.String("from", r.from))

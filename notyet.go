@@ -38,8 +38,9 @@ type TurnError struct {
 	// or MinDelay), ReasonRequestRate, ReasonDefaultPace (DefaultDelay),
 	// ReasonSlowAnswers (the adaptive delay), ReasonInFlight (a request
 	// awaits its answer), ReasonRetryAfter, ReasonRateLimit, ReasonBackoff
-	// (pauses), ReasonRobotsTxt (the fetch of robots.txt) or ReasonPacer
-	// (the Pacer did not answer within MaxWait).
+	// (pauses), ReasonRobotsTxt (the fetch of robots.txt), ReasonPacer
+	// (the Pacer did not answer within MaxWait) or ReasonVisitTime (the
+	// origin's Visit-time window is not open).
 	Reason string
 
 	// Err is context.DeadlineExceeded if the deadline refused the request,

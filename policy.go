@@ -120,18 +120,42 @@ type fetchResult struct {
 	hopWait time.Duration
 	// the pause its RateLimit field asks for; 0 if none
 	rateLimit time.Duration
+	// the validators to keep with body (AccessSuccess)
+	validators validators
+	// a 304 Not Modified to a conditional fetch: the copy the validators
+	// came from is renewed, and body is nil
+	notModified bool
 }
 
 // next returns the entry that follows prev (nil if there is none) after a
 // fetch at now with result r. It does not modify prev.
 func next(prev *fleet.Entry, r *fetchResult, now time.Time) *fleet.Entry {
+	if r.notModified {
+		if prev == nil || prev.Access != fleet.AccessSuccess {
+			// Nothing to renew: not sent so (see revalidators), and
+			// never read as allowing anything.
+			r = &fetchResult{access: fleet.AccessUnreachable, status: r.status,
+				err: errors.New("robots: 304 Not Modified with no copy to renew")}
+		} else {
+			e := *prev
+			e.FetchedAt = now
+			e.Expires = now.Add(r.lifetime)
+			e.UnreachableSince, e.Failures, e.Error = time.Time{}, 0, ""
+			e.ETag, e.LastModified = r.validators.etag, r.validators.lastModified
+			return &e
+		}
+	}
 	if r.access != fleet.AccessUnreachable {
-		return &fleet.Entry{
+		e := &fleet.Entry{
 			Access:    r.access,
 			Body:      r.body,
 			FetchedAt: now,
 			Expires:   now.Add(r.lifetime),
 		}
+		if r.access == fleet.AccessSuccess {
+			e.ETag, e.LastModified = r.validators.etag, r.validators.lastModified
+		}
+		return e
 	}
 	var e fleet.Entry
 	if prev != nil {

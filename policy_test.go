@@ -181,7 +181,10 @@ func TestAccessResults(t *testing.T) {
 		{"599", httpmock.NewStringResponder(599, ""), false, false, true},
 		{"1xx", httpmock.NewStringResponder(103, ""), false, false, true},
 		{"600", httpmock.NewStringResponder(600, rules), false, false, true},
-		{"3xx without Location", httpmock.NewStringResponder(304, ""), true, true, false},
+		{"3xx without Location", httpmock.NewStringResponder(302, ""), true, true, false},
+		// A 304 to a fetch that sent no validator renews nothing: fail
+		// closed, never "unavailable".
+		{"304 without validator", httpmock.NewStringResponder(304, ""), false, false, true},
 		{"network error", httpmock.NewErrorResponder(errors.New("connection reset by peer")), false, false, true},
 		{"connection failure", httpmock.ConnectionFailure, false, false, true},
 		{"truncated body", truncatedResponder(rules), false, false, true},

@@ -31,6 +31,11 @@ type Stats struct {
 	FetchSuccess     uint64 // fetches of robots.txt with a 2xx answer
 	FetchUnavailable uint64 // fetches with a 4xx, or too many redirects
 	FetchUnreachable uint64 // fetches with no answer, a 429 or a 5xx
+	// FetchNotModified counts the conditional fetches answered 304 Not
+	// Modified, which renewed the copy held without a body. A 304 to a
+	// fetch that sent no validator, or with another ETag, is counted in
+	// FetchUnreachable.
+	FetchNotModified uint64
 	StoreHits        uint64 // fresh entries taken from Store, not fetched
 	StoreErrors      uint64 // Store and Locker calls that failed, unreadable entries included
 
@@ -53,6 +58,18 @@ type Stats struct {
 	DefaultPaceWaits uint64
 	SlowWaits        uint64
 	RequestRateWaits uint64
+
+	// PaymentRequired counts the responses with status 402 Payment
+	// Required (pay-per-crawl, x402, a license): answers, not pushback,
+	// never paused for nor backed off (see TermsOf). Charged counts the
+	// responses with a crawler-charged field: pages paid for.
+	PaymentRequired uint64
+	Charged         uint64
+
+	// VisitTimeWaits counts the requests held, or refused for now, until
+	// the Visit-time window of their origin's robots.txt opens
+	// (ReasonVisitTime).
+	VisitTimeWaits uint64
 }
 
 // Stats returns the Transport's counters, each read atomically (together,
@@ -73,6 +90,7 @@ func (t *Transport) Stats() Stats {
 		FetchSuccess:       s.fetches[fleet.AccessSuccess].Load(),
 		FetchUnavailable:   s.fetches[fleet.AccessUnavailable].Load(),
 		FetchUnreachable:   s.fetches[fleet.AccessUnreachable].Load(),
+		FetchNotModified:   s.notModified.Load(),
 		StoreHits:          s.storeHits.Load(),
 		StoreErrors:        s.storeErrors.Load(),
 		NotYet:             uint64(c.NotYet.Load()),
@@ -85,6 +103,9 @@ func (t *Transport) Stats() Stats {
 		DefaultPaceWaits:   uint64(c.DefaultWaits.Load()),
 		SlowWaits:          uint64(c.SlowWaits.Load()),
 		RequestRateWaits:   uint64(c.RequestRateWaits.Load()),
+		PaymentRequired:    s.paymentRequired.Load(),
+		Charged:            s.charged.Load(),
+		VisitTimeWaits:     uint64(c.VisitTimeWaits.Load()),
 	}
 }
 
@@ -95,6 +116,7 @@ type stats struct {
 	misses, storeHits, storeErrors                atomic.Uint64
 	refusedRule, refusedUnreachable, refusedUsage atomic.Uint64
 	fetches                                       [3]atomic.Uint64 // by Access
+	notModified, paymentRequired, charged         atomic.Uint64
 }
 
 // striped is a counter over cache lines: each add goes to a stripe chosen at

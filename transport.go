@@ -173,9 +173,10 @@ type Transport struct {
 
 	// IgnoreCrawlDelay ignores the delays robots.txt states (Crawl-delay
 	// and Request-rate: the origin then takes DefaultDelay as if it stated
-	// none); MaxCrawlDelay caps the delay honoured and the adaptive delay
-	// (if zero, DefaultMaxCrawlDelay); MinDelay is the least time between
-	// two requests to one origin. IgnoreRetryAfter turns off the pauses
+	// none) and its Visit-time window (see ReasonVisitTime); MaxCrawlDelay
+	// caps the delay honoured and the adaptive delay (if zero,
+	// DefaultMaxCrawlDelay); MinDelay is the least time between two
+	// requests to one origin. IgnoreRetryAfter turns off the pauses
 	// that Retry-After sets; MaxRetryAfter caps them and those a RateLimit
 	// field asks for (if zero, DefaultMaxRetryAfter). A cap that shortens
 	// what a site asked for is logged (Warn), with the origin, the ask and
@@ -250,6 +251,16 @@ type Transport struct {
 	// If nil, nothing is signed, at no cost.
 	Signer *webbotauth.Signer
 
+	// MaxPrice, if not empty, is the most the crawler pays for a page
+	// under pay-per-crawl, as a currency code and an amount ("USD 0.01";
+	// see ParsePrice): it is sent as the crawler-max-price field of every
+	// request that has neither crawler-max-price nor crawler-exact-price,
+	// fetches of robots.txt excepted. A site that charges answers with
+	// crawler-charged (see TermsOf, Stats.Charged). If it is malformed,
+	// every request fails with an error that says so. Empty by default:
+	// the crawler offers nothing, and a site that charges answers 402.
+	MaxPrice string
+
 	once   sync.Once
 	cfg    config // set once, from the fields above
 	cache  *cache // set once
@@ -277,7 +288,8 @@ type config struct {
 	userAgent string // the User-Agent of requests that have none; "" if none
 	// with no agent, the token of a request without a User-Agent
 	anonAgent    string
-	err          error // why every request fails: an Agent with no token
+	err          error  // why every request fails: an Agent with no token
+	maxPrice     string // MaxPrice, normalised; "" if none
 	ttl          time.Duration
 	fetchTimeout time.Duration
 	maxBody      int64
@@ -400,6 +412,13 @@ func (t *Transport) init() {
 	if c.err == nil && c.agent != "" && c.agent != "*" && !strings.Contains(strings.ToLower(c.userAgent), strings.ToLower(c.agent)) {
 		c.err = fmt.Errorf("robots: UserAgent %q does not name the agent %q, so site owners could not tell which group the crawler obeys (RFC 9309 §2.2.1)", c.userAgent, c.agent)
 	}
+	if t.MaxPrice != "" {
+		p, err := ParsePrice(t.MaxPrice)
+		if err != nil && c.err == nil {
+			c.err = fmt.Errorf("%w: %w", errMaxPrice, err)
+		}
+		c.maxPrice = p.String()
+	}
 	if c.base == nil {
 		c.base = defaultBase()
 	}
@@ -508,11 +527,25 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var st *state
 	now := t.now()
 	var tk pacing.Ticket
-	if isRobotsTxt(req.URL) {
+	var held bool // by a Visit-time window
+	robotsTxt := isRobotsTxt(req.URL)
+	if robotsTxt {
 		s, tk, err = t.robotsTxtSite(ctx, req.URL, req.Host, now)
 	} else {
 		var a pacing.Ask
-		s, st, a, err = t.check(ctx, req.URL, req.Host, agent, t.fetchAgent(req.Header, ua), now)
+		for at := now; ; at = t.now() {
+			s, st, a, err = t.check(ctx, req.URL, req.Host, agent, t.fetchAgent(req.Header, ua), at)
+			if err != nil {
+				break
+			}
+			h, herr := t.visitHold(ctx, s, st, agent, req.URL, now)
+			held = held || h
+			if err = herr; err != nil || !h {
+				break
+			}
+			// Held until a Visit-time window opened: robots.txt may
+			// have expired meanwhile, and is decided on again.
+		}
 		if err == nil && !t.turns.Free(s, a) {
 			tk, err = t.turns.Wait(ctx, s, a, nil, now, req.URL)
 		}
@@ -525,8 +558,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(ctx)
 		req.Header.Set("User-Agent", ua)
 	}
+	if t.cfg.maxPrice != "" && !robotsTxt && offersNoPrice(req.Header) {
+		req = req.Clone(ctx)
+		req.Header.Set("Crawler-Max-Price", t.cfg.maxPrice)
+	}
 	t.stats.sent.add()
 	sent := now // when the request left, for the bursts of a back-off
+	if held {
+		sent = t.now()
+	}
 	if tk.Taken() {
 		sent = max(sent, tk.At()) // its turn: it left then, or at once
 	}
@@ -537,6 +577,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.turns.Release(ctx, s, tk, sent, err != nil && ctx.Err() == nil)
 	}
 	if err == nil && resp != nil {
+		// A 402 is not pushback: Answered pauses nothing for it (see
+		// TermsOf). It is counted, as is a charge.
+		if resp.StatusCode == http.StatusPaymentRequired {
+			t.stats.paymentRequired.Add(1)
+		}
+		if _, ok := resp.Header["Crawler-Charged"]; ok {
+			t.stats.charged.Add(1)
+		}
 		t.turns.Answered(ctx, s, resp.StatusCode, resp.Header, sent)
 		t.attachUsage(resp, req, st, agent) // see UsageOf
 	}

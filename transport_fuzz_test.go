@@ -96,7 +96,8 @@ func (fuzzErrReader) Read([]byte) (int, error) { return 0, errFuzzNetwork }
 // panic; never a response together with an error; /robots.txt always sent;
 // every refusal a *DisallowedError matching ErrDisallowed; a 2xx body
 // decides as the matcher does; 3xx (which the base answers on every hop)
-// and 4xx other than 429 allow; 429, 5xx, other statuses, network faults and
+// other than 304, and 4xx other than 429, allow; 304 (to a first fetch,
+// which sends no validator), 429, 5xx, other statuses, network faults and
 // a 2xx body shorter than its Content-Length refuse the origin whole, with Rule "" and Err set; the entry is cached for
 // a positive time no longer than a day, and the second request decides the
 // same without a new fetch.
@@ -163,6 +164,7 @@ func FuzzTransport(f *testing.F) {
 		short := perr == nil && int64(len(body)) < min(declared, DefaultMaxBodySize) // less than Content-Length said
 		unreachable := base.fault == fuzzError || base.fault == fuzzNilResponse ||
 			status == http.StatusTooManyRequests || status < 200 || status >= 500 ||
+			status == http.StatusNotModified || // to a fetch that sent no validator
 			status <= 299 && (base.fault == fuzzCutBody || short)
 		switch {
 		case unreachable:

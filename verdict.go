@@ -205,7 +205,7 @@ func (l *loader) compile(e *fleet.Entry, robots *matcher.Robots) *state {
 			bodiless.Body = nil
 			st.entry = &bodiless
 		}
-		st.bytes += int64(robots.Size()) + int64(len(st.entry.Body))
+		st.bytes += int64(robots.Size()) + int64(len(st.entry.Body)+len(e.ETag)+len(e.LastModified))
 		if l.cfg.agent != "" {
 			st.group = st.robots.Group(l.cfg.agent)
 			st.ask = l.delayOf(st.group)
@@ -254,7 +254,9 @@ const stateOverhead = 1 << 10
 // already parsed.
 func (l *loader) compileFetched(e *fleet.Entry, r *fetchResult, prev *state) *state {
 	var robots *matcher.Robots
-	if r.access == fleet.AccessUnreachable && e.Access == fleet.AccessSuccess && prev != nil {
+	if (r.access == fleet.AccessUnreachable || r.notModified) && e.Access == fleet.AccessSuccess && prev != nil {
+		// The copy obeyed is the one prev compiled: the last good copy,
+		// or the one a 304 renewed.
 		robots = prev.robots
 	}
 	st := l.compile(e, robots)

@@ -14,8 +14,14 @@ import (
 // (big-endian Unix ns; 0 for the zero time), so that it can be read alone
 // (see expiresOf), the Access byte, FetchedAt and UnreachableSince (varint
 // Unix ns, 0 for the zero time), Failures (uvarint), the length of Error
-// (uvarint) and Error, and the Body to the end.
-const entryVersion = 1
+// (uvarint) and Error, and the Body to the end. Version 2, written for an
+// entry with validators, has the length of ETag (uvarint) and ETag, and the
+// length of LastModified and LastModified, between Error and the Body; an
+// entry without them is written as version 1, which earlier versions read.
+const (
+	entryVersion   = 1
+	entryVersionV2 = 2
+)
 
 // entryHeader is the length of the part of an entry read by expiresOf.
 const entryHeader = 1 + 8
@@ -38,8 +44,13 @@ func fromUnixNano(ns int64) time.Time {
 
 // encodeEntry returns the bytes that keep e.
 func encodeEntry(e *fleet.Entry) []byte {
-	b := make([]byte, 0, entryHeader+1+3*binary.MaxVarintLen64+len(e.Error)+len(e.Body))
-	b = append(b, entryVersion)
+	validators := e.ETag != "" || e.LastModified != ""
+	b := make([]byte, 0, entryHeader+1+5*binary.MaxVarintLen64+len(e.Error)+len(e.ETag)+len(e.LastModified)+len(e.Body))
+	if validators {
+		b = append(b, entryVersionV2)
+	} else {
+		b = append(b, entryVersion)
+	}
 	b = binary.BigEndian.AppendUint64(b, uint64(unixNano(e.Expires)))
 	b = append(b, byte(e.Access))
 	b = binary.AppendVarint(b, unixNano(e.FetchedAt))
@@ -47,12 +58,18 @@ func encodeEntry(e *fleet.Entry) []byte {
 	b = binary.AppendUvarint(b, uint64(max(e.Failures, 0)))
 	b = binary.AppendUvarint(b, uint64(len(e.Error)))
 	b = append(b, e.Error...)
+	if validators {
+		b = binary.AppendUvarint(b, uint64(len(e.ETag)))
+		b = append(b, e.ETag...)
+		b = binary.AppendUvarint(b, uint64(len(e.LastModified)))
+		b = append(b, e.LastModified...)
+	}
 	return append(b, e.Body...)
 }
 
 // expiresOf returns the Expires of the entry v, in Unix ns.
 func expiresOf(v []byte) (int64, bool) {
-	if len(v) < entryHeader || v[0] != entryVersion {
+	if len(v) < entryHeader || (v[0] != entryVersion && v[0] != entryVersionV2) {
 		return 0, false
 	}
 	return int64(binary.BigEndian.Uint64(v[1:])), true
@@ -80,7 +97,15 @@ func decodeEntry(v []byte) (*fleet.Entry, error) {
 	}
 	e.Access, e.Failures = fleet.Access(access), int(failures)
 	e.Error = string(r.b[:n])
-	if body := r.b[n:]; len(body) > 0 || e.Access == fleet.AccessSuccess {
+	r.b = r.b[n:]
+	if v[0] == entryVersionV2 {
+		e.ETag = r.str()
+		e.LastModified = r.str()
+		if r.err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnreadable, errShort)
+		}
+	}
+	if body := r.b; len(body) > 0 || e.Access == fleet.AccessSuccess {
 		e.Body = append([]byte{}, body...)
 	}
 	return e, nil
@@ -117,6 +142,18 @@ func (r *reader) varint() int64 {
 	}
 	r.b = r.b[n:]
 	return v
+}
+
+// str reads a length (uvarint) and that many bytes, as a string.
+func (r *reader) str() string {
+	n := r.uvarint()
+	if r.err != nil || n > uint64(len(r.b)) {
+		r.err = errShort
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
 }
 
 func (r *reader) uvarint() uint64 {

@@ -23,7 +23,7 @@ import (
 func sameEntry(a, b *fleet.Entry) bool {
 	return a.Access == b.Access && bytes.Equal(a.Body, b.Body) && a.FetchedAt.Equal(b.FetchedAt) &&
 		a.Expires.Equal(b.Expires) && a.UnreachableSince.Equal(b.UnreachableSince) &&
-		a.Failures == b.Failures && a.Error == b.Error
+		a.Failures == b.Failures && a.Error == b.Error && a.ETag == b.ETag && a.LastModified == b.LastModified
 }
 
 // TestEntries puts entries of each kind and reads them back, from the Store
@@ -36,7 +36,10 @@ func TestEntries(t *testing.T) {
 	entries := map[string]*fleet.Entry{
 		"https://success.example": {Access: fleet.AccessSuccess, Body: []byte("User-agent: *\nDisallow: /private\n"),
 			FetchedAt: now, Expires: now.Add(24 * time.Hour)},
-		"https://empty.example":       {Access: fleet.AccessSuccess, Body: []byte{}, FetchedAt: now, Expires: now.Add(time.Hour)},
+		"https://empty.example": {Access: fleet.AccessSuccess, Body: []byte{}, FetchedAt: now, Expires: now.Add(time.Hour)},
+		"https://validators.example": {Access: fleet.AccessSuccess, Body: []byte("User-agent: *\nDisallow: /\n"),
+			FetchedAt: now, Expires: now.Add(time.Hour), ETag: `W/"5f-1a"`, LastModified: "Mon, 07 Dec 2026 10:00:00 GMT"},
+		"https://etag-empty.example":  {Access: fleet.AccessSuccess, Body: []byte{}, FetchedAt: now, Expires: now.Add(time.Hour), ETag: `"e"`},
 		"https://unavailable.example": {Access: fleet.AccessUnavailable, FetchedAt: now, Expires: now.Add(time.Hour)},
 		"https://unreachable.example": {Access: fleet.AccessSuccess, Body: []byte("User-agent: *\nAllow: /\n"),
 			FetchedAt: now.Add(-48 * time.Hour), Expires: now.Add(time.Minute), UnreachableSince: now.Add(-time.Hour),
@@ -181,11 +184,19 @@ func TestRetention(t *testing.T) {
 // TestUnreadableEntry: an entry that Get cannot decode is an error that
 // matches ErrUnreadable, and a Put replaces it.
 func TestUnreadableEntry(t *testing.T) {
+	// An entry written before validators were kept reads as it did.
+	v1 := []byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}
+	v1 = append(v1, "User-agent: *\nDisallow: /\n"...)
+	if e, err := decodeEntry(v1); err != nil || e.Access != fleet.AccessSuccess || string(e.Body) != "User-agent: *\nDisallow: /\n" || e.ETag != "" {
+		t.Errorf("version 1 entry: %+v, %v", e, err)
+	}
+
 	s := openTest(t, tempPath(t))
 	ctx := context.Background()
 	const origin = "https://example.com"
 	good := encodeEntry(&fleet.Entry{Access: fleet.AccessUnavailable, Expires: time.Now().Add(time.Hour), Error: "x"})
-	for _, v := range [][]byte{{}, {9, 1, 2}, good[:entryHeader+1], good[:len(good)-1]} {
+	v2 := encodeEntry(&fleet.Entry{Access: fleet.AccessUnavailable, Expires: time.Now().Add(time.Hour), Error: "x", ETag: `"tag"`})
+	for _, v := range [][]byte{{}, {9, 1, 2}, good[:entryHeader+1], good[:len(good)-1], v2[:len(v2)-1], v2[:len(v2)-4]} {
 		err := s.write(func(tx *bolt.Tx) error { return tx.Bucket(bucketEntries).Put([]byte(origin), v) })
 		if err != nil {
 			t.Fatal(err)

@@ -66,6 +66,16 @@ type Entry struct {
 	UnreachableSince time.Time
 	Failures         int
 	Error            string
+
+	// ETag and LastModified are the validators of the response that
+	// Body came from (its ETag and Last-Modified field values, as sent),
+	// or "" if it had none the Transport keeps: a refresh sends them as
+	// If-None-Match and If-Modified-Since, and a 304 Not Modified renews
+	// the entry without a body. They are set only with AccessSuccess. A
+	// Store that does not keep them only loses the revalidation: the
+	// next refresh is a full fetch.
+	ETag         string
+	LastModified string
 }
 
 // Store keeps robots.txt entries by origin, so that several Transports (the
@@ -132,7 +142,7 @@ func entrySize(origin string, e *Entry) int64 {
 	if e == nil {
 		return overhead + int64(len(origin))
 	}
-	return overhead + int64(len(origin)+len(e.Body)+len(e.Error))
+	return overhead + int64(len(origin)+len(e.Body)+len(e.Error)+len(e.ETag)+len(e.LastModified))
 }
 
 // Get implements [Store].

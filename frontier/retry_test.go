@@ -19,6 +19,15 @@ import (
 	"github.com/f9014239/robots/frontier"
 )
 
+// withHeader returns resp with the header fields kv (name, value, ...).
+func withHeader(resp *http.Response, kv ...string) *http.Response {
+	resp.Header = http.Header{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		resp.Header.Set(kv[i], kv[i+1])
+	}
+	return resp
+}
+
 // TestAnsweredOutcomes: which answers are deferred (retried), and which
 // finish a URL.
 func TestAnsweredOutcomes(t *testing.T) {
@@ -35,6 +44,10 @@ func TestAnsweredOutcomes(t *testing.T) {
 		{"500", status(500), nil, frontier.Finished},
 		{"429", status(429), nil, frontier.Retrying},
 		{"503", status(503), nil, frontier.Retrying},
+		// Payment and licenses are answers, never retried.
+		{"402 pay-per-crawl", withHeader(status(402), "Crawler-Price", "USD 0.01", "Retry-After", "1"), nil, frontier.Finished},
+		{"402 license", withHeader(status(402), "Www-Authenticate", `License error="invalid_request"`), nil, frontier.Finished},
+		{"401 license", withHeader(status(401), "Www-Authenticate", `License error="invalid_token"`), nil, frontier.Finished},
 		{"connection refused", nil, urlErr(&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}), frontier.Retrying},
 		{"connection reset", nil, urlErr(&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}), frontier.Retrying},
 		{"client timeout", nil, urlErr(fmt.Errorf("%w (Client.Timeout exceeded while awaiting headers)", context.DeadlineExceeded)), frontier.Retrying},

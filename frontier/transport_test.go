@@ -117,3 +117,62 @@ func TestTransport(t *testing.T) {
 		})
 	}
 }
+
+// TestVisitTimeWindow: a site whose robots.txt asks to be visited only
+// from 06:00 UTC (fake time begins at midnight) gets no page before then;
+// the frontier requeues its URLs for the opening, as TurnError.RetryAt
+// says, without spinning, while another site is crawled meanwhile.
+func TestVisitTimeWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		arrivals := map[string][]time.Time{}
+		base := rtFunc(func(req *http.Request) (*http.Response, error) {
+			body := "page"
+			if req.URL.Path == "/robots.txt" {
+				body = "User-agent: *\nCrawl-delay: 1\n"
+				if req.URL.Host == "w.test" {
+					body += "Visit-time: 0600-0700\n"
+				}
+			} else {
+				mu.Lock()
+				arrivals[req.URL.Host] = append(arrivals[req.URL.Host], time.Now().UTC())
+				mu.Unlock()
+			}
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
+		})
+		tr := &robots.Transport{Base: base, Agent: "ExampleBot", MaxWait: 5 * time.Millisecond}
+		client := &http.Client{Transport: tr}
+		f := &frontier.Frontier{Turns: tr}
+		for i := range 3 {
+			f.Push("http://w.test/" + strconv.Itoa(i))
+			f.Push("http://n.test/" + strconv.Itoa(i))
+		}
+		start := time.Now().UTC()
+		for {
+			u, err := f.Next(t.Context())
+			if err != nil {
+				break
+			}
+			resp, err := client.Get(u)
+			if err == nil {
+				resp.Body.Close()
+			}
+			f.Answered(u, resp, err)
+		}
+		open := start.Add(6 * time.Hour)
+		if len(arrivals["w.test"]) != 3 || len(arrivals["n.test"]) != 3 {
+			t.Fatalf("arrivals %v", arrivals)
+		}
+		for _, a := range arrivals["w.test"] {
+			if a.Before(open) || !a.Before(open.Add(time.Hour)) {
+				t.Errorf("w.test page at %v, outside its window", a)
+			}
+		}
+		if a := arrivals["n.test"][2]; !a.Before(start.Add(time.Minute)) {
+			t.Errorf("n.test waited for w.test's window: its last page at %v", a)
+		}
+		if st := tr.Stats(); st.NotYet > 10 {
+			t.Errorf("%d refusals for now: the frontier spun", st.NotYet)
+		}
+	})
+}

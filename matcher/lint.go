@@ -17,12 +17,14 @@ import (
 const MaxSize = 500 << 10
 
 // Report describes how [Parse] reads a robots.txt body: which lines it
-// ignores or reads leniently, the groups it finds, and the sitemaps.
+// ignores or reads leniently, the groups it finds, the sitemaps and the
+// licenses.
 type Report struct {
 	Diagnostics []Diagnostic // in line order
 	Groups      []GroupInfo  // in file order
 	Sitemaps    []string
-	Size        int // bytes in the body; a body larger than MaxSize gets a Diagnostic
+	Licenses    []string // the License lines' absolute URLs (RSL 1.0), as Robots.Licenses
+	Size        int      // bytes in the body; a body larger than MaxSize gets a Diagnostic
 }
 
 // Diagnostic is a line that Parse ignores, or reads only by being lenient.
@@ -50,6 +52,9 @@ type GroupInfo struct {
 	// "Request-rate: n/T", the longest if several (see Group.RequestRate).
 	RequestRate    time.Duration
 	HasRequestRate bool
+	// VisitTime is the window of its first valid visit-time line, as
+	// "0600-0845 UTC", or "" (see Group.VisitTime).
+	VisitTime string
 }
 
 // Lint parses body as [Parse] does and reports what it finds. It is slower
@@ -118,6 +123,9 @@ func (l *linter) line(body []byte) {
 			add("path does not start with \"/\" or \"*\"; the rule matches nothing")
 		default:
 			l.cur.Rules++
+			if enc, ok := encodePath(v); !ok {
+				add(fmt.Sprintf("path has non-ASCII characters or spaces: percent-encode them, as %s", enc))
+			}
 		}
 		l.inRules = true
 	case fieldContentUsage, fieldContentSignal:
@@ -127,6 +135,15 @@ func (l *linter) line(body []byte) {
 		if l.cur != nil {
 			l.cur.Usage++
 			l.inRules = true // a rule of its group
+		}
+	case fieldLicense:
+		switch {
+		case len(v) == 0:
+			add("empty license value ignored")
+		case !isAbsURL(v):
+			add("license is not an absolute http or https URL; ignored (RSL 1.0)")
+		default:
+			l.rep.Licenses = append(l.rep.Licenses, string(v))
 		}
 	case fieldSitemap:
 		if len(v) == 0 {
@@ -149,6 +166,8 @@ func (l *linter) line(body []byte) {
 		}
 	case fieldRequestRate:
 		l.requestRate(v)
+	case fieldVisitTime:
+		l.visitTime(v)
 	}
 }
 
@@ -169,4 +188,34 @@ func (l *linter) userAgent(v []byte) {
 		l.add(fmt.Sprintf("user-agent %q counts as %q", v, tok))
 	}
 	l.cur.Agents = append(l.cur.Agents, strings.ToLower(string(tok)))
+}
+
+// encodePath returns path with its non-ASCII bytes (UTF-8 or not) and its
+// spaces and tabs percent-encoded, and whether it had none: Google's
+// robots.txt documentation asks for paths so written, which every parser
+// reads alike. Parse matches either form (it normalises the path), but
+// other parsers may not.
+func encodePath(path []byte) (string, bool) {
+	clean := true
+	for _, c := range path {
+		if c >= 0x80 || c == ' ' || c == '\t' {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return "", true
+	}
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for _, c := range path {
+		if c >= 0x80 || c == ' ' || c == '\t' {
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), false
 }

@@ -42,6 +42,7 @@ func TestLint(t *testing.T) {
 		{12, `unknown key "Foo"`},
 		{13, "unparseable"},
 		{14, "UTF-8"},
+		{14, "percent-encode them, as /caf%E9"},
 		{16, "no product token"},
 	}
 	if len(rep.Diagnostics) != len(want) {

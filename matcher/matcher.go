@@ -67,6 +67,7 @@ import (
 	"cmp"
 	"errors"
 	"math"
+	"net/url"
 	"reflect"
 	"slices"
 	"strconv"
@@ -103,8 +104,10 @@ type Robots struct {
 	lines    []int32         // the first user-agent line of each block of each group
 	marks    []lineMark      // the line numbers of the rules: see lineOf
 	sitemaps string          // the values of the sitemap lines, each but the last followed by a line feed, which no value holds
+	licenses string          // the absolute URLs of the license lines, as sitemaps
 	delays   []time.Duration // the groups' crawl-delays
 	rates    []groupRate     // the request-rates of the groups that have one, by Group.ln (requestrate.go)
+	visits   []groupVisit    // the visit-times of the groups that have one, by Group.ln (visittime.go)
 	usage    *usageData      // the Content-Usage and Content-Signal lines; nil if none (usage.go)
 
 	mu   sync.Mutex   // serialises the building of the groups' indexes and the counting of size
@@ -177,8 +180,10 @@ type parser struct {
 	rules  []rule
 	arena  []byte
 	smaps  []byte
+	lics   []byte // the license lines' URLs, as smaps; rare, not pooled
 	lines  lineMarker
-	rates  []blockRate // the blocks' request-rates, in block order (requestrate.go)
+	rates  []blockRate  // the blocks' request-rates, in block order (requestrate.go)
+	visits []blockVisit // the blocks' visit-times, in block order (visittime.go); rare, not pooled
 }
 
 // line reads the line s has scanned.
@@ -212,6 +217,14 @@ func (p *parser) line(s *scanner) {
 			}
 			p.smaps = append(p.smaps, s.value...)
 		}
+	case fieldLicense:
+		// Global, as a sitemap: it belongs to no group (RSL 1.0).
+		if isAbsURL(s.value) {
+			if len(p.lics) > 0 {
+				p.lics = append(p.lics, '\n')
+			}
+			p.lics = append(p.lics, s.value...)
+		}
 	case fieldContentUsage, fieldContentSignal:
 		p.sc.usage.add(s, p.cur == nil)
 		if p.cur != nil {
@@ -220,6 +233,8 @@ func (p *parser) line(s *scanner) {
 		}
 	case fieldRequestRate:
 		p.requestRate(s)
+	case fieldVisitTime:
+		p.visitTime(s)
 	case fieldCrawlDelay:
 		if p.cur == nil {
 			return
@@ -355,10 +370,14 @@ func build(p *parser) *Robots {
 	if len(p.smaps) > 0 {
 		r.sitemaps = string(p.smaps)
 	}
+	if len(p.lics) > 0 {
+		r.licenses = string(p.lics)
+	}
 	specs, ids := r.groupSpecs(p)
 	r.fillGroups(p, specs, ids)
 	r.buildUsage(&sc.usage, p.blocks, specs, ids)
 	r.buildRates(p.rates, specs, ids)
+	r.buildVisits(p.visits, specs, ids)
 	if cap(specs) <= maxScratch/16 && cap(ids) <= maxScratch/8 {
 		sc.groups, sc.ids = specs, ids
 	}
@@ -506,7 +525,7 @@ func (r *Robots) Size() int {
 // the indexes. r.mu must be held.
 func (r *Robots) heldBytes() int {
 	n := memsize.Alloc(len(r.arena)) + memsize.Slice(r.rules) + memsize.Slice(r.agents) + memsize.Slice(r.groups) +
-		memsize.Slice(r.lines) + memsize.Slice(r.marks) + memsize.Alloc(len(r.sitemaps)) + memsize.Slice(r.delays) + memsize.Slice(r.rates) +
+		memsize.Slice(r.lines) + memsize.Slice(r.marks) + memsize.Alloc(len(r.sitemaps)) + memsize.Alloc(len(r.licenses)) + memsize.Slice(r.delays) + memsize.Slice(r.rates) + memsize.Slice(r.visits) +
 		memsize.Alloc(len(r.prints))
 	for i := range r.groups {
 		if g := &r.groups[i]; g.indexed() {
@@ -716,6 +735,23 @@ func (r *Robots) agent(agent string) int {
 		}
 	}
 	return -1
+}
+
+// Licenses returns the URLs of the License lines (RSL 1.0), in file order:
+// each an absolute http or https URL, as written. A License line is global,
+// whatever group it is in; one whose value is not such a URL (a relative
+// one, say) is ignored, and [Lint] reports it. nil if none.
+func (r *Robots) Licenses() []string {
+	if r.licenses == "" {
+		return nil
+	}
+	return strings.Split(r.licenses, "\n")
+}
+
+// isAbsURL reports whether v is an absolute http or https URL with a host.
+func isAbsURL(v []byte) bool {
+	u, err := url.Parse(string(v))
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // Sitemaps returns the values of the sitemap lines, in file order.

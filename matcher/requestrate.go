@@ -12,6 +12,7 @@ package matcher
 // first line number (Group.ln), which no two groups share.
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"math"
@@ -115,7 +116,10 @@ func (g *Group) RequestRate() (time.Duration, bool) {
 // asks for the longest one. The draft's optional time of day after the
 // rate ("1/10m 0800-1700") is allowed and ignored, so that the rate applies
 // at all hours: it is never sooner than the site asked in the hours it
-// named. Anything else (0/0, 1/0s, 5/, 1/5x, a bare number) is not a rate.
+// named. A bare number N above 0, as real files write it ("Request-rate:
+// 10"), is read as one request each N seconds, the slower of its two
+// readings (the other being N requests a second); Lint warns of it.
+// Anything else (0/0, 1/0s, 5/, 1/5x, 0) is not a rate.
 func parseRequestRate(v []byte) (time.Duration, bool) {
 	rate, _ := splitRateWindow(v)
 	slash := -1
@@ -126,7 +130,8 @@ func parseRequestRate(v []byte) (time.Duration, bool) {
 		}
 	}
 	if slash < 0 {
-		return 0, false
+		d, ok := parseDelay(rate)
+		return d, ok && d > 0
 	}
 	n, ok := parseDelay(rate[:slash]) // n documents, as n seconds
 	if !ok || n <= 0 {
@@ -215,8 +220,12 @@ func (l *linter) requestRate(v []byte) {
 		l.add("request-rate before any user-agent line ignored")
 		return
 	}
-	if _, w := splitRateWindow(v); w != nil {
+	rate, w := splitRateWindow(v)
+	if w != nil {
 		l.add(fmt.Sprintf("request-rate time of day %q ignored: the rate applies at all hours", w))
+	}
+	if !bytes.ContainsRune(rate, '/') {
+		l.add(fmt.Sprintf("request-rate %q has no period: read as one request each %v, the slower reading; write 1/%ss to say so, or n/1s for n a second", rate, d, rate))
 	}
 	if !l.cur.HasRequestRate || d > l.cur.RequestRate {
 		l.cur.RequestRate, l.cur.HasRequestRate = d, true

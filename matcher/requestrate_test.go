@@ -59,7 +59,7 @@ func TestRequestRate(t *testing.T) {
 		{"User-agent: *\nRequest-rate: 1/s\n", "x", 0, false},
 		{"User-agent: *\nRequest-rate: 1/5x\n", "x", 0, false},
 		{"User-agent: *\nRequest-rate: 1/5ss\n", "x", 0, false},
-		{"User-agent: *\nRequest-rate: 10\n", "x", 0, false},
+		{"User-agent: *\nRequest-rate: 10\n", "x", 10 * time.Second, true}, // bare: one each 10 s
 		{"User-agent: *\nRequest-rate: -1/5\n", "x", 0, false},
 		{"User-agent: *\nRequest-rate: 1/-5\n", "x", 0, false},
 		{"User-agent: *\nRequest-rate: NaN/1\n", "x", 0, false},
@@ -203,7 +203,9 @@ func TestRequestRateForms(t *testing.T) {
 		"1/10s":   10 * time.Second,
 		"1/10s\t": 10 * time.Second, // trailing white space is trimmed
 		"1/1":     time.Second,
-		"10":      0, // not a rate
+		"10":      10 * time.Second, // bare: one each 10 s, the slower reading
+		"0.5":     500 * time.Millisecond,
+		"0":       0, // not a rate
 	} {
 		body := "User-agent: *\nRequest-rate: " + v + "\n"
 		d, ok := Parse([]byte(body)).Group("x").RequestRate()

@@ -21,6 +21,10 @@ const (
 	fieldCrawlDelay              // crawl-delay
 )
 
+// fieldLicense is the License line of RSL 1.0, after the fields of
+// usage.go and requestrate.go.
+const fieldLicense = fieldRequestRate + 1
+
 // canonical returns the field's key as a lint message names it.
 func (f field) canonical() string {
 	switch f {
@@ -40,6 +44,10 @@ func (f field) canonical() string {
 		return "content-signal"
 	case fieldRequestRate:
 		return "request-rate"
+	case fieldLicense:
+		return "license"
+	case fieldVisitTime:
+		return "visit-time"
 	}
 	return ""
 }
@@ -160,8 +168,9 @@ func (s *scanner) next() bool {
 
 // keyStart marks the bytes that start the keys Parse uses: user-agent,
 // allow, disallow, sitemap, crawl-delay, request-rate, content-usage and content-signal,
-// and their misspellings, in either case.
-var keyStart = [256]bool{'u': true, 'a': true, 'd': true, 's': true, 'c': true, 'r': true, 'U': true, 'A': true, 'D': true, 'S': true, 'C': true, 'R': true}
+// license, visit-time, and their misspellings, in either case.
+var keyStart = [256]bool{'u': true, 'a': true, 'd': true, 's': true, 'c': true, 'r': true, 'l': true, 'v': true,
+	'U': true, 'A': true, 'D': true, 'S': true, 'C': true, 'R': true, 'L': true, 'V': true}
 
 // short reads a line that ends within the next 64 bytes, eight bytes at a
 // time. It reports false, having changed nothing, when the line is longer:
@@ -356,6 +365,8 @@ func classify(key []byte) (f field, exact bool) {
 		f, names = fieldDisallow, disallowKeys
 	case 's':
 		f, names = fieldSitemap, sitemapKeys
+	case 'l':
+		f, names = fieldLicense, licenseKeys
 	case 'c':
 		if f := usageField(key); f != fieldNone {
 			return f, true
@@ -363,6 +374,11 @@ func classify(key []byte) (f field, exact bool) {
 		f, names = fieldCrawlDelay, crawlDelayKeys
 	case 'r':
 		if f := rateField(key); f != fieldNone {
+			return f, true
+		}
+		return fieldUnknown, false
+	case 'v':
+		if f := visitField(key); f != fieldNone {
 			return f, true
 		}
 		return fieldUnknown, false
@@ -384,6 +400,7 @@ var (
 	allowKeys      = []string{"allow"}
 	disallowKeys   = []string{"disallow", "dissallow", "dissalow", "disalow", "diasllow", "disallaw"}
 	sitemapKeys    = []string{"sitemap", "site-map"}
+	licenseKeys    = []string{"license", "licence"}
 	crawlDelayKeys = []string{"crawl-delay", "crawldelay", "crawl delay"}
 )
 

@@ -25,6 +25,8 @@
 //	robots.fetch_success        {fetch}    fetches of robots.txt with a 2xx answer
 //	robots.fetch_unavailable    {fetch}    fetches with a 4xx, or too many redirects
 //	robots.fetch_unreachable    {fetch}    fetches with no answer, a 429 or a 5xx
+//	robots.fetch_not_modified   {fetch}    conditional fetches answered 304 Not Modified: the copy
+//	                                       held renewed, no body read
 //	robots.store_hits           {entry}    fresh entries taken from the Store, not fetched
 //	robots.store_errors         {error}    Store and Locker calls that failed, unreadable entries
 //	                                       included
@@ -42,6 +44,11 @@
 //	                                       adaptive delay of an origin that answers slowly
 //	robots.request_rate_waits   {request}  requests that waited for, or were refused for, the
 //	                                       interval of a Request-rate
+//	robots.payment_required     {response} responses with status 402 Payment Required: answers,
+//	                                       not pushback
+//	robots.charged              {response} responses with a crawler-charged field
+//	robots.visit_time_waits     {request}  requests held, or refused for now, until a Visit-time
+//	                                       window opens
 //
 // All are cumulative and monotonic. The request counters do not cover every
 // request: one that fails before it is decided (a scheme other than http or
@@ -103,6 +110,7 @@ var counters = []counter{
 	count("robots.fetch_success", "{fetch}", "Fetches of robots.txt with a 2xx answer.", func(s robots.Stats) uint64 { return s.FetchSuccess }),
 	count("robots.fetch_unavailable", "{fetch}", "Fetches of robots.txt with a 4xx answer, or too many redirects.", func(s robots.Stats) uint64 { return s.FetchUnavailable }),
 	count("robots.fetch_unreachable", "{fetch}", "Fetches of robots.txt with no answer, a 429 or a 5xx.", func(s robots.Stats) uint64 { return s.FetchUnreachable }),
+	count("robots.fetch_not_modified", "{fetch}", "Conditional fetches of robots.txt answered 304 Not Modified, which renewed the copy held without a body.", func(s robots.Stats) uint64 { return s.FetchNotModified }),
 	count("robots.store_hits", "{entry}", "Fresh robots.txt entries taken from the Store, not fetched.", func(s robots.Stats) uint64 { return s.StoreHits }),
 	count("robots.store_errors", "{error}", "Store and Locker calls that failed, unreadable entries included.", func(s robots.Stats) uint64 { return s.StoreErrors }),
 	count("robots.not_yet", "{request}", "Requests not sent, their turn too far (ErrNotYet).", func(s robots.Stats) uint64 { return s.NotYet }),
@@ -115,6 +123,9 @@ var counters = []counter{
 	count("robots.default_pace_waits", "{request}", "Requests that waited for, or were refused for, the interval DefaultDelay sets for an origin that states none (ReasonDefaultPace).", func(s robots.Stats) uint64 { return s.DefaultPaceWaits }),
 	count("robots.slow_waits", "{request}", "Requests that waited for, or were refused for, the adaptive delay of an origin that answers slowly (ReasonSlowAnswers).", func(s robots.Stats) uint64 { return s.SlowWaits }),
 	count("robots.request_rate_waits", "{request}", "Requests that waited for, or were refused for, the interval of a Request-rate (ReasonRequestRate).", func(s robots.Stats) uint64 { return s.RequestRateWaits }),
+	count("robots.payment_required", "{response}", "Responses with status 402 Payment Required: answers, not pushback.", func(s robots.Stats) uint64 { return s.PaymentRequired }),
+	count("robots.charged", "{response}", "Responses with a crawler-charged field: pages paid for.", func(s robots.Stats) uint64 { return s.Charged }),
+	count("robots.visit_time_waits", "{request}", "Requests held, or refused for now, until the Visit-time window of their origin's robots.txt opens (ReasonVisitTime).", func(s robots.Stats) uint64 { return s.VisitTimeWaits }),
 }
 
 // Option configures [Instrument].

@@ -348,6 +348,7 @@ func TestInstruments(t *testing.T) {
 		"robots.fetch_success":       "{fetch}",
 		"robots.fetch_unavailable":   "{fetch}",
 		"robots.fetch_unreachable":   "{fetch}",
+		"robots.fetch_not_modified":  "{fetch}",
 		"robots.store_hits":          "{entry}",
 		"robots.store_errors":        "{error}",
 		"robots.not_yet":             "{request}",
@@ -360,6 +361,9 @@ func TestInstruments(t *testing.T) {
 		"robots.default_pace_waits":  "{request}",
 		"robots.slow_waits":          "{request}",
 		"robots.request_rate_waits":  "{request}",
+		"robots.payment_required":    "{response}",
+		"robots.charged":             "{response}",
+		"robots.visit_time_waits":    "{request}",
 	}
 	for _, m := range sm.Metrics {
 		u, ok := units[m.Name]

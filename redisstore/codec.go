@@ -90,6 +90,10 @@ var (
 //	body              uvarint length, then that many bytes: the body, or a
 //	                  zstd frame, a single segment that declares its
 //	                  content size (frames without it are read too)
+//	etag              uvarint length, then that many bytes; with
+//	last modified     likewise: both only when either is set, so that
+//	                  an entry without validators is what earlier
+//	                  versions wrote and read
 func encode(e *fleet.Entry) []byte {
 	access := byte(e.Access)
 	body := e.Body
@@ -99,7 +103,8 @@ func encode(e *fleet.Entry) []byte {
 			access |= compressed
 		}
 	}
-	n := len(magic) + 1 + 3*binary.MaxVarintLen64 + 3*binary.MaxVarintLen64 + len(e.Error) + len(body)
+	n := len(magic) + 1 + 3*binary.MaxVarintLen64 + 5*binary.MaxVarintLen64 + len(e.Error) + len(body) +
+		len(e.ETag) + len(e.LastModified)
 	b := make([]byte, 0, n)
 	b = append(b, magic...)
 	b = append(b, access)
@@ -111,6 +116,12 @@ func encode(e *fleet.Entry) []byte {
 	b = append(b, e.Error...)
 	b = binary.AppendUvarint(b, uint64(len(body)))
 	b = append(b, body...)
+	if e.ETag != "" || e.LastModified != "" {
+		b = binary.AppendUvarint(b, uint64(len(e.ETag)))
+		b = append(b, e.ETag...)
+		b = binary.AppendUvarint(b, uint64(len(e.LastModified)))
+		b = append(b, e.LastModified...)
+	}
 	return b
 }
 
@@ -166,6 +177,10 @@ func decode(b []byte, maxBody int) (*fleet.Entry, error) {
 	failures := d.uvarint()
 	e.Error = string(d.bytes())
 	body := d.bytes()
+	if d.err == nil && len(d.b) != 0 {
+		e.ETag = string(d.bytes())
+		e.LastModified = string(d.bytes())
+	}
 	if d.err != nil {
 		return nil, d.err
 	}

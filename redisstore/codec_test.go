@@ -28,6 +28,10 @@ func codecEntries() []*fleet.Entry {
 		{}, // the zero Entry
 		// A body that compresses.
 		{Access: fleet.AccessSuccess, Body: []byte(longRobots), FetchedAt: t0, Expires: t0.Add(24 * time.Hour)},
+		// Validators, to revalidate with.
+		{Access: fleet.AccessSuccess, Body: []byte(longRobots), FetchedAt: t0, Expires: t0.Add(24 * time.Hour),
+			ETag: `W/"5f-1a2b"`, LastModified: "Sun, 01 Mar 2026 11:00:00 GMT"},
+		{Access: fleet.AccessSuccess, Body: []byte{}, FetchedAt: t0, Expires: t0.Add(time.Hour), ETag: `"e"`},
 	}
 }
 
@@ -108,11 +112,27 @@ func TestDecodeRejects(t *testing.T) {
 			t.Errorf("decode of the first %d of %d bytes = %+v, want an error", n, len(valid), e)
 		}
 	}
+	// So is every prefix of one with validators, but the one that ends
+	// with its body: the entry as an earlier version wrote it, which
+	// loses only the revalidation.
+	withValidators := encode(codecEntries()[7])
+	bodyEnd := len(withValidators) - 2 - len(codecEntries()[7].ETag) - len(codecEntries()[7].LastModified)
+	for n := range len(withValidators) {
+		e, err := decode(withValidators[:n], DefaultMaxEntrySize)
+		if n == bodyEnd {
+			if err != nil || e.ETag != "" || string(e.Body) != longRobots {
+				t.Errorf("decode of the entry without its validators = %+v, %v", e, err)
+			}
+		} else if err == nil {
+			t.Errorf("decode of the first %d of %d bytes = %+v, want an error", n, len(withValidators), e)
+		}
+	}
 	for _, c := range []struct {
 		name string
 		val  string
 	}{
 		{"empty", ""},
+		{"validators cut", string(valid) + "\x05\"ab"},
 		{"json", `{"Access":1,"Body":"VXNlci1hZ2VudDogKgo="}`},
 		{"other magic", "rE\x01" + string(valid[len(magic):])},
 		{"version 1", "fleet.Entry\x01" + string(valid[len(magic):])},

@@ -476,7 +476,8 @@ func entriesEqual(a, b *fleet.Entry) bool {
 	}
 	return a.Access == b.Access && string(a.Body) == string(b.Body) &&
 		a.FetchedAt.Equal(b.FetchedAt) && a.Expires.Equal(b.Expires) &&
-		a.UnreachableSince.Equal(b.UnreachableSince) && a.Failures == b.Failures && a.Error == b.Error
+		a.UnreachableSince.Equal(b.UnreachableSince) && a.Failures == b.Failures && a.Error == b.Error &&
+		a.ETag == b.ETag && a.LastModified == b.LastModified
 }
 
 // TestPrefixWithBrace checks that a Prefix that would change the hash slots

@@ -44,6 +44,9 @@ type verdict struct {
 	// decide it; Use the extent Content-Signal's use key allows
 	// ("immediate", "reference" or "full"). All empty when robots.txt
 	// states none for the URL.
+	// Licenses are the URLs of the file's License lines (RSL 1.0), which
+	// a crawler is asked to retrieve and comply with.
+	Licenses   []string        `json:"licenses,omitempty"`
 	Usage      string          `json:"usage,omitempty"`
 	UsageRules []usageRuleJSON `json:"usage_rules,omitempty"`
 	Use        string          `json:"use,omitempty"`
@@ -296,6 +299,7 @@ func (c *fileChecker) check(_ context.Context, target string) (*verdict, error) 
 		Line:    m.Line,
 		Groups:  c.src.applied(c.agent),
 	}
+	v.Licenses = c.src.robots.Licenses()
 	v.setUsage(c.src.robots, c.agent, target)
 	return v, nil
 }
@@ -381,7 +385,7 @@ func (c *siteChecker) check(ctx context.Context, target string) (*verdict, error
 		}
 	}
 
-	v := &verdict{URL: u.String(), Agent: c.agent, Allowed: !refused, Groups: src.applied(c.agent)}
+	v := &verdict{URL: u.String(), Agent: c.agent, Allowed: !refused, Groups: src.applied(c.agent), Licenses: rt.Licenses}
 	if refused {
 		v.Rule, v.Line = de.Rule, de.Line
 		if v.Rule == "" {
@@ -456,6 +460,9 @@ func printVerdict(w io.Writer, v *verdict) {
 		} else if len(lines) > 1 {
 			why += " (lines " + strings.Join(lines, ", ") + ")"
 		}
+	}
+	if len(v.Licenses) > 0 {
+		why += "; license " + strings.Join(v.Licenses, ", ")
 	}
 	fmt.Fprintf(w, "%-10s  %s  %s\n", word, v.URL, why)
 }

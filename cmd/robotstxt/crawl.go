@@ -716,8 +716,27 @@ func (c *crawler) try(ctx context.Context, j job) outcome {
 		o.note = "usage " + usageText(o.rec.UsageSources)
 	}
 
+	tag := robots.RobotsTagOf(resp)
+	o.rec.RobotsTag = tag.Rules
+	if len(tag.Rules) > 0 {
+		o.note = joinNote(o.note, "robots-tag "+strings.Join(tag.Rules, ", "))
+	}
+	if t := robots.TermsOf(resp); t.PaymentRequired() {
+		o.rec.Price = t.Price.String()
+		pay := "payment required"
+		if t.Price != nil {
+			pay += " (" + t.Price.String() + ")"
+		}
+		if t.License != nil {
+			pay = "license required"
+		}
+		o.note = joinNote(o.note, pay)
+	}
+
 	body := io.LimitReader(resp.Body, maxPage)
-	if resp.StatusCode/100 == 2 && isHTML(resp.Header.Get("Content-Type")) {
+	if resp.StatusCode/100 == 2 && isHTML(resp.Header.Get("Content-Type")) && !tag.NoFollow {
+		// A nofollow page (Robots-Tag, X-Robots-Tag) has its links
+		// left alone.
 		o.links = links(body, u)
 	}
 	io.Copy(io.Discard, io.LimitReader(body, 64<<10)) // let the connection be reused

@@ -25,6 +25,12 @@ type crawlRecord struct {
 	Line     int    `json:"line,omitempty"`     // its line in robots.txt
 	Error    string `json:"error,omitempty"`    // why, for "unreachable" and "error"
 	Redirect string `json:"redirect,omitempty"` // a redirect's Location
+	// RobotsTag is the rules of the response's Robots-Tag and
+	// X-Robots-Tag that apply to the crawler (robots.RobotsTagOf); a
+	// nofollow page's links are not followed.
+	RobotsTag []string `json:"robots_tag,omitempty"`
+	// Price is what a 402 asks (crawler-price), for "fetched"
+	Price string `json:"price,omitempty"`
 
 	// RetryAt, for "unreachable", is when robots.txt is fetched again:
 	// until then the site's URLs are refused.
@@ -73,6 +79,9 @@ With -json, each URL is one JSON object on standard output, one a line:
   error          why, when unreachable or an error
   retry_at       when unreachable: when robots.txt is fetched again
   redirect       a redirect's Location
+  robots_tag     the rules of the response's Robots-Tag and X-Robots-Tag
+                 for the crawler; a nofollow page's links are not followed
+  price          what a 402 asks (crawler-price); nothing is paid
   requeued       how many times it waited in the queue for its site's turn
   usage, use     a fetched page's usage preference, and Content-Signal's use
                  key (immediate, reference or full)

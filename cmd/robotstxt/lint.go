@@ -33,6 +33,7 @@ type lintJSON struct {
 	Diagnostics []diagnosticJSON `json:"diagnostics"`
 	Groups      []lintGroupJSON  `json:"groups"`
 	Sitemaps    []string         `json:"sitemaps"` // those crawlers read
+	Licenses    []string         `json:"licenses"` // the License lines' URLs (RSL 1.0) that crawlers read
 }
 
 type diagnosticJSON struct {
@@ -51,6 +52,8 @@ type lintGroupJSON struct {
 	// in seconds.
 	RequestRate *float64 `json:"request_rate_interval,omitempty"`
 	Usage       int      `json:"usage_lines,omitempty"` // Content-Usage and Content-Signal lines crawlers read
+	// VisitTime is the window of the group's Visit-time, "0600-0845 UTC".
+	VisitTime string `json:"visit_time,omitempty"`
 }
 
 // maxShown is how many problems lint lists without -all.
@@ -83,7 +86,7 @@ func runLint(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	src := fs.Arg(0)
 
-	out := lintJSON{Source: src, Diagnostics: []diagnosticJSON{}, Groups: []lintGroupJSON{}, Sitemaps: []string{}}
+	out := lintJSON{Source: src, Diagnostics: []diagnosticJSON{}, Groups: []lintGroupJSON{}, Sitemaps: []string{}, Licenses: []string{}}
 	var body []byte
 	code := exitOK
 	if isURL(src) {
@@ -200,12 +203,14 @@ func lintBody(out *lintJSON, body []byte) {
 				s := r.RequestRate.Seconds()
 				j.RequestRate = &s
 			}
+			j.VisitTime = r.VisitTime
 		}
 		j.Ignored = g.Rules - j.Rules
 		ignored += j.Ignored
 		out.Groups = append(out.Groups, j)
 	}
 	out.Sitemaps = append(out.Sitemaps, readRep.Sitemaps...)
+	out.Licenses = append(out.Licenses, readRep.Licenses...)
 	rules := 0
 	for _, g := range out.Groups {
 		rules += g.Rules
@@ -402,12 +407,21 @@ func printLint(stdout io.Writer, out *lintJSON, read bool, shown int) {
 			if g.Usage > 0 {
 				fmt.Fprintf(w, ", %s", count(g.Usage, "usage line"))
 			}
+			if g.VisitTime != "" {
+				fmt.Fprintf(w, ", visits only %s", g.VisitTime)
+			}
 			fmt.Fprintln(w)
 		}
 	}
 	if len(out.Sitemaps) > 0 {
 		fmt.Fprintf(w, "\nsitemaps:\n")
 		for _, s := range out.Sitemaps {
+			fmt.Fprintf(w, "  %s\n", s)
+		}
+	}
+	if len(out.Licenses) > 0 {
+		fmt.Fprintf(w, "\nlicenses:\n")
+		for _, s := range out.Licenses {
 			fmt.Fprintf(w, "  %s\n", s)
 		}
 	}

@@ -127,7 +127,8 @@
 // line, with the fields url, outcome ("fetched", "disallowed",
 // "unreachable" or "error"), status, rule and line, error, retry_at (when a
 // site's robots.txt is unreachable: when it is fetched again), redirect,
-// requeued (how many times the URL waited in the queue for its site's turn),
+// robots_tag (the rules of Robots-Tag and X-Robots-Tag for the crawler: a
+// nofollow page's links are not followed), price (what a 402 asks), requeued (how many times the URL waited in the queue for its site's turn),
 // usage, use and usage_sources; crawl -h describes them. The rest of the
 // output goes to standard error.
 //

@@ -31,6 +31,7 @@ const (
 	ReasonBackoff     = "backoff"      // a pause after the origin pushed back (see fleet.Backoff)
 	ReasonRobotsTxt   = "robots.txt"   // the fetch of the origin's robots.txt
 	ReasonPacer       = "pacer"        // the Pacer did not answer within MaxWait
+	ReasonVisitTime   = "visit-time"   // a window of the day the origin asks to be visited in is not open
 )
 
 // AdaptiveFactor is how many times the origin's response-time estimate the

@@ -153,6 +153,7 @@ type Counts struct {
 	Pauses, Backoffs, RateLimits atomic.Int64
 	InFlightWaits, DefaultWaits  atomic.Int64
 	SlowWaits, RequestRateWaits  atomic.Int64
+	VisitTimeWaits               atomic.Int64
 }
 
 // waitedFor counts a request that waited for, or was refused for, the
@@ -167,6 +168,8 @@ func (c *Counts) waitedFor(why string) {
 		c.SlowWaits.Add(1)
 	case ReasonRequestRate:
 		c.RequestRateWaits.Add(1)
+	case ReasonVisitTime:
+		c.VisitTimeWaits.Add(1)
 	}
 }
 
@@ -414,6 +417,26 @@ func (tn *Turns) Wait(ctx context.Context, s Site, a Ask, f Fetch, start time.Du
 		}
 		tn.GiveBack(ctx, s, tk)
 	}
+}
+
+// Hold holds a request for u to s, which began at start, for wait, for the
+// reason why (ReasonVisitTime: a window of the day the origin asks to be
+// visited in is not open yet). It returns the error of NotYet at once if
+// wait is past the request's limit (see LimitOf), an error that wraps ctx's
+// if ctx is done first, and nil once wait has passed. A hold takes no turn:
+// the request takes its turn after it.
+func (tn *Turns) Hold(ctx context.Context, s Site, u *url.URL, start, wait time.Duration, why string) error {
+	now := tn.Now()
+	lim := tn.LimitOf(ctx, start)
+	if wait >= lim.Left(now) {
+		return tn.NotYet(ctx, s, u, now, wait, lim, why)
+	}
+	if !Probing(ctx) {
+		tn.Counts.waitedFor(why)
+	}
+	tn.debugWait(ctx, s, wait, why, u)
+	var waited time.Duration
+	return tn.sleep(ctx, s, wait, &waited)
 }
 
 // A request that finds its origin's turn held by another user of the Pacer

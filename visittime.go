@@ -1,0 +1,61 @@
+package robots
+
+import (
+	"context"
+	"net/url"
+	"time"
+
+	"github.com/f9014239/robots/internal/pacing"
+)
+
+// ReasonVisitTime ("visit-time") is the reason of a [*TurnError] for a
+// request refused for now because its origin's robots.txt asks to be visited
+// only in a window of the day (Visit-time) that is not open: RetryAt is when
+// it opens.
+const ReasonVisitTime = pacing.ReasonVisitTime
+
+// visitWait returns how long after now the window of the day from-to (UTC,
+// each a time after midnight, to excluded; wrapping midnight when to is
+// before from) opens, or 0 if it is open. from == to, a window that never
+// opens, is never passed: the matcher keeps no such window.
+func visitWait(now time.Time, from, to time.Duration) time.Duration {
+	u := now.UTC()
+	tod := u.Sub(time.Date(u.Year(), u.Month(), u.Day(), 0, 0, 0, 0, time.UTC))
+	if from < to && tod >= from && tod < to || from > to && (tod >= from || tod < to) {
+		return 0
+	}
+	if tod < from {
+		return from - tod
+	}
+	return 24*time.Hour - tod + from
+}
+
+// visitHold holds a request for u to s, which began at start (on the
+// Transport's clock) and which st allows, until the Visit-time window that
+// st's robots.txt states for agent opens: it returns at once if there is
+// none, or it is open; with a [*TurnError] (ReasonVisitTime, RetryAt its
+// opening) if the window opens further away than the request may wait (see
+// turnLimit); with ctx's error if ctx is done first; else once it opens,
+// and held is true. IgnoreCrawlDelay ignores Visit-time, as it does
+// Request-rate.
+//
+// The hold is the verdict's, before the request takes its turn: a request
+// let through near the window's end may leave after it, up to its turn's
+// wait later.
+func (t *Transport) visitHold(ctx context.Context, s *site, st *state, agent string, u *url.URL, start time.Duration) (held bool, err error) {
+	if st == nil || st.robots == nil || !st.robots.HasVisitTime() || t.cfg.ignoreCrawlDelay {
+		return false, nil
+	}
+	from, to, ok := st.groupOf(t.groupAgent(agent)).VisitTime()
+	if !ok {
+		return false, nil
+	}
+	wait := visitWait(t.turns.Wall(t.now()), from, to)
+	if wait <= 0 {
+		return false, nil
+	}
+	if err := t.turns.Hold(ctx, s, u, start, wait, ReasonVisitTime); err != nil {
+		return false, err
+	}
+	return true, nil
+}
