@@ -257,8 +257,10 @@ type Transport struct {
 	// request that has neither crawler-max-price nor crawler-exact-price,
 	// fetches of robots.txt excepted. A site that charges answers with
 	// crawler-charged (see TermsOf, Stats.Charged). If it is malformed,
-	// every request fails with an error that says so. Empty by default:
-	// the crawler offers nothing, and a site that charges answers 402.
+	// every request fails with an error that says so. Pay-per-crawl wants
+	// the field signed: name it in the Signer's Options.Headers. Empty by
+	// default: the crawler offers nothing, and a site that charges answers
+	// 402.
 	MaxPrice string
 
 	once   sync.Once
