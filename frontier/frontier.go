@@ -92,7 +92,8 @@ type Frontier struct {
 	// keeps the room of its peak, so it is made again once it holds
 	// half of that (see shrink).
 	sitesPeak int
-	counts    Counts // the totals
+	counts    Counts   // the totals
+	journal   *journal // where its changes are recorded (see Record), or nil
 }
 
 // Counts are a Frontier's numbers, for a progress bar.
@@ -200,11 +201,14 @@ func (f *Frontier) Push(rawURL string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.init()
+	if err := f.journal.failed(); err != nil {
+		return err
+	}
 	if !f.add(rawURL, origin) {
 		return ErrDuplicate
 	}
 	f.counts.Pushed++
-	return nil
+	return f.journal.failed()
 }
 
 // probe asks Turns about fresh sites, the most URLs first, as long as fewer
@@ -258,7 +262,8 @@ func (f *Frontier) ask(s *site, u string, turns Turns) {
 // without leaving the others waiting).
 //
 // Every URL it returns must be given back with Done, or Requeue; until
-// then no other URL of its site is handed out.
+// then no other URL of its site is handed out. With a journal whose
+// writer failed, it returns the error (see Record).
 func (f *Frontier) Next(ctx context.Context) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
@@ -275,6 +280,12 @@ func (f *Frontier) Next(ctx context.Context) (string, error) {
 	f.init()
 	for {
 		now := time.Now()
+		if err := f.journal.failed(); err != nil {
+			f.leave(w)
+			f.wake() // the first waiter now may be another
+			f.mu.Unlock()
+			return "", err
+		}
 		if s := f.take(now); s != nil {
 			u := s.q.pop()
 			f.queued--
@@ -285,6 +296,9 @@ func (f *Frontier) Next(ctx context.Context) (string, error) {
 			if f.ready.Len() > 0 || f.timed.Len() > 0 {
 				f.wake() // the next waiter takes the next site, or waits for its turn
 			}
+			// A write that fails now is told at the URL's Done, and
+			// by the next call of Next.
+			f.record(recOut, -1, u, true)
 			f.mu.Unlock()
 			return u, nil
 		}
@@ -465,7 +479,7 @@ func (f *Frontier) Requeue(rawURL string, at time.Time) error {
 	s.out = ""
 	f.counts.Requeued++
 	f.requeue(s, rawURL, at, now)
-	return nil
+	return f.record(recRequeue, requeueAsked, rawURL, true)
 }
 
 // requeue puts u back at the head of s's queue, for at. f.mu must be held.
