@@ -296,9 +296,10 @@ func (f *Frontier) Next(ctx context.Context) (string, error) {
 			if f.ready.Len() > 0 || f.timed.Len() > 0 {
 				f.wake() // the next waiter takes the next site, or waits for its turn
 			}
-			// A write that fails now is told at the URL's Done, and
-			// by the next call of Next.
-			f.record(recOut, -1, u, true)
+			// Written with the next Done, Answered or Requeue: a URL
+			// out whose record a kill lost is handed out again all the
+			// same, as queued.
+			f.record(recOut, -1, u, false)
 			f.mu.Unlock()
 			return u, nil
 		}

@@ -146,11 +146,14 @@ func uvarintLen(n uint64) int {
 // or out, so that what w gets is whole by itself: recording to a new file
 // is how a journal is compacted (see below).
 //
-// The records of Push and of the calls of Next are buffered; Next (once
-// it hands a URL out), Done, Answered and Requeue write them to w before
-// they return, with their own, in one Write. So a crawler killed at any
-// point loses no Done that returned: resumed, it sends again only the URLs
-// that were out (handed out and not given back). A kill loses nothing a
+// The records of Push and of Next are buffered (up to 32 KB); Done,
+// Answered and Requeue write them to w before they return, with their
+// own, in one Write. So a crawler killed at any point loses no Done that
+// returned, nor a Push before it: resumed, it sends again only the URLs
+// that were out (handed out and not given back). A kill before any Done
+// may lose the first pushes: Replay then finds no URL pushed
+// (Replayed.Runs > 0, Pushed and Done 0), and the crawler pushes its start
+// URLs again; a URL out then is sent again, as any out at a kill is. A kill loses nothing a
 // file was written, as the operating system has it; a crash of the machine
 // loses what was not synced (call Sync on the file as often as wanted).
 // Writes happen under f's lock, in the order of the changes: a slow w
@@ -296,7 +299,7 @@ func (f *Frontier) Replay(r io.Reader, crawl string, seen func(rawURL string)) (
 		}
 		h := header[:0]
 		h = append(h, kind)
-		n, k, overflow, err := readUvarint(br)
+		n, k, overflow, err := readUvarint(br, &h)
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				if off == 0 && kind != recBegin {
@@ -317,7 +320,6 @@ func (f *Frontier) Replay(r io.Reader, crawl string, seen func(rawURL string)) (
 			}
 			return corrupt(off, "a length out of range")
 		}
-		h = binary.AppendUvarint(h, n)
 		size := int64(len(h)) + int64(n) + 4
 		buf = slices.Grow(buf[:0], int(n)+4)[:n+4]
 		if k, err := io.ReadFull(br, buf); err != nil {
@@ -487,13 +489,16 @@ func (f *Frontier) Replay(r io.Reader, crawl string, seen func(rawURL string)) (
 	return res, nil
 }
 
-// readUvarint reads a varint from br. overflow is true if it is longer
+// readUvarint reads a varint from br, and appends its bytes to raw. overflow is true if it is longer
 // than 64 bits; err is br's error (io.EOF within it is io.ErrUnexpectedEOF).
 // k is how many bytes it read.
-func readUvarint(br *bufio.Reader) (n uint64, k int, overflow bool, err error) {
+func readUvarint(br *bufio.Reader, raw *[]byte) (n uint64, k int, overflow bool, err error) {
 	var shift uint
 	for i := range binary.MaxVarintLen64 {
 		b, err := br.ReadByte()
+		if err == nil {
+			*raw = append(*raw, b)
+		}
 		if err != nil {
 			if i > 0 && errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
