@@ -45,6 +45,7 @@ const (
 	recDone    = 'D' // a URL forgotten: a flag (how), the URL
 	recRequeue = 'R' // a URL out back at its site's head: a flag (not yet or requeued), the URL
 	recRetry   = 'T' // a URL out back at its site's head, deferred: its tries, the URL
+	recNote    = 'N' // the caller's note (see Note)
 )
 
 // The flags of a done record.
@@ -255,7 +256,8 @@ type Replayed struct {
 // asked about first (with Turns), and a URL retried waits its retry delay
 // from now. A URL f holds already is skipped. It calls seen, if not nil,
 // with each URL the journal pushed (done or not, once per push), before it
-// returns: a crawler rebuilds its set of the URLs it has seen with it.
+// returns: a crawler rebuilds its set of the URLs it has seen with it. It
+// calls note, if not nil, with each note (see Note), in the order written.
 //
 // Replay reads r to its end, in bounded memory: a record is at most
 // [MaxURLLen] and a few bytes, and what it holds is the URLs held at the
@@ -269,7 +271,7 @@ type Replayed struct {
 // have been called before an error: drop what it got.
 //
 // Replay is meant for a Frontier just made, before Record.
-func (f *Frontier) Replay(r io.Reader, crawl string, seen func(rawURL string)) (Replayed, error) {
+func (f *Frontier) Replay(r io.Reader, crawl string, seen, note func(string)) (Replayed, error) {
 	type entry struct {
 		seq   uint64
 		tries uint32
@@ -389,6 +391,10 @@ func (f *Frontier) Replay(r io.Reader, crawl string, seen func(rawURL string)) (
 				if seen != nil {
 					seen(string(u))
 				}
+			}
+		case recNote:
+			if note != nil {
+				note(string(u))
 			}
 		case recOut, recDone, recRequeue, recRetry:
 			e := live[string(u)]
@@ -527,6 +533,62 @@ func validBegin(kind byte, p []byte) bool {
 	return string(p[:m]) == journalMagic[:m]
 }
 
+// Note writes note, a string of up to [MaxURLLen] bytes, to f's journal,
+// in order with its changes: what a crawler keeps of its own beside the
+// URLs (a start URL reached by a redirect, a limit reached), which Replay
+// gives back. Like a Push, it is written to the journal's writer with the
+// next Done, Answered or Requeue. Note does nothing if f has no journal;
+// it returns the journal's error, if its writer failed.
+func (f *Frontier) Note(note string) error {
+	if len(note) > MaxURLLen {
+		return fmt.Errorf("frontier: a note of %d bytes, more than MaxURLLen", len(note))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.record(recNote, -1, note, false)
+}
+
+// JournalCrawl returns the name of the crawl whose journal r is (see
+// Record), read from its first record, or an error wrapping [ErrVersion]
+// or [ErrCorrupt] (r is not a journal, or is cut within its first record),
+// or r's error. It reads at most the first record.
+func JournalCrawl(r io.Reader) (string, error) {
+	br := bufio.NewReaderSize(r, 2<<10)
+	kind, err := br.ReadByte()
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	var raw []byte
+	n, _, overflow, err := readUvarint(br, &raw)
+	if kind != recBegin || overflow || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		n > uint64(len(journalMagic)+binary.MaxVarintLen64+MaxCrawlLen) {
+		return "", fmt.Errorf("%w: not a frontier journal", ErrCorrupt)
+	}
+	if err != nil {
+		return "", err
+	}
+	payload := make([]byte, n+4)
+	if _, err := io.ReadFull(br, payload); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return "", fmt.Errorf("%w: not a frontier journal, or cut short", ErrCorrupt)
+		}
+		return "", err
+	}
+	payload, sum := payload[:n], payload[n:]
+	if len(payload) < len(journalMagic) || string(payload[:len(journalMagic)]) != journalMagic {
+		return "", fmt.Errorf("%w: not a frontier journal", ErrCorrupt)
+	}
+	v, k := binary.Uvarint(payload[len(journalMagic):])
+	if k <= 0 || v != JournalVersion {
+		return "", fmt.Errorf("%w: journal version %d; this package reads version %d", ErrVersion, v, JournalVersion)
+	}
+	crc := crc32.Update(crc32.Checksum(append([]byte{kind}, raw...), crcTable), crcTable, payload)
+	if crc != binary.BigEndian.Uint32(sum) {
+		return "", fmt.Errorf("%w: the record at byte 0: checksum mismatch", ErrCorrupt)
+	}
+	return string(payload[len(journalMagic)+k:]), nil
+}
+
 // OpenJournal is Replay and Record for a journal kept in the file at path,
 // which it creates if it does not exist: it replays what the file holds
 // (see Replay; nothing if it is new or empty), drops a last record cut
@@ -539,12 +601,12 @@ func validBegin(kind byte, p []byte) bool {
 // One process at a time may use a journal's file: the caller keeps others
 // out (a crawl that keeps its state in a [boltstore] file does, as the file
 // is locked).
-func (f *Frontier) OpenJournal(path, crawl string, seen func(rawURL string)) (Replayed, error) {
+func (f *Frontier) OpenJournal(path, crawl string, seen, note func(string)) (Replayed, error) {
 	file, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return Replayed{}, err
 	}
-	res, err := f.Replay(file, crawl, seen)
+	res, err := f.Replay(file, crawl, seen, note)
 	if err != nil {
 		file.Close()
 		return Replayed{}, fmt.Errorf("%s: %w", path, err)

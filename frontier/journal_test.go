@@ -154,7 +154,7 @@ func TestJournalReplay(t *testing.T) {
 			for _, cut := range cuts {
 				g := new(frontier.Frontier)
 				var seen []string
-				res, err := g.Replay(bytes.NewReader(all[:p.end+cut]), "crawl 1", func(u string) { seen = append(seen, u) })
+				res, err := g.Replay(bytes.NewReader(all[:p.end+cut]), "crawl 1", func(u string) { seen = append(seen, u) }, nil)
 				if err != nil {
 					t.Fatalf("step %d, cut %d: %v", i, cut, err)
 				}
@@ -179,7 +179,7 @@ func TestJournalReplay(t *testing.T) {
 func TestJournalRuns(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal")
 	f := new(frontier.Frontier)
-	res, err := f.OpenJournal(path, "c", nil)
+	res, err := f.OpenJournal(path, "c", nil, nil)
 	if err != nil || res != (frontier.Replayed{}) {
 		t.Fatalf("a new journal: %+v, %v", res, err)
 	}
@@ -195,6 +195,9 @@ func TestJournalRuns(t *testing.T) {
 		}
 		done = append(done, u)
 	}
+	if err := f.Note("a note"); err != nil {
+		t.Fatal(err)
+	}
 	u, _ := f.Next(context.Background())   // out at the "kill": f is dropped unclosed
 	v, _ := f.Next(context.Background())   // its site's other
 	if err := f.Done(v, nil); err != nil { // which writes u's out
@@ -202,9 +205,18 @@ func TestJournalRuns(t *testing.T) {
 	}
 	g := new(frontier.Frontier)
 	seen := map[string]bool{}
-	res, err = g.OpenJournal(path, "c", func(u string) { seen[u] = true })
+	var notes []string
+	res, err = g.OpenJournal(path, "c", func(u string) { seen[u] = true }, func(n string) { notes = append(notes, n) })
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !slices.Equal(notes, []string{"a note"}) {
+		t.Errorf("notes %q", notes)
+	}
+	if b, err := os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	} else if name, err := frontier.JournalCrawl(bytes.NewReader(b)); name != "c" || err != nil {
+		t.Errorf("JournalCrawl = %q, %v", name, err)
 	}
 	if res.Runs != 1 || res.Pushed != 14 || res.Out != 1 || res.Done != 6 || len(seen) != 20 {
 		t.Fatalf("replayed %+v, %d seen; want 1 run, 14 pushed, 1 out, 6 done, 20 seen", res, len(seen))
@@ -223,7 +235,7 @@ func TestJournalRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := new(frontier.Frontier)
-	res, err = h.OpenJournal(path, "c", nil)
+	res, err = h.OpenJournal(path, "c", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +243,7 @@ func TestJournalRuns(t *testing.T) {
 		t.Fatalf("second replay %+v; want 2 runs, 13 held, 1 out (w), 7 done", res)
 	}
 	h.CloseJournal()
-	if _, err := new(frontier.Frontier).OpenJournal(path, "another", nil); !errors.Is(err, frontier.ErrOtherCrawl) || !strings.Contains(err.Error(), path) {
+	if _, err := new(frontier.Frontier).OpenJournal(path, "another", nil, nil); !errors.Is(err, frontier.ErrOtherCrawl) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("another crawl's journal: %v", err)
 	}
 }
@@ -264,7 +276,7 @@ func TestJournalBadInput(t *testing.T) {
 	check := func(name string, b []byte, want error) {
 		t.Helper()
 		g := new(frontier.Frontier)
-		_, err := g.Replay(bytes.NewReader(b), "c", nil)
+		_, err := g.Replay(bytes.NewReader(b), "c", nil, nil)
 		if !errors.Is(err, want) {
 			t.Errorf("%s: %v, want %v", name, err, want)
 		}
@@ -278,7 +290,7 @@ func TestJournalBadInput(t *testing.T) {
 		b := slices.Clone(good)
 		b[i] ^= 1 << (i % 8)
 		g := new(frontier.Frontier)
-		_, err := g.Replay(bytes.NewReader(b), "c", nil)
+		_, err := g.Replay(bytes.NewReader(b), "c", nil, nil)
 		if !errors.Is(err, frontier.ErrCorrupt) && !errors.Is(err, frontier.ErrVersion) && !errors.Is(err, frontier.ErrOtherCrawl) {
 			t.Fatalf("bit %d flipped: %v", i, err)
 		}
@@ -290,16 +302,27 @@ func TestJournalBadInput(t *testing.T) {
 	b := slices.Clone(good)
 	b[len(b)-2] ^= 4
 	g := new(frontier.Frontier)
-	res, err := g.Replay(bytes.NewReader(b), "c", nil)
+	res, err := g.Replay(bytes.NewReader(b), "c", nil, nil)
 	if err != nil || res.Cut != int64(len(good)-last) || g.Len() != 50 {
 		t.Errorf("last record damaged: %+v, %v, %d held; want it dropped (the URL out again)", res, err, g.Len())
 	}
 	g = new(frontier.Frontier)
-	if _, err := g.Replay(bytes.NewReader(good), "d", nil); !errors.Is(err, frontier.ErrOtherCrawl) || !strings.Contains(err.Error(), `"c"`) {
+	if _, err := g.Replay(bytes.NewReader(good), "d", nil, nil); !errors.Is(err, frontier.ErrOtherCrawl) || !strings.Contains(err.Error(), `"c"`) {
 		t.Errorf("another crawl: %v", err)
 	}
 	newer := append(begin(2, "c"), []byte("records of a format to come")...)
 	check("a newer version", newer, frontier.ErrVersion)
+	for _, c := range []struct {
+		b    []byte
+		want error
+	}{{newer, frontier.ErrVersion}, {[]byte("text\n"), frontier.ErrCorrupt}, {nil, frontier.ErrCorrupt}, {begin(1, "c")[:9], frontier.ErrCorrupt}, {good[:len(good)-1], nil}} {
+		if _, err := frontier.JournalCrawl(bytes.NewReader(c.b)); !errors.Is(err, c.want) {
+			t.Errorf("JournalCrawl(%.20q) = %v, want %v", c.b, err, c.want)
+		}
+	}
+	if err := f.Note(strings.Repeat("x", frontier.MaxURLLen+1)); err == nil {
+		t.Error("a note too long is written")
+	}
 	check("a saved frontier", func() []byte { var s bytes.Buffer; f.Save(&s); return s.Bytes() }(), frontier.ErrCorrupt)
 	check("text", []byte("robotstxt crawl journal 1\nagent x\n"), frontier.ErrCorrupt)
 	check("a length out of range", append(begin(1, "c"), 'P', 0xff, 0xff, 0xff, 0xff, 0x0f), frontier.ErrCorrupt)
@@ -311,14 +334,14 @@ func TestJournalBadInput(t *testing.T) {
 	// Cut within its first record: nothing was written but that.
 	for n := 1; n < len(begin(1, "c")); n++ {
 		g := new(frontier.Frontier)
-		res, err := g.Replay(bytes.NewReader(begin(1, "c")[:n]), "c", nil)
+		res, err := g.Replay(bytes.NewReader(begin(1, "c")[:n]), "c", nil, nil)
 		if err != nil || res.Cut != int64(n) || res.End != 0 {
 			t.Fatalf("begin cut at %d: %+v, %v", n, res, err)
 		}
 	}
 	// A reader that fails: its error.
 	boom := errors.New("boom")
-	if _, err := new(frontier.Frontier).Replay(io.MultiReader(bytes.NewReader(good[:100]), iotestErr{boom}), "c", nil); !errors.Is(err, boom) {
+	if _, err := new(frontier.Frontier).Replay(io.MultiReader(bytes.NewReader(good[:100]), iotestErr{boom}), "c", nil, nil); !errors.Is(err, boom) {
 		t.Errorf("a failing reader: %v", err)
 	}
 	if err := new(frontier.Frontier).Record(io.Discard, strings.Repeat("x", frontier.MaxCrawlLen+1)); err == nil {
@@ -395,7 +418,7 @@ func TestJournalWriterFails(t *testing.T) {
 			t.Errorf("n=%d: Push after the failure: %v", n, err)
 		}
 		g := new(frontier.Frontier)
-		res, err := g.Replay(bytes.NewReader(w.w.Bytes()), "c", nil)
+		res, err := g.Replay(bytes.NewReader(w.w.Bytes()), "c", nil, nil)
 		if err != nil {
 			t.Fatalf("n=%d: %v", n, err)
 		}
@@ -471,7 +494,7 @@ func TestJournalLong(t *testing.T) {
 	})
 	f := new(frontier.Frontier)
 	seen := 0
-	res, err := f.Replay(&churn{size: size}, "c", func(string) { seen++ })
+	res, err := f.Replay(&churn{size: size}, "c", func(string) { seen++ }, nil)
 	close(stop)
 	wg.Wait()
 	if err != nil {
@@ -513,7 +536,7 @@ func FuzzReplay(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		g := &frontier.Frontier{RetryDelay: time.Nanosecond}
 		seen := map[string]bool{}
-		res, err := g.Replay(bytes.NewReader(b), "c", func(u string) { seen[u] = true })
+		res, err := g.Replay(bytes.NewReader(b), "c", func(u string) { seen[u] = true }, nil)
 		if err != nil {
 			if g.Len() != 0 {
 				t.Fatalf("%v, and %d URLs added", err, g.Len())
@@ -630,7 +653,7 @@ func BenchmarkJournal(b *testing.B) {
 	b.Run("replay", func(b *testing.B) {
 		for b.Loop() {
 			g := new(frontier.Frontier)
-			if _, err := g.Replay(bytes.NewReader(j.Bytes()), "bench", nil); err != nil {
+			if _, err := g.Replay(bytes.NewReader(j.Bytes()), "bench", nil, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

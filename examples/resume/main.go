@@ -99,7 +99,7 @@ func crawl(ctx context.Context, dir string, starts []string, out io.Writer, pace
 	seen := map[string]bool{}
 	journal := filepath.Join(dir, "journal")
 	name := strings.Join(slices.Sorted(slices.Values(starts)), " ")
-	res, err := f.OpenJournal(journal, name, func(u string) { seen[u] = true })
+	res, err := f.OpenJournal(journal, name, func(u string) { seen[u] = true }, nil)
 	if err != nil {
 		return err
 	}
