@@ -464,10 +464,10 @@ func (c *churn) Read(p []byte) (int, error) {
 }
 
 // TestJournalLong: a long journal of URLs pushed and done is read in
-// memory bounded by what it holds at its end, not by its size. 64 MB;
+// memory bounded by what it holds at its end, not by its size. 32 MB;
 // with ROBOTS_LONG_TESTS=1, 10 GB.
 func TestJournalLong(t *testing.T) {
-	size := int64(64 << 20)
+	size := int64(32 << 20)
 	if os.Getenv("ROBOTS_LONG_TESTS") != "" {
 		size = 10 << 30
 	}
