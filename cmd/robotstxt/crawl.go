@@ -57,6 +57,9 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			"robots.txt and Crawl-delay. A site's pages wait for its turn in a queue, not\n"+
 			"in a worker: a site with a long Crawl-delay does not hold up the others.\n"+
 			"With -demo, starts a small site on 127.0.0.1 and crawls it.\n"+
+			"The User-Agent sent is -agent's token with this project's link,\n"+
+			"\"TOKEN (+https://github.com/f9014239/robots)\", or -agent as given if it is a\n"+
+			"header (name your own contact page: -agent \"ExampleBot/1.0 (+https://example.com/bot)\").\n"+
 			"Exit status: 0 the crawl ran to its end, 1 a start URL could not be fetched\n"+
 			"or the crawl stopped before its end (the same command resumes it), 2 bad\n"+
 			"usage or a state file that cannot be used.\n\n")
