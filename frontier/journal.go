@@ -202,20 +202,24 @@ func (j *journal) begin(f *Frontier, crawl string) error {
 	payload = append(payload, crawl...)
 	j.rec(recBegin, -1, string(payload))
 	for _, s := range f.sites {
+		// The URL out, or else the head, has the site's tries.
+		head := s.out
+		if head == "" && s.q.n > 0 {
+			head = s.q.front()
+		}
+		if head == "" {
+			continue
+		}
+		j.rec(recPush, -1, head)
+		if s.tries > 0 {
+			j.rec(recRetry, int64(s.tries), head)
+		}
 		if s.out != "" {
-			j.rec(recPush, -1, s.out)
 			j.rec(recOut, -1, s.out)
 		}
 		for i := range s.q.n {
-			j.rec(recPush, -1, s.q.at(i))
-		}
-		if s.tries > 0 {
-			u := s.out
-			if u == "" && s.q.n > 0 {
-				u = s.q.front()
-			}
-			if u != "" && s.out == "" {
-				j.rec(recRetry, int64(s.tries), u)
+			if u := s.q.at(i); u != head {
+				j.rec(recPush, -1, u)
 			}
 		}
 	}

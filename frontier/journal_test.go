@@ -139,6 +139,24 @@ func TestJournalReplay(t *testing.T) {
 		if len(points) < 150 {
 			t.Fatalf("%d points", len(points))
 		}
+		// Recorded anew mid-crawl (a compaction), the journal holds the
+		// URLs held, their order, the URLs out and the tries.
+		var compact, saved bytes.Buffer
+		if err := f.Record(&compact, "crawl 1"); err != nil {
+			t.Fatal(err)
+		}
+		f.Save(&saved)
+		want, g := new(frontier.Frontier), new(frontier.Frontier)
+		want.Restore(&saved)
+		res, err := g.Replay(&compact, "crawl 1", nil, nil)
+		if err != nil || res.Out != f.Counts().Out || res.Out == 0 {
+			t.Fatalf("compacted: %+v, %v; want %d out", res, err, f.Counts().Out)
+		}
+		wu, wt, _ := state(t, want)
+		gu, gt, _ := state(t, g)
+		if fmt.Sprint(gu) != fmt.Sprint(wu) || fmt.Sprint(gt) != fmt.Sprint(wt) || len(wt) == 0 {
+			t.Fatalf("compacted: replayed\n%v %v\nwant\n%v %v", gu, gt, wu, wt)
+		}
 		all := j.Bytes()
 		for i, p := range points {
 			want := new(frontier.Frontier)
