@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/f9014239/robots/boltstore"
 	"github.com/f9014239/robots/frontier"
 )
 
@@ -187,9 +188,9 @@ func otherJournals(statePath, mine string) []string {
 // cannot be opened, for err.
 func stateError(path string, err error) string {
 	switch {
-	case errors.Is(err, errLocked):
+	case errors.Is(err, boltstore.ErrLocked):
 		return fmt.Sprintf("the state file %s is in use by another crawl; wait for it to end, or give another with -state FILE (or none, with -state \"\")", path)
-	case errors.Is(err, errCorrupt):
+	case errors.Is(err, boltstore.ErrCorrupt):
 		return fmt.Sprintf("the state file %s is damaged or of another version: %v (a new file fetches each robots.txt again), or give another with -state FILE", path, err)
 	}
 	return fmt.Sprintf("the state file %s cannot be used: %v; give another with -state FILE, or none with -state \"\"", path, err)
@@ -202,11 +203,13 @@ func (c *crawler) openState(path string, starts []*url.URL, journal bool) (close
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, errors.New(stateError(path, err))
 	}
-	st, err := openStore(path)
+	// The state file is a boltstore: the robots.txt cache, and the
+	// paces, pauses and back-offs of the origins.
+	st, err := boltstore.Open(path)
 	if err != nil {
 		return nil, errors.New(stateError(path, err))
 	}
-	st.use(c.tr)
+	c.tr.Store, c.tr.Pacer = st, st
 	c.statePath = path
 	closeState = st.Close
 	if !journal {
