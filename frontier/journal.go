@@ -277,9 +277,10 @@ type Replayed struct {
 // Replay is meant for a Frontier just made, before Record.
 func (f *Frontier) Replay(r io.Reader, crawl string, seen, note func(string)) (Replayed, error) {
 	type entry struct {
-		seq   uint64
-		tries uint32
-		out   bool
+		origin string
+		seq    uint64
+		tries  uint32
+		out    bool
 	}
 	var (
 		res    Replayed
@@ -384,17 +385,19 @@ func (f *Frontier) Replay(r io.Reader, crawl string, seen, note func(string)) (R
 				e.out = false // given back by the stop
 			}
 		case recPush:
-			if _, _, err := parse(string(u)); err != nil {
+			if live[string(u)] != nil {
+				break // pushed again by a run's first records
+			}
+			_, origin, err := parse(string(u))
+			if err != nil {
 				return corrupt(off, "%v", err)
 			}
-			if live[string(u)] == nil {
-				live[string(u)] = &entry{seq: seq}
-				peak = max(peak, len(live))
-				seq++
-				c.Pushed++
-				if seen != nil {
-					seen(string(u))
-				}
+			live[string(u)] = &entry{origin: origin, seq: seq}
+			peak = max(peak, len(live))
+			seq++
+			c.Pushed++
+			if seen != nil {
+				seen(string(u))
 			}
 		case recNote:
 			if note != nil {
@@ -470,7 +473,7 @@ func (f *Frontier) Replay(r io.Reader, crawl string, seen, note func(string)) (R
 	now := time.Now()
 	var skipped uint64
 	for _, h := range urls {
-		_, origin, _ := parse(h.u) // it parsed above
+		origin := h.e.origin
 		_, had := f.sites[origin]
 		if !f.add(h.u, origin) {
 			skipped++
