@@ -496,7 +496,7 @@ func (c *churn) Read(p []byte) (int, error) {
 
 // TestJournalLong: a long journal of URLs pushed and done is read in
 // memory bounded by what it holds at its end, not by its size. 32 MB;
-// with ROBOTS_LONG_TESTS=1, 10 GB (about 5 minutes).
+// with ROBOTS_LONG_TESTS=1, 10 GB (4 to 5 minutes).
 func TestJournalLong(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes what the heap holds")
