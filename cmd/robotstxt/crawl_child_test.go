@@ -143,7 +143,6 @@ func TestCrawlResume(t *testing.T) {
 	const delay = 100 * time.Millisecond
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
-			t.Parallel() // each with its own site and state
 			home := t.TempDir()
 			env := cacheEnv(home)
 			state := filepath.Join(home, "state.db")
