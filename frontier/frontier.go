@@ -192,7 +192,10 @@ func (f *Frontier) init() {
 // ([ErrDuplicate]). A URL that was Done is forgotten: pushing it again
 // queues it again.
 //
-// The URL is kept and handed out as given; its site is its [Origin].
+// The URL is kept and handed out as given; its site is its [Origin]. Once
+// the writer of f's journal failed, Push returns an error wrapping
+// [ErrJournal] and queues nothing; the Push during which it failed queues
+// its URL and returns the error (see Record).
 func (f *Frontier) Push(rawURL string) error {
 	_, origin, err := parse(rawURL)
 	if err != nil {
@@ -458,7 +461,10 @@ func (f *Frontier) leave(w *waiter) {
 // turn Turns gives for its next URL, or at once if Turns is nil or fails.
 //
 // Push the links found in the page before its Done, so that a crawl that
-// waits for Next's ErrEmpty does not end before them.
+// waits for Next's ErrEmpty does not end before them (and, with a journal,
+// so that they are written with the Done: see Record). With a journal
+// whose writer failed, Done, Answered and Requeue do their work and return
+// an error wrapping [ErrJournal].
 func (f *Frontier) Done(rawURL string, err error) error {
 	_, err = f.answer(rawURL, nil, err, false)
 	return err

@@ -171,7 +171,8 @@ func uvarintLen(n uint64) int {
 // compact it, Record to a new file and rename it over the old once
 // written (the new one has only the URLs held, not those done: a crawler
 // that needs those keeps its set of seen URLs itself). Record(nil, "")
-// stops recording, after writing what is buffered.
+// stops recording, after writing what is buffered (and closes the file of
+// OpenJournal, as CloseJournal does).
 //
 // Record returns the error of writing the first records, and then records
 // nothing; or an error if crawl is too long.
@@ -185,6 +186,10 @@ func (f *Frontier) Record(w io.Writer, crawl string) error {
 	old := f.journal
 	old.flush()
 	f.journal = nil
+	if old != nil && old.file != nil { // OpenJournal's: closed now
+		old.file.Sync()
+		old.file.Close()
+	}
 	if w == nil {
 		return old.failed()
 	}

@@ -260,7 +260,12 @@ func TestJournalRuns(t *testing.T) {
 	if res.Runs != 2 || res.Pushed != 13 || res.Out != 1 || res.Done != 7 {
 		t.Fatalf("second replay %+v; want 2 runs, 13 held, 1 out (w), 7 done", res)
 	}
-	h.CloseJournal()
+	if err := h.Record(nil, ""); err != nil { // closes the file, as CloseJournal
+		t.Fatal(err)
+	}
+	if err := h.CloseJournal(); err != nil {
+		t.Fatalf("CloseJournal after Record(nil) = %v", err)
+	}
 	if _, err := new(frontier.Frontier).OpenJournal(path, "another", nil, nil); !errors.Is(err, frontier.ErrOtherCrawl) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("another crawl's journal: %v", err)
 	}
