@@ -611,7 +611,7 @@ func JournalCrawl(r io.Reader) (string, error) {
 // OpenJournal returns Replay's error with the file's path.
 //
 // One process at a time may use a journal's file: the caller keeps others
-// out (a crawl that keeps its state in a [boltstore] file does, as the file
+// out (a crawl that keeps its state in a boltstore file does, as that file
 // is locked).
 func (f *Frontier) OpenJournal(path, crawl string, seen, note func(string)) (Replayed, error) {
 	file, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
