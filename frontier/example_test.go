@@ -19,7 +19,9 @@ import (
 func ExampleFrontier() {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/robots.txt" {
-			fmt.Fprint(w, "User-agent: *\nDisallow: /private\n")
+			// A Crawl-delay of 50 ms: a site that states none is paced
+			// at the Transport's default, a second.
+			fmt.Fprint(w, "User-agent: *\nCrawl-delay: 0.05\nDisallow: /private\n")
 		}
 	}))
 	defer srv.Close()
@@ -111,4 +113,33 @@ func ExampleFrontier_Save() {
 	fmt.Printf("%d URLs over %d sites, %d pushed in all; %s is handed out again\n", c.Queued, c.Sites, c.Pushed, u)
 	// Output:
 	// 3 URLs over 2 sites, 3 pushed in all; https://a.example/1 is handed out again
+}
+
+// A crawl records its frontier as it goes to a journal, which the next run
+// replays, whether the last stopped cleanly or was killed: every URL
+// queued, those out at the stop at their site's head, and, for the
+// crawler's own set, every URL ever pushed.
+func ExampleFrontier_Record() {
+	var journal bytes.Buffer // a file: see OpenJournal
+	f := new(frontier.Frontier)
+	f.Record(&journal, "example crawl")
+	f.Push("https://a.example/1")
+	f.Push("https://a.example/2")
+	f.Push("https://b.example/")
+	u, _ := f.Next(context.Background())
+	f.Done(u, nil)
+	v, _ := f.Next(context.Background()) // out when the crawl is killed
+	w, _ := f.Next(context.Background())
+	f.Done(w, nil)
+
+	g := new(frontier.Frontier) // the next run's, with its Turns set
+	seen := map[string]bool{}
+	res, err := g.Replay(&journal, "example crawl", func(u string) { seen[u] = true }, nil)
+	if err != nil {
+		fmt.Println(err) // ErrCorrupt, ErrVersion or ErrOtherCrawl
+		return
+	}
+	fmt.Printf("%d done, %d left, %d seen; %s, out at the kill, is handed out again\n", res.Done, res.Pushed, len(seen), v)
+	// Output:
+	// 2 done, 1 left, 3 seen; https://b.example/, out at the kill, is handed out again
 }

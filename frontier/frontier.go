@@ -92,7 +92,8 @@ type Frontier struct {
 	// keeps the room of its peak, so it is made again once it holds
 	// half of that (see shrink).
 	sitesPeak int
-	counts    Counts // the totals
+	counts    Counts   // the totals
+	journal   *journal // where its changes are recorded (see Record), or nil
 }
 
 // Counts are a Frontier's numbers, for a progress bar.
@@ -191,7 +192,10 @@ func (f *Frontier) init() {
 // ([ErrDuplicate]). A URL that was Done is forgotten: pushing it again
 // queues it again.
 //
-// The URL is kept and handed out as given; its site is its [Origin].
+// The URL is kept and handed out as given; its site is its [Origin]. Once
+// the writer of f's journal failed, Push returns an error wrapping
+// [ErrJournal] and queues nothing; the Push during which it failed queues
+// its URL and returns the error (see Record).
 func (f *Frontier) Push(rawURL string) error {
 	_, origin, err := parse(rawURL)
 	if err != nil {
@@ -200,11 +204,14 @@ func (f *Frontier) Push(rawURL string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.init()
+	if err := f.journal.failed(); err != nil {
+		return err
+	}
 	if !f.add(rawURL, origin) {
 		return ErrDuplicate
 	}
 	f.counts.Pushed++
-	return nil
+	return f.journal.failed()
 }
 
 // probe asks Turns about fresh sites, the most URLs first, as long as fewer
@@ -258,7 +265,8 @@ func (f *Frontier) ask(s *site, u string, turns Turns) {
 // without leaving the others waiting).
 //
 // Every URL it returns must be given back with Done, or Requeue; until
-// then no other URL of its site is handed out.
+// then no other URL of its site is handed out. With a journal whose
+// writer failed, it returns the error (see Record).
 func (f *Frontier) Next(ctx context.Context) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
@@ -275,6 +283,12 @@ func (f *Frontier) Next(ctx context.Context) (string, error) {
 	f.init()
 	for {
 		now := time.Now()
+		if err := f.journal.failed(); err != nil {
+			f.leave(w)
+			f.wake() // the first waiter now may be another
+			f.mu.Unlock()
+			return "", err
+		}
 		if s := f.take(now); s != nil {
 			u := s.q.pop()
 			f.queued--
@@ -285,6 +299,10 @@ func (f *Frontier) Next(ctx context.Context) (string, error) {
 			if f.ready.Len() > 0 || f.timed.Len() > 0 {
 				f.wake() // the next waiter takes the next site, or waits for its turn
 			}
+			// Written with the next Done, Answered or Requeue: a URL
+			// out whose record a kill lost is handed out again all the
+			// same, as queued.
+			f.record(recOut, -1, u, false)
 			f.mu.Unlock()
 			return u, nil
 		}
@@ -443,7 +461,10 @@ func (f *Frontier) leave(w *waiter) {
 // turn Turns gives for its next URL, or at once if Turns is nil or fails.
 //
 // Push the links found in the page before its Done, so that a crawl that
-// waits for Next's ErrEmpty does not end before them.
+// waits for Next's ErrEmpty does not end before them (and, with a journal,
+// so that they are written with the Done: see Record). With a journal
+// whose writer failed, Done, Answered and Requeue do their work and return
+// an error wrapping [ErrJournal].
 func (f *Frontier) Done(rawURL string, err error) error {
 	_, err = f.answer(rawURL, nil, err, false)
 	return err
@@ -465,7 +486,7 @@ func (f *Frontier) Requeue(rawURL string, at time.Time) error {
 	s.out = ""
 	f.counts.Requeued++
 	f.requeue(s, rawURL, at, now)
-	return nil
+	return f.record(recRequeue, requeueAsked, rawURL, true)
 }
 
 // requeue puts u back at the head of s's queue, for at. f.mu must be held.

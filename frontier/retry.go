@@ -162,14 +162,16 @@ func (f *Frontier) answer(rawURL string, resp *http.Response, err error, retry b
 		} else {
 			f.requeue(s, rawURL, te.RetryAt, now)
 		}
+		jerr := f.record(recRequeue, requeueNotYet, rawURL, true)
 		f.mu.Unlock()
-		return Requeued, nil
+		return Requeued, jerr
 	}
 	if retry && errors.Is(err, context.Canceled) {
 		f.counts.Requeued++
 		f.requeue(s, rawURL, now, now)
+		jerr := f.record(recRequeue, requeueAsked, rawURL, true)
 		f.mu.Unlock()
-		return Requeued, nil
+		return Requeued, jerr
 	}
 	outcome, least := Finished, now
 	if retry && deferred(resp, err) {
@@ -197,21 +199,30 @@ func (f *Frontier) answer(rawURL string, resp *http.Response, err error, retry b
 		}
 	}
 	sent := outcome == Finished
+	flag := int64(doneSent)
 	switch {
+	case outcome == GaveUp:
+		flag = doneGaveUp
 	case outcome != Finished:
 	case errors.Is(err, robots.ErrUnreachable):
 		f.counts.Unreachable++
-		sent = false
+		sent, flag = false, doneUnreachable
 	case errors.Is(err, robots.ErrDisallowed):
 		f.counts.Refused++
-		sent = false
+		sent, flag = false, doneRefused
 	case errors.Is(err, robots.ErrNotYet):
-		sent = false
+		sent, flag = false, doneNotSent
+	}
+	var jerr error
+	if outcome == Retrying {
+		jerr = f.record(recRetry, int64(s.tries), rawURL, true)
+	} else {
+		jerr = f.record(recDone, flag, rawURL, true)
 	}
 	if f.Turns == nil {
 		f.schedule(s, least, now)
 		f.mu.Unlock()
-		return outcome, nil
+		return outcome, jerr
 	}
 	ask := rawURL // its site's turn, if it has no other URL
 	if s.q.n > 0 {
@@ -232,7 +243,7 @@ func (f *Frontier) answer(rawURL string, resp *http.Response, err error, retry b
 	}
 	f.schedule(s, maxTime(at, least), time.Now())
 	f.mu.Unlock()
-	return outcome, nil
+	return outcome, jerr
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -240,4 +251,25 @@ func maxTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// Tries returns how many times the site deferred its answer for rawURL
+// (see Answered): 0 for a URL not held, or never deferred. After Answered
+// returned Retrying it is the retries so far, 1 to MaxRetries; a URL
+// handed out by Next has had Tries(u)+1 answers deferred before, if any,
+// as a resumed crawl replays it from the journal (see Replay).
+func (f *Frontier) Tries(rawURL string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s := f.out[rawURL]; s != nil {
+		return int(s.tries)
+	}
+	_, origin, err := parse(rawURL)
+	if err != nil {
+		return 0
+	}
+	if s := f.sites[origin]; s != nil && s.out == "" && s.q.n > 0 && s.q.front() == rawURL {
+		return int(s.tries)
+	}
+	return 0
 }

@@ -378,6 +378,7 @@ func (f *Frontier) add(u, origin string) bool {
 	if !f.in.add(maphash.String(f.seed, u)) {
 		return false
 	}
+	f.record(recPush, -1, u, false)
 	f.queued++
 	s := f.sites[origin]
 	if s == nil {

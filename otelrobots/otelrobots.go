@@ -50,7 +50,31 @@
 //	robots.visit_time_waits     {request}  requests held, or refused for now, until a Visit-time
 //	                                       window opens
 //
-// All are cumulative and monotonic. The request counters do not cover every
+// [InstrumentFrontier] reports a [frontier.Frontier]'s Counts the same
+// way, one metric a field, named "robots.frontier." and the field's name
+// in snake case; the levels (queued, out, sites, held, ready) are gauges,
+// the rest cumulative monotonic counters. The callback reads Counts once a
+// collection, which visits each site the frontier holds, under its lock:
+//
+//	robots.frontier.queued            {url}     gauge    URLs queued, not handed out
+//	robots.frontier.out               {url}     gauge    URLs handed out and not yet given back
+//	robots.frontier.sites             {origin}  gauge    sites with a URL queued or out
+//	robots.frontier.pushed            {url}     counter  URLs accepted by Push
+//	robots.frontier.finished          {url}     counter  URLs done and forgotten, whatever the outcome
+//	robots.frontier.refused           {url}     counter  URLs finished as refused by a rule of robots.txt
+//	robots.frontier.unreachable       {url}     counter  URLs finished as refused because robots.txt is unreachable
+//	robots.frontier.not_yet           {url}     counter  URLs refused for now (ErrNotYet) and queued again
+//	robots.frontier.requeued          {url}     counter  URLs given back with Requeue, or answered with a canceled context
+//	robots.frontier.retried           {url}     counter  answers the site deferred (429, 503, a failure that may pass), queued again
+//	robots.frontier.gave_up           {url}     counter  URLs given up, deferred more than MaxRetries times
+//	robots.frontier.held              {origin}  gauge    sites with URLs queued that wait for their turn
+//	robots.frontier.ready             {origin}  gauge    sites whose turn has come, waiting for a worker
+//	robots.frontier.turn_waits        {turn}    counter  turns that a site with URLs queued waited for
+//	robots.frontier.turn_wait_time    s         counter  the time sites with URLs queued waited for their turns, in total
+//	robots.frontier.idle_waits        {call}    counter  calls of Next that waited, no URL being ready
+//	robots.frontier.idle_time         s         counter  the time calls of Next waited, in total
+//
+// All of the Transport's are cumulative and monotonic. The request counters do not cover every
 // request: one that fails before it is decided (a scheme other than http or
 // https, a canceled context, an invalid Agent) is in none of them.
 //

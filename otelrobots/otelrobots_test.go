@@ -414,6 +414,22 @@ func TestDocs(t *testing.T) {
 			t.Errorf("README.md: no row for %s %s", k.name, k.unit)
 		}
 	}
+	known["robots.frontier"] = true // the prefix, as the docs name it
+	for _, k := range frontierMetrics {
+		known[k.name] = true
+		prom := strings.ReplaceAll(k.name, ".", "_")
+		if k.unit == "s" {
+			prom += "_seconds"
+		}
+		known[prom+"_total"], known[prom] = true, true
+		row := regexp.MustCompile(`(?m)^\t` + regexp.QuoteMeta(k.name) + ` +` + regexp.QuoteMeta(k.unit) + ` `)
+		if !row.MatchString(pkgDoc) {
+			t.Errorf("package doc: no row for %s %s", k.name, k.unit)
+		}
+		if !strings.Contains(string(readme), "| `"+k.name+"` | `"+k.unit+"` |") {
+			t.Errorf("README.md: no row for %s %s", k.name, k.unit)
+		}
+	}
 	for file, text := range map[string]string{"package doc": pkgDoc, "README.md": string(readme)} {
 		for _, name := range metricName.FindAllString(text, -1) {
 			if !known[name] {

@@ -103,3 +103,12 @@ func TestCrawlAgentHeader(t *testing.T) {
 		t.Errorf("crawl -agent Googlebot/2.1 = %d\n%s", code, stdout)
 	}
 }
+
+// TestCrawlHelpUserAgent: crawl -h says which User-Agent the crawl sends,
+// as it sends it.
+func TestCrawlHelpUserAgent(t *testing.T) {
+	_, stdout, stderr := runCmd(t, "", "crawl", "-h")
+	if help := stdout + stderr; !strings.Contains(help, `"`+userAgent("TOKEN")+`"`) {
+		t.Errorf("crawl -h does not say the User-Agent sent, %q:\n%s", userAgent("TOKEN"), help)
+	}
+}

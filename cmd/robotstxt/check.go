@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,9 +69,19 @@ func (v *verdict) setUsage(r *matcher.Robots, agent, target string) {
 		return
 	}
 	v.Use = u.Use()
-	for _, ur := range u.Rules() {
-		v.UsageRules = append(v.UsageRules, usageRuleJSON{Line: ur.Line, Rule: ur.Rule})
+	// The lines that decided what each label says (as crawl's
+	// usage_sources): not every line that applied, as a line that ties
+	// with one before and states nothing more, or one overridden (a
+	// train-ai=y that a line saying no overrides).
+	for _, l := range u.Labels() {
+		for _, ur := range l.Rules {
+			r := usageRuleJSON{Line: ur.Line, Rule: ur.Rule}
+			if !slices.Contains(v.UsageRules, r) {
+				v.UsageRules = append(v.UsageRules, r)
+			}
+		}
 	}
+	slices.SortFunc(v.UsageRules, func(a, b usageRuleJSON) int { return cmp.Compare(a.Line, b.Line) })
 }
 
 type groupJSON struct {

@@ -12,7 +12,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode/utf16"
 )
@@ -308,19 +310,32 @@ func TestCrawlObeying(t *testing.T) {
 			"ExampleBot", "robots.txt unreachable (503 Service Unavailable): every URL is refused until it is fetched again, at "},
 	}
 	for i, c := range cases {
-		// In parallel: a site that states no crawl-delay is paced by the
-		// default delay, a second between robots.txt and the page.
+		// In fake time: a site that states no crawl-delay is paced by
+		// the default delay, a second between robots.txt and the page.
 		t.Run(strconv.Itoa(i), func(t *testing.T) {
-			t.Parallel()
-			s := newSite(t, robotsHandler(c.status, c.body))
-			_, stdout, stderr := runCmd(t, "", "crawl", "-agent", c.agent, "-max", "2", s.URL+"/")
-			got := lines(stdout)
-			if len(got) < 2 || !strings.HasPrefix(got[1], c.want) {
-				t.Errorf("robots.txt %d %q: crawl says\n%s\nwant a second line starting %q; stderr: %s", c.status, c.body, stdout, c.want, stderr)
-			}
-			if n := s.count("/robots.txt"); n != 1 {
-				t.Errorf("robots.txt %d %q: fetched %d times, want once", c.status, c.body, n)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				fetches := 0
+				h := robotsHandler(c.status, c.body)
+				serveFake(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path == "/robots.txt" {
+						mu.Lock()
+						fetches++
+						mu.Unlock()
+					}
+					h.ServeHTTP(w, r)
+				}))
+				_, stdout, stderr := runCmd(t, "", "crawl", "-agent", c.agent, "-max", "2", "http://site.test/")
+				got := lines(stdout)
+				if len(got) < 2 || !strings.HasPrefix(got[1], c.want) {
+					t.Errorf("robots.txt %d %q: crawl says\n%s\nwant a second line starting %q; stderr: %s", c.status, c.body, stdout, c.want, stderr)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if fetches != 1 {
+					t.Errorf("robots.txt %d %q: fetched %d times, want once", c.status, c.body, fetches)
+				}
+			})
 		})
 	}
 }

@@ -58,6 +58,9 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			"robots.txt and Crawl-delay. A site's pages wait for its turn in a queue, not\n"+
 			"in a worker: a site with a long Crawl-delay does not hold up the others.\n"+
 			"With -demo, starts a small site on 127.0.0.1 and crawls it.\n"+
+			"The User-Agent sent is -agent's token with this project's link,\n"+
+			"\"TOKEN (+https://github.com/f9014239/robots)\", or -agent as given if it is a\n"+
+			"header (name your own contact page: -agent \"ExampleBot/1.0 (+https://example.com/bot)\").\n"+
 			"Exit status: 0 the crawl ran to its end, 1 a start URL could not be fetched\n"+
 			"or the crawl stopped before its end (the same command resumes it), 2 bad\n"+
 			"usage or a state file that cannot be used.\n\n")
@@ -184,10 +187,9 @@ type crawler struct {
 	starts map[string]int
 
 	seen     map[string]bool // every URL ever queued: the frontier forgets a URL once done
-	capped   bool            // a link was not queued because of max
+	capped   bool            // a link was not queued because of max, in this run or one before
 	said     map[string]bool // the origins whose robots.txt crawl has described
 	requeued map[string]int  // by URL: times refused for now (robots.ErrNotYet), until it is done
-	retries  map[string]int  // by URL: times answered 429 or 503 and sent again, until it is done
 	visited  int
 
 	// Totals for the summary.
@@ -205,12 +207,13 @@ type crawler struct {
 	retried int // answers 429 or 503 sent again
 	givenUp int // pages still 429 or 503 after the retries
 
-	// the state: the file's path, the crawl's journal, and what the
-	// journal held of the runs before (nil if none)
+	// the state: the file's path, the crawl's journal's ("" if none),
+	// what the journal held of the runs before (nil if none) and when it
+	// was last written
 	statePath string
-	journal   *journal
-	resume    *resume
+	journal   string
 	resumed   *resumedJSON
+	resumedAt time.Time
 	others    []string // the unfinished crawls of other journals beside the state file
 
 	timeout time.Duration // of each request, once its response has begun
@@ -242,7 +245,6 @@ func newCrawler(agent, token string, max, workers int, timeout time.Duration, st
 		seen:     make(map[string]bool),
 		said:     make(map[string]bool),
 		requeued: make(map[string]int),
-		retries:  make(map[string]int),
 		statuses: make(map[int]int),
 	}
 	c.front = &frontier.Frontier{Turns: tr, MaxRetries: maxRetries}
@@ -261,7 +263,7 @@ type job struct {
 	u        *url.URL
 	start    int // a start URL: 1, or 1 + the redirects that led to it; else 0
 	requeued int // how many times it was refused for now and queued again
-	retries  int // how many times it was answered 429 or 503 and sent again
+	retries  int // how many times it was answered 429 or 503 and sent again (the frontier's Tries)
 }
 
 // outcome is what a worker made of a job.
@@ -330,10 +332,8 @@ func (c *crawler) turnOf(u *url.URL) time.Time {
 // links and records it as visited. c.mu must be held.
 func (c *crawler) visit(ctx context.Context, raw string, o outcome, done func(outcome)) {
 	delete(c.requeued, raw)
-	delete(c.retries, raw)
 	c.visited++
 	c.record(ctx, o)
-	c.note(c.journal.add("-", raw))
 	done(o)
 }
 
@@ -365,27 +365,19 @@ func (c *crawler) crawl(ctx context.Context, starts []*url.URL) int {
 	for _, start := range starts {
 		c.starts[start.String()] = 1
 	}
-	if c.resume != nil {
-		c.restore()
-	} else {
+	if c.resumed == nil { // else the frontier holds what the journal did
 		for _, start := range starts {
 			c.enqueue(start)
 		}
 	}
 
 	code := exitOK
-	done := 0
-	if c.journal.failure() == nil {
-		done = c.run(ctx, func(o outcome) {
-			if o.start > 0 && o.kind != outFetched {
-				code = exitFlagged
-			}
-		})
-	}
+	done := c.run(ctx, func(o outcome) {
+		if o.start > 0 && o.kind != outFetched {
+			code = exitFlagged
+		}
+	})
 	c.interrupted = ctx.Err() != nil
-	if c.stopped == nil && c.journal.failure() != nil {
-		c.stopped = c.journal.failure()
-	}
 	c.prog.clear()
 	sum := c.summary(done, time.Since(begin))
 	if sum.Stopped != stopFinished && sum.Stopped != stopMax && sum.Stopped != stopRefused {
@@ -419,6 +411,9 @@ func (c *crawler) run(ctx context.Context, done func(outcome)) int {
 		wg.Go(func() {
 			for {
 				raw, err := c.next(ctx, stop)
+				if errors.Is(err, frontier.ErrJournal) {
+					stop(err) // what is not written would be lost
+				}
 				if err != nil {
 					return // frontier.ErrEmpty: the crawl is over; or ctx is done
 				}
@@ -428,7 +423,7 @@ func (c *crawler) run(ctx context.Context, done func(outcome)) int {
 				}
 				u, _ := url.Parse(raw) // it parsed when it was queued
 				c.mu.Lock()
-				j := job{u: u, start: c.starts[raw], requeued: c.requeued[raw], retries: c.retries[raw]}
+				j := job{u: u, start: c.starts[raw], requeued: c.requeued[raw], retries: c.front.Tries(raw)}
 				c.prog.show(fmt.Sprintf("[%d/%d, %d queued] %s", c.before()+c.visited+1, c.max, c.front.Len()-1, u.RequestURI()))
 				c.mu.Unlock()
 				o := c.fetch(send, j)
@@ -461,7 +456,6 @@ func (c *crawler) run(ctx context.Context, done func(outcome)) int {
 				c.mu.Lock()
 				switch what {
 				case frontier.Retrying:
-					c.retries[raw]++
 					c.retried++
 					// (With -json, on standard error: the URL's object
 					// comes with its last answer.)
@@ -620,7 +614,7 @@ func (c *crawler) addStart(u *url.URL, hops int) {
 	k := cleanURL(u).String()
 	if c.starts[k] == 0 {
 		c.starts[k] = hops
-		c.note(c.journal.add("s "+strconv.Itoa(hops), k))
+		c.note("s " + strconv.Itoa(hops) + " " + k)
 	}
 }
 
@@ -753,13 +747,14 @@ func (c *crawler) enqueue(u *url.URL) {
 		return
 	}
 	if len(c.seen) >= c.max {
-		c.capped = true
+		if !c.capped {
+			c.capped = true
+			c.note("max") // for the summary of a resumed crawl
+		}
 		return
 	}
 	c.seen[k] = true
-	if c.front.Push(k) == nil { // a URL that the frontier refuses (too long) is not crawled
-		c.note(c.journal.add("+", k))
-	}
+	c.front.Push(k) // a URL that the frontier refuses (too long) is not crawled
 }
 
 // target returns how a line names u: as a path if the crawl is of u's

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -9,6 +12,7 @@ import (
 	"time"
 
 	"github.com/f9014239/robots/boltstore"
+	"github.com/f9014239/robots/frontier"
 )
 
 // TestCrawlStateBad: a state file or a journal that cannot be used is a
@@ -24,17 +28,21 @@ func TestCrawlStateBad(t *testing.T) {
 	}{{
 		name: "journal of another version",
 		prepare: func(t *testing.T, state, journal string) string {
-			write(t, journal, "robotstxt crawl journal 9\nwhatever\n")
+			b := journalOf(t, []string{start}, []string{start}, 0)
+			b[1+1+len("robots frontier journal")] = 9 // the version
+			write(t, journal, string(b))
 			return state
 		},
 		want: "was written by another version of robotstxt; delete it to start the crawl over",
 	}, {
 		name: "damaged journal",
 		prepare: func(t *testing.T, state, journal string) string {
-			write(t, journal, journalHeader+"\nagent robotstxt\nstart "+start+"\n+ "+start+"\n? x\n")
+			b := journalOf(t, []string{start}, []string{start, s.URL + "/a", s.URL + "/b"}, 1)
+			b[len(b)/2] ^= 1
+			write(t, journal, string(b))
 			return state
 		},
-		want: "is damaged after byte ",
+		want: "is damaged at the record at byte ",
 	}, {
 		name: "not a journal",
 		prepare: func(t *testing.T, state, journal string) string {
@@ -45,7 +53,7 @@ func TestCrawlStateBad(t *testing.T) {
 	}, {
 		name: "journal of other start URLs",
 		prepare: func(t *testing.T, state, journal string) string {
-			write(t, journal, journalHeader+"\nagent robotstxt\nstart http://elsewhere.test/\n")
+			write(t, journal, string(journalOf(t, []string{"http://elsewhere.test/"}, nil, 0)))
 			return state
 		},
 		want: "is the journal of another crawl (its agent or start URLs differ)",
@@ -120,6 +128,33 @@ func TestCrawlStateBad(t *testing.T) {
 	}
 }
 
+// journalOf returns the journal of a crawl by robotstxt from starts that
+// queued the URLs push and visited the first visit of them.
+func journalOf(t *testing.T, starts, push []string, visit int) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	f := new(frontier.Frontier)
+	if err := f.Record(&b, crawlName("robotstxt", starts)); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range push {
+		if err := f.Push(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range visit {
+		u, err := f.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Done(u, nil)
+	}
+	if err := f.Record(nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
 func write(t *testing.T, name, body string) {
 	t.Helper()
 	if err := os.WriteFile(name, []byte(body), 0o600); err != nil {
@@ -144,11 +179,12 @@ func TestCrawlJournalCut(t *testing.T) {
 	start := s.URL + "/"
 	state := filepath.Join(t.TempDir(), "state.db")
 	journal := journalPath(state, "robotstxt", []string{start})
-	write(t, journal, journalHeader+"\nagent robotstxt\nstart "+start+"\n+ "+start+"\n+ "+s.URL+"/a\n+ "+s.URL+"/b\n- "+start+"\n- "+s.URL+"/a\n- "+s.URL+"/b")
+	b := journalOf(t, []string{start}, []string{start, s.URL + "/a", s.URL + "/b"}, 3)
+	write(t, journal, string(b[:len(b)-5])) // /b's visit cut short by a kill
 	// Another crawl's journal beside the state file: it is named, with
 	// its command, and left alone.
 	other := journalPath(state, "robotstxt", []string{"http://elsewhere.test/"})
-	write(t, other, journalHeader+"\nagent robotstxt\nstart http://elsewhere.test/\n+ http://elsewhere.test/\n")
+	write(t, other, string(journalOf(t, []string{"http://elsewhere.test/"}, []string{"http://elsewhere.test/"}, 0)))
 	code, stdout, stderr := runCmd(t, "", "crawl", "-json", "-state", state, start)
 	recs, sum := decodeCrawl(t, stdout)
 	if !strings.Contains(stderr, "\nan unfinished crawl of http://elsewhere.test/ as robotstxt is kept in "+other+": \"robotstxt crawl -agent robotstxt http://elsewhere.test/\" resumes it") {
@@ -168,5 +204,50 @@ func TestCrawlJournalCut(t *testing.T) {
 	}
 	if _, err := os.Stat(journal); err == nil {
 		t.Errorf("the journal of a finished crawl is left")
+	}
+}
+
+// TestCrawlResumeMax: a crawl that left links out because of -max, was
+// interrupted and resumed, says at its end that it stopped at -max, as the
+// same crawl in one go does, and -max counts the URLs of both runs.
+func TestCrawlResumeMax(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	s := newSite(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			w.Write([]byte("User-agent: *\nCrawl-delay: 0\n"))
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/" {
+			for i := 1; i <= 10; i++ {
+				fmt.Fprintf(w, `<a href="/%d">%d</a>`, i, i)
+			}
+		}
+		if r.URL.Path == "/2" {
+			cancel() // the first run is interrupted once /2 is answered
+		}
+	}))
+	state := filepath.Join(t.TempDir(), "state.db")
+	args := []string{"crawl", "-json", "-max", "5", "-workers", "1", "-state", state, s.URL + "/"}
+	var out, errOut strings.Builder
+	if code := runContext(ctx, args, nil, &out, &errOut); code != exitFlagged {
+		t.Fatalf("the first run = %d, want %d (interrupted)\n%s", code, exitFlagged, &errOut)
+	}
+	if _, sum := decodeCrawl(t, out.String()); sum.Stopped != stopInterrupted {
+		t.Fatalf("the first run: %+v", sum)
+	}
+	code, stdout, stderr := runCmd(t, "", args...)
+	recs, sum := decodeCrawl(t, stdout)
+	if code != exitOK || sum.Stopped != stopMax || sum.Resumed == nil || sum.Resumed.Visited+len(recs) != 5 {
+		t.Errorf("the resumed run = %d, %d URLs, summary %+v; want stopped at -max, 5 URLs across the runs\n%s", code, len(recs), sum, stderr)
+	}
+	if !strings.Contains(stderr, "; stopped at -max 5; resumed from ") {
+		t.Errorf("the resumed run does not say it stopped at -max:\n%s", stderr)
+	}
+	for p, n := range s.paths() {
+		if n != 1 {
+			t.Errorf("%s fetched %d times", p, n)
+		}
 	}
 }

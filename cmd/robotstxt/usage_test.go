@@ -28,8 +28,11 @@ func TestCheckUsage(t *testing.T) {
 		t.Errorf("check = %d, stderr %s", code, stderr)
 	}
 	for _, want := range []string{
-		"allowed /a no rule matched; group * (line 2); usage search=y, train-ai=n (lines 1, 5, 7)", // 5 and 7 tie with 1 and state nothing
-		"allowed /ai/b no rule matched; group * (line 2); usage search=y, train-ai=n (lines 1, 4, 7)",
+		// The line that decided, not those that matched: 5 and 7 tie
+		// with 1 and state nothing (they do not parse), and 4's
+		// train-ai=y loses to 1's ai-train=no.
+		"allowed /a no rule matched; group * (line 2); usage search=y, train-ai=n (line 1)",
+		"allowed /ai/b no rule matched; group * (line 2); usage search=y, train-ai=n (line 1)",
 		"disallowed /x/1 Disallow: /x (line 3); group * (line 2)",
 	} {
 		if !contains(lines(stdout), want) {
@@ -45,8 +48,8 @@ func TestCheckUsage(t *testing.T) {
 	if err := dec.Decode(&d); err != nil {
 		t.Fatal(err)
 	}
-	if v.Usage != "search=y, train-ai=n" || len(v.UsageRules) != 3 ||
-		v.UsageRules[1] != (usageRuleJSON{Line: 4, Rule: "Content-Usage: /ai/ train-ai=y"}) {
+	if v.Usage != "search=y, train-ai=n" || len(v.UsageRules) != 1 ||
+		v.UsageRules[0] != (usageRuleJSON{Line: 1, Rule: "Content-Signal: search=yes, ai-train=no"}) {
 		t.Errorf("check -json /ai/b = %+v", v)
 	}
 	if d.Usage != "" || d.UsageRules != nil || strings.Contains(stdout, `"usage":""`) {
@@ -96,7 +99,7 @@ func TestCheckUse(t *testing.T) {
 	code, stdout, _ := runCmd(t, "", "check", file, "/x", "/a/b")
 	for _, want := range []string{
 		"allowed /x Allow: / (line 5); group * (line 1); usage search=y, train-ai=n, use=reference (line 2)",
-		"allowed /a/b Allow: / (line 5); group * (line 1); usage use=immediate (lines 3, 4)",
+		"allowed /a/b Allow: / (line 5); group * (line 1); usage use=immediate (line 4)", // 3's use=full loses
 	} {
 		if code != exitOK || !contains(lines(stdout), want) {
 			t.Errorf("check = %d, output lacks %q:\n%s", code, want, stdout)
