@@ -285,3 +285,63 @@ func TestCrawlDefaultState(t *testing.T) {
 		}
 	}
 }
+
+// TestCrawlKilledHold: a crawl killed while a request is out holds its site
+// in the state file until -timeout (and a second) after that request's
+// turn, and no longer: the crawl run again sends its first request then, a
+// crawl-delay later, not after the hold counted as a slow answer (which
+// would add twice the hold).
+func TestCrawlKilledHold(t *testing.T) {
+	t.Parallel()
+	const delay = 100 * time.Millisecond
+	const timeout = 2 * time.Second
+	hold := timeout + time.Second // the crawl's TurnTimeout
+	home := t.TempDir()
+	env := cacheEnv(home)
+	arrived := make(chan time.Time, 1)
+	release := make(chan struct{})
+	defer close(release)
+	s := newPagedSite(t, 4, delay, func(w http.ResponseWriter, r *http.Request, count int) bool {
+		if r.URL.Path != "/2" || count != 1 {
+			return false
+		}
+		arrived <- time.Now()
+		select { // the first /2 is out when the crawl is killed
+		case <-release:
+		case <-time.After(time.Minute):
+		}
+		return true
+	})
+	args := []string{"crawl", "-workers", "1", "-timeout", timeout.String(), "-state", filepath.Join(home, "state.db"), s.URL + "/"}
+	c := startChild(t, env, args...)
+	var out time.Time
+	select {
+	case out = <-arrived:
+	case <-time.After(time.Minute):
+		t.Fatalf("/2 never came\nstdout:\n%s\nstderr:\n%s", &c.stdout, &c.stderr)
+	}
+	time.Sleep(300 * time.Millisecond) // the state file holds the turn (boltstore writes within 100 ms)
+	c.cmd.Process.Kill()
+	c.wait(t)
+	s.mu.Lock()
+	before := len(s.all)
+	s.mu.Unlock()
+
+	again, code := runChild(t, env, args...)
+	if code != exitOK {
+		t.Fatalf("the crawl run again = %d\nstdout:\n%s\nstderr:\n%s", code, &again.stdout, &again.stderr)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.all) <= before {
+		t.Fatal("the crawl run again sent nothing")
+	}
+	first := s.all[before].Sub(out)
+	if first < hold {
+		t.Errorf("the crawl run again sent its first request %v after the one out at the kill, before its hold of %v ended", first, hold)
+	}
+	// Counted as a slow answer, the hold would add twice itself: 3 holds.
+	if first >= 2*hold {
+		t.Errorf("the crawl run again sent its first request %v after the one out at the kill; want the hold of %v and a crawl-delay, not the hold counted as a slow answer", first, hold)
+	}
+}

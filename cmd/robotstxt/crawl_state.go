@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -211,7 +212,10 @@ func (c *crawler) openState(path string, starts []*url.URL, journal bool) (close
 	}
 	c.tr.Store, c.tr.Pacer = st, st
 	c.statePath = path
-	closeState = st.Close
+	closeState = func() error {
+		c.flush()
+		return st.Close()
+	}
 	if !journal {
 		return closeState, nil
 	}
@@ -226,6 +230,7 @@ func (c *crawler) openState(path string, starts []*url.URL, journal bool) (close
 	}
 	c.others = otherJournals(path, jp)
 	return func() error {
+		c.flush()
 		err := c.front.CloseJournal()
 		if !c.keepJournal() {
 			if rerr := os.Remove(jp); rerr != nil && err == nil {
@@ -237,6 +242,15 @@ func (c *crawler) openState(path string, starts []*url.URL, journal bool) (close
 		}
 		return err
 	}, nil
+}
+
+// flush waits, 5 s at most, until the Transport has told the state file of
+// every answer it got (see robots.Transport.Flush): a release or pause lost
+// at exit would hold a site, or let the next run send early.
+func (c *crawler) flush() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c.tr.Flush(ctx)
 }
 
 // stateText says, for the first line, where the state is kept and what

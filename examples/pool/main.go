@@ -83,6 +83,12 @@ func main() {
 		res.Fetched, res.Refused, res.Failed, res.Retried, res.GaveUp, time.Since(start).Round(10*time.Millisecond), *workers)
 	fmt.Printf("%d requests were not sent yet and requeued, %v spent waiting for a turn inside the Transport\n",
 		tr.Stats().NotYet, tr.Stats().TurnWaitTime.Round(time.Millisecond))
+	// With a Pacer or Store that outlives the process (redisstore,
+	// boltstore), the answers must reach it before the process exits:
+	// under MaxWait the Transport tells them on goroutines of their own.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tr.Flush(ctx)
 }
 
 // demoBase returns a transport that connects every *.test host to addr, and

@@ -70,6 +70,14 @@ func crawl(ctx context.Context, dir string, starts []string, out io.Writer, pace
 	defer st.Close()
 	tr := robots.NewTransport(nil, "ExampleBot")
 	tr.Store, tr.Pacer = st, st
+	// Before the state file is closed (the defer above), the answers the
+	// Transport got reach it: under MaxWait it tells them on goroutines
+	// of their own.
+	defer func() {
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		tr.Flush(fctx)
+	}()
 	tr.MaxWait = 50 * time.Millisecond
 	tr.DefaultDelay = pace
 	// A request gets its answer within timeout, or fails (the client's
