@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/f9014239/robots/internal/agenttoken"
 )
 
 // agentKey is the context key of WithAgent.
@@ -104,14 +106,14 @@ func tokenOf(agent string) (string, error) {
 	if agent == "" || agent == "*" {
 		return agent, nil
 	}
-	if tokenPrefix(agent) == agent {
+	if agenttoken.Prefix(agent) == agent {
 		return agent, nil
 	}
-	if tok := productToken(agent); tok != "" {
+	if tok := agenttoken.Product(agent); tok != "" {
 		// Words ("My Crawler") are not a User-Agent header: a header
 		// names the crawler as Name/version, or in a compatible
 		// comment, and the first word alone is not its token.
-		if strings.ContainsAny(agent, " \t") && !strings.Contains(agent, tok+"/") && compatibleToken(agent) != tok {
+		if strings.ContainsAny(agent, " \t") && !strings.Contains(agent, tok+"/") && agenttoken.Compatible(agent) != tok {
 			return "", fmt.Errorf("robots: agent %q is words, not a product token (want one word of letters, digits, '-' and '_', as in \"ExampleBot\", or a User-Agent header such as \"ExampleBot/1.0 (+https://example.com/bot)\")", agent)
 		}
 		return tok, nil
@@ -129,96 +131,10 @@ func (t *Transport) agentOf(ua string) string {
 	if c := t.ua.Load(); c != nil && c.header == ua {
 		return c.token
 	}
-	tok := productToken(ua)
+	tok := agenttoken.Product(ua)
 	if tok == "" {
 		tok = "*"
 	}
 	t.ua.Store(&uaToken{ua, tok})
 	return tok
-}
-
-// productToken finds the crawler's product token in a User-Agent header, or
-// returns "".
-func productToken(ua string) string {
-	if tok := compatibleToken(ua); tok != "" {
-		return tok
-	}
-	return firstProduct(ua)
-}
-
-// compatibleToken returns the crawler's product token that a "compatible"
-// comment names, "(compatible; Bot/1.0; …)", or "".
-func compatibleToken(ua string) string {
-	for rest := ua; ; {
-		open := strings.IndexByte(rest, '(')
-		if open < 0 {
-			break
-		}
-		end := strings.IndexByte(rest[open:], ')')
-		var comment string
-		if end < 0 {
-			comment, rest = rest[open+1:], ""
-		} else {
-			comment, rest = rest[open+1:open+end], rest[open+end+1:]
-		}
-		compatible := false
-		for item := range strings.SplitSeq(comment, ";") {
-			item = strings.TrimSpace(item)
-			if !compatible {
-				compatible = strings.EqualFold(item, "compatible")
-				continue
-			}
-			name, _, _ := strings.Cut(item, "/")
-			if tok := tokenPrefix(name); tok != "" && tok == name && !browserish(tok) {
-				return tok
-			}
-		}
-	}
-	return ""
-}
-
-// firstProduct returns the first product outside comments of the User-Agent
-// header ua that is not a browser's, with or without a version (RFC 9110
-// §10.1.5), or "".
-func firstProduct(ua string) string {
-	depth := 0
-	for f := range strings.FieldsSeq(ua) {
-		if depth > 0 || strings.HasPrefix(f, "(") {
-			depth += strings.Count(f, "(") - strings.Count(f, ")")
-			continue
-		}
-		name, _, versioned := strings.Cut(f, "/")
-		tok := tokenPrefix(name)
-		if !versioned && tok != name {
-			continue // a bare product ("ExampleBot") counts only whole
-		}
-		if tok != "" && !browserish(tok) {
-			return tok
-		}
-	}
-	return ""
-}
-
-// tokenPrefix returns the leading run of letters, digits, '-' and '_' of s.
-func tokenPrefix(s string) string {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return s[:i]
-		}
-	}
-	return s
-}
-
-// browserish reports whether tok is a product of browsers' User-Agent
-// headers rather than a crawler's name.
-func browserish(tok string) bool {
-	switch strings.ToLower(tok) {
-	case "mozilla", "applewebkit", "chrome", "chromium", "safari", "gecko", "firefox",
-		"version", "mobile", "edge", "edg", "edga", "edgios", "opr", "opera", "presto",
-		"trident", "khtml", "crios", "fxios", "samsungbrowser", "ucbrowser", "yabrowser",
-		"msie", "headlesschrome":
-		return true
-	}
-	return false
 }

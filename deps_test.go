@@ -13,8 +13,8 @@ import (
 )
 
 // coreModules are the only modules, besides the standard library and this module, that
-// packages robots, frontier and matcher may import. The root module also holds boltstore
-// (bbolt); none of the core packages may reach it.
+// packages robots, pageterms, frontier and matcher may import. The root module also holds
+// boltstore (bbolt); none of the core packages may reach it.
 var coreModules = []string{
 	"golang.org/x/net",
 	"golang.org/x/sync",
@@ -22,8 +22,8 @@ var coreModules = []string{
 	"github.com/dunglas/httpsfv",
 }
 
-// TestCoreDependencies checks with `go list -deps` that packages robots, frontier and matcher
-// import nothing outside the standard library, this module and coreModules.
+// TestCoreDependencies checks with `go list -deps` that packages robots, pageterms, frontier
+// and matcher import nothing outside the standard library, this module and coreModules.
 func TestCoreDependencies(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -31,7 +31,7 @@ func TestCoreDependencies(t *testing.T) {
 	}
 	const self = "github.com/f9014239/robots"
 	cmd := exec.Command(goBin, "list", "-deps", "-json=ImportPath,Standard,Dir,GoFiles,Module",
-		".", "./frontier", "./matcher")
+		".", "./pageterms", "./frontier", "./matcher")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -83,14 +83,14 @@ func TestCoreDependencies(t *testing.T) {
 			if p.Module != nil {
 				mod = p.Module.Path
 			}
-			t.Errorf("package robots, frontier or matcher imports %s, of module %s, not among %v",
+			t.Errorf("package robots, pageterms, frontier or matcher imports %s, of module %s, not among %v",
 				p.ImportPath, mod, coreModules)
 		}
 	}
 	if _, err := os.Stat("go.mod"); err != nil {
 		t.Fatal(err)
 	}
-	if own < 3 || outside == 0 {
+	if own < 4 || outside == 0 {
 		t.Fatalf("go list listed %d packages of this module and %d outside: not the expected graph", own, outside)
 	}
 }

@@ -107,7 +107,7 @@
 // pauses the origin for t seconds, and a low quota r=n spaces the next
 // request t/n after the answer. A cap that shortens what a site asked for
 // is logged. A 402 Payment Required, or a 401 with a License challenge, is
-// an answer, not pushback: it pauses nothing (see [TermsOf]).
+// an answer, not pushback: it pauses nothing (see [pageterms.TermsOf]).
 //
 // A group's Visit-time window ("Visit-time: 0600-0845", UTC) holds a request
 // sent outside it until it opens, as a turn would ([ReasonVisitTime]); a
@@ -131,11 +131,12 @@
 //
 // The Transport decides by robots.txt alone, and returns every answer as it
 // came. What a response says of its own use and terms, the caller reads in
-// one call: [RobotsTagOf] its Robots-Tag and X-Robots-Tag rules for the
-// crawler (noindex, nofollow, noai, ...), [TermsOf] a pay-per-crawl price, a
-// charge, a License challenge or an x402 requirement. Neither reads the
-// body, and a caller who does not ask pays nothing. [Transport.MaxPrice]
-// offers a price; the Transport buys nothing.
+// one call with package pageterms: [pageterms.RobotsTagOf] its Robots-Tag
+// and X-Robots-Tag rules for the crawler (noindex, nofollow, noai, ...),
+// [pageterms.TermsOf] a pay-per-crawl price, a charge, a License challenge,
+// an x402 requirement or a Link rel="license". Neither reads the body, and a
+// caller who does not ask pays nothing. [Transport.MaxPrice] offers a price;
+// the Transport buys nothing.
 //
 // # Usage preferences
 //

@@ -61,8 +61,8 @@ type Stats struct {
 
 	// PaymentRequired counts the responses with status 402 Payment
 	// Required (pay-per-crawl, x402, a license): answers, not pushback,
-	// never paused for nor backed off (see TermsOf). Charged counts the
-	// responses with a crawler-charged field: pages paid for.
+	// never paused for nor backed off (see pageterms.TermsOf). Charged
+	// counts the responses with a crawler-charged field: pages paid for.
 	PaymentRequired uint64
 	Charged         uint64
 

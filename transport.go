@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/f9014239/robots/fleet"
+	"github.com/f9014239/robots/internal/agenttoken"
 	"github.com/f9014239/robots/internal/pacing"
+	"github.com/f9014239/robots/pageterms"
 	"github.com/f9014239/robots/webbotauth"
 )
 
@@ -253,14 +255,14 @@ type Transport struct {
 
 	// MaxPrice, if not empty, is the most the crawler pays for a page
 	// under pay-per-crawl, as a currency code and an amount ("USD 0.01";
-	// see ParsePrice): it is sent as the crawler-max-price field of every
-	// request that has neither crawler-max-price nor crawler-exact-price,
-	// fetches of robots.txt excepted. A site that charges answers with
-	// crawler-charged (see TermsOf, Stats.Charged). If it is malformed,
-	// every request fails with an error that says so. Pay-per-crawl wants
-	// the field signed: name it in the Signer's Options.Headers. Empty by
-	// default: the crawler offers nothing, and a site that charges answers
-	// 402.
+	// see pageterms.ParsePrice): it is sent as the crawler-max-price field
+	// of every request that has neither crawler-max-price nor
+	// crawler-exact-price, fetches of robots.txt excepted. A site that
+	// charges answers with crawler-charged (see pageterms.TermsOf,
+	// Stats.Charged). If it is malformed, every request fails with an error
+	// that says so. Pay-per-crawl wants the field signed: name it in the
+	// Signer's Options.Headers. Empty by default: the crawler offers
+	// nothing, and a site that charges answers 402.
 	MaxPrice string
 
 	once   sync.Once
@@ -415,7 +417,7 @@ func (t *Transport) init() {
 		c.err = fmt.Errorf("robots: UserAgent %q does not name the agent %q, so site owners could not tell which group the crawler obeys (RFC 9309 §2.2.1)", c.userAgent, c.agent)
 	}
 	if t.MaxPrice != "" {
-		p, err := ParsePrice(t.MaxPrice)
+		p, err := pageterms.ParsePrice(t.MaxPrice)
 		if err != nil && c.err == nil {
 			c.err = fmt.Errorf("%w: %w", errMaxPrice, err)
 		}
@@ -431,7 +433,7 @@ func (t *Transport) init() {
 	c.anonAgent = "*"
 	if _, ok := c.base.(*http.Transport); ok && c.userAgent == "" {
 		c.anonAgent = "Go-http-client"
-	} else if tok := productToken(c.userAgent); tok != "" {
+	} else if tok := agenttoken.Product(c.userAgent); tok != "" {
 		c.anonAgent = tok
 	}
 	if t.Signer != nil {
@@ -580,7 +582,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if err == nil && resp != nil {
 		// A 402 is not pushback: Answered pauses nothing for it (see
-		// TermsOf). It is counted, as is a charge.
+		// pageterms.TermsOf). It is counted, as is a charge.
 		if resp.StatusCode == http.StatusPaymentRequired {
 			t.stats.paymentRequired.Add(1)
 		}
@@ -626,4 +628,16 @@ func closeBody(req *http.Request) {
 	if req.Body != nil {
 		req.Body.Close()
 	}
+}
+
+// errMaxPrice is the error of every request of a Transport whose MaxPrice
+// is malformed.
+var errMaxPrice = errors.New("robots: Transport.MaxPrice")
+
+// offersNoPrice reports whether h has neither crawler-max-price nor
+// crawler-exact-price.
+func offersNoPrice(h http.Header) bool {
+	_, max := h["Crawler-Max-Price"]
+	_, exact := h["Crawler-Exact-Price"]
+	return !max && !exact
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/f9014239/robots/internal/agenttoken"
 	"github.com/f9014239/robots/internal/usagetab"
 	"github.com/f9014239/robots/matcher"
 	"github.com/f9014239/robots/usage"
@@ -59,7 +60,7 @@ func newUseSet(uses []string, tokens map[string]string) useSet {
 		case s.err != nil:
 		case t.use == "" || useRank(t.use) > 0:
 			s.err = fmt.Errorf("robots: UseTokens: %q is not a use a policy token can stand for", t.use)
-		case t.token == "" || tokenPrefix(t.token) != t.token:
+		case t.token == "" || agenttoken.Prefix(t.token) != t.token:
 			s.err = fmt.Errorf("robots: UseTokens[%q] = %q is not a product token (want letters, digits, '-' and '_')", t.use, t.token)
 		}
 		s.tokens[i].use = usagetab.SignalLabel(t.use)

@@ -83,8 +83,8 @@ func (o Outcome) String() string {
 // deferred answer gives it up (GaveUp). Any other outcome is Done's: a
 // response of any other status, 404 included (and 402 Payment Required, or
 // a 401 with a License challenge: answers that ask the caller to pay or
-// license, which [robots.TermsOf] reads, never retried), and an error that will not
-// pass (a host name that does not exist, a certificate refused, a
+// license, which pageterms.TermsOf reads, never retried), and an error that
+// will not pass (a host name that does not exist, a certificate refused, a
 // redirect loop) finish the URL; a refusal by robots.txt (by a rule, or
 // unreachable) finishes it and is counted, and is never retried; a refusal
 // for now (robots.ErrNotYet) goes back to its queue for its turn, with no

@@ -23,6 +23,7 @@ import (
 	"github.com/f9014239/robots"
 	"github.com/f9014239/robots/frontier"
 	"github.com/f9014239/robots/matcher"
+	"github.com/f9014239/robots/pageterms"
 )
 
 const (
@@ -710,12 +711,12 @@ func (c *crawler) try(ctx context.Context, j job) outcome {
 		o.note = "usage " + usageText(o.rec.UsageSources)
 	}
 
-	tag := robots.RobotsTagOf(resp)
+	tag := pageterms.RobotsTagOf(resp)
 	o.rec.RobotsTag = tag.Rules
 	if len(tag.Rules) > 0 {
 		o.note = joinNote(o.note, "robots-tag "+strings.Join(tag.Rules, ", "))
 	}
-	if t := robots.TermsOf(resp); t.PaymentRequired() {
+	if t := pageterms.TermsOf(resp); t.PaymentRequired() {
 		o.rec.Price = t.Price.String()
 		pay := "payment required"
 		if t.Price != nil {

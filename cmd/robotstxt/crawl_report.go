@@ -31,7 +31,7 @@ type crawlRecord struct {
 	Error    string `json:"error,omitempty"`    // why, for "unreachable" and "error"
 	Redirect string `json:"redirect,omitempty"` // a redirect's Location
 	// RobotsTag is the rules of the response's Robots-Tag and
-	// X-Robots-Tag that apply to the crawler (robots.RobotsTagOf); a
+	// X-Robots-Tag that apply to the crawler (pageterms.RobotsTagOf); a
 	// nofollow page's links are not followed.
 	RobotsTag []string `json:"robots_tag,omitempty"`
 	// Price is what a 402 asks (crawler-price), for "fetched"

@@ -1,9 +1,8 @@
-package robots
+package pageterms
 
 import (
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -44,12 +43,12 @@ func ParsePrice(s string) (Price, error) {
 	cur, amt, ok := strings.Cut(strings.TrimSpace(s), " ")
 	amt = strings.TrimSpace(amt)
 	if !ok || len(cur) != 3 || !isDecimal(amt) {
-		return Price{}, fmt.Errorf("robots: malformed price %q: want a currency code and an amount, as \"USD 0.01\"", truncate(s, 64))
+		return Price{}, fmt.Errorf("pageterms: malformed price %q: want a currency code and an amount, as \"USD 0.01\"", truncate(s, 64))
 	}
 	for i := 0; i < 3; i++ {
 		c := cur[i] | 0x20
 		if c < 'a' || c > 'z' {
-			return Price{}, fmt.Errorf("robots: malformed price %q: currency %q is not three letters", truncate(s, 64), cur)
+			return Price{}, fmt.Errorf("pageterms: malformed price %q: currency %q is not three letters", truncate(s, 64), cur)
 		}
 	}
 	return Price{Currency: strings.ToUpper(cur), Amount: amt}, nil
@@ -161,7 +160,7 @@ func (t Terms) PaymentRequired() bool {
 //
 //	resp, err := client.Get("https://example.com/article")
 //	...
-//	if t := robots.TermsOf(resp); t.PaymentRequired() {
+//	if t := pageterms.TermsOf(resp); t.PaymentRequired() {
 //		log.Printf("%s asks %s (%s)", resp.Request.URL, t.Price, t.CrawlerError)
 //	}
 func TermsOf(resp *http.Response) Terms {
@@ -406,16 +405,4 @@ func licenseLinks(values []string, req *http.Request) []string {
 		}
 	}
 	return out
-}
-
-// errMaxPrice is the error of every request of a Transport whose MaxPrice
-// is malformed.
-var errMaxPrice = errors.New("robots: Transport.MaxPrice")
-
-// offersNoPrice reports whether h has neither crawler-max-price nor
-// crawler-exact-price.
-func offersNoPrice(h http.Header) bool {
-	_, max := h["Crawler-Max-Price"]
-	_, exact := h["Crawler-Exact-Price"]
-	return !max && !exact
 }

@@ -1,4 +1,4 @@
-package robots
+package pageterms
 
 import (
 	"net/http"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/dunglas/httpsfv"
+
+	"github.com/f9014239/robots/internal/agenttoken"
 )
 
 // RobotsTag is what a response's Robots-Tag and X-Robots-Tag fields say to
@@ -56,10 +58,10 @@ const maxRobotsTagRead = 16 << 10
 const maxRobotsTagRules = 64
 
 // RobotsTagOf returns what resp's Robots-Tag and X-Robots-Tag fields say to
-// the crawler that sent it: the product token of its request's User-Agent
-// (see UserAgent and Agent; a Transport sets one on every request it sends),
-// or only the rules for every crawler when it has none. It reads only the
-// header, and allocates nothing for a response without those fields.
+// the crawler that sent it: the product token of its request's User-Agent (a
+// robots.Transport sets one on every request it sends: see its UserAgent and
+// Agent), or only the rules for every crawler when it has none. It reads only
+// the header, and allocates nothing for a response without those fields.
 //
 // Robots-Tag is read as a Structured Field List (RFC 9651) of product
 // tokens, or "*", with the rules as parameters: "*;nosnippet,
@@ -83,7 +85,7 @@ func RobotsTagOf(resp *http.Response) RobotsTag {
 	}
 	agent := ""
 	if resp.Request != nil {
-		agent = productToken(resp.Request.Header.Get("User-Agent"))
+		agent = agenttoken.Product(resp.Request.Header.Get("User-Agent"))
 	}
 	return RobotsTagFor(resp.Header, agent)
 }

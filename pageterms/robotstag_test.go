@@ -1,4 +1,4 @@
-package robots
+package pageterms
 
 import (
 	"net/http"
@@ -121,7 +121,7 @@ func TestRobotsTagNoAlloc(t *testing.T) {
 // such field (nothing) and for one with the draft's example and a legacy
 // line.
 //
-//	go test -run '^$' -bench BenchmarkRobotsTagOf -benchmem .
+//	go test -run '^$' -bench BenchmarkRobotsTagOf -benchmem ./pageterms
 func BenchmarkRobotsTagOf(b *testing.B) {
 	req, _ := http.NewRequest("GET", "https://example.com/", nil)
 	req.Header.Set("User-Agent", "ExampleBot/1.0")

@@ -1,4 +1,4 @@
-package robots_test
+package pageterms_test
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 
 	"github.com/f9014239/robots"
+	"github.com/f9014239/robots/pageterms"
 )
 
 // A page's Robots-Tag says what the crawler may do with it: read it from the
@@ -32,7 +33,7 @@ func ExampleRobotsTagOf() {
 		return
 	}
 	defer resp.Body.Close()
-	tag := robots.RobotsTagOf(resp)
+	tag := pageterms.RobotsTagOf(resp)
 	fmt.Println(tag.Rules)
 	fmt.Println("follow links:", !tag.NoFollow, "index:", !tag.NoIndex)
 	// Output:
@@ -67,7 +68,7 @@ func ExampleTermsOf() {
 		return
 	}
 	resp.Body.Close()
-	terms := robots.TermsOf(resp)
+	terms := pageterms.TermsOf(resp)
 	fmt.Println(resp.StatusCode, terms.PaymentRequired(), terms.Price)
 
 	// The caller decides to pay up to 5 cents a page.
@@ -80,7 +81,7 @@ func ExampleTermsOf() {
 		return
 	}
 	resp.Body.Close()
-	fmt.Println(resp.StatusCode, robots.TermsOf(resp).Charged, paying.Stats().Charged)
+	fmt.Println(resp.StatusCode, pageterms.TermsOf(resp).Charged, paying.Stats().Charged)
 	// Output:
 	// 402 true USD 0.01
 	// 200 USD 0.01 1
