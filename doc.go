@@ -13,140 +13,62 @@
 //
 // Every request is checked, whatever its method, and so is every redirect
 // the client follows. A request for /robots.txt itself is always allowed.
+// The repository's doc/ directory tells each rule at length.
 //
 // # Access results
 //
 // What the fetch of robots.txt finds decides for the whole origin (RFC 9309
-// §2.3.1):
+// §2.3.1): a 2xx, the rules in its body (the first 500 KiB); a 3xx is
+// followed up to 5 times, across hosts; a 4xx other than 429 allows every
+// URL; a 429, a 5xx, a network error or an unreadable body refuses every
+// URL, obeying an earlier good copy instead if there is one (and allowing
+// all after 30 days without one). A copy is used for [DefaultTTL] or its
+// Cache-Control max-age if shorter, and refreshed conditionally (ETag,
+// Last-Modified): a 304 renews it, and a 304 to a fetch that sent no
+// validator is unreachable, never permission.
 //
-//	2xx                   the rules in the body (its first 500 KiB) decide
-//	3xx                   followed, across hosts, up to 5 times; the rules
-//	                      found govern the origin asked; a 6th: as 4xx
-//	4xx except 429        unavailable: every URL is allowed
-//	429, 5xx, any other   unreachable: every URL is disallowed; an earlier
-//	status, network       good copy is obeyed instead; after 30 days
-//	error, unreadable     without one, every URL is allowed
-//	body
+// # Origins and product tokens
 //
-// A fetched robots.txt is used for 24 hours ([DefaultTTL]), or for its
-// Cache-Control max-age if that is shorter, but at least a minute. An
-// unreachable one is fetched again after a minute, then after twice as long
-// at each failure, up to an hour (or as long as a Retry-After header asks,
-// up to the TTL). A refresh is conditional: it sends the ETag and
-// Last-Modified of the copy held, and a 304 Not Modified renews that copy
-// without a body. A 304 to a fetch that sent no validator is unreachable,
-// never permission.
-//
-// # Origins
-//
-// An origin is a scheme, host and port: https://example.com and
-// https://example.com:443 are one origin; http://example.com and
-// https://shop.example.com are others. A host name is the same origin as its
-// IDNA ASCII form. A request's origin is the authority it is sent to: its
-// Host ([http.Request.Host]) when that is set, else its URL's host. So a
-// request to http://192.0.2.1:8080/page with Host shop.example is decided by
-// the robots.txt of http://shop.example:8080, fetched from 192.0.2.1:8080
-// with that Host.
-//
-// # Product tokens
-//
-// A crawler obeys the robots.txt group of its product token, such as
-// ExampleBot, matched case-insensitively (RFC 9309 §2.2.1). [Transport.Agent]
-// and [WithAgent] take a token or a User-Agent header that names one; when
-// Agent is empty, each request's token is read from its User-Agent header.
-// The token of a header is:
-//
-//   - the first name after "compatible" in a parenthesised comment, as in
-//     "Mozilla/5.0 (compatible; ExampleBot/1.0; +https://example.com/bot)";
-//   - else the first product outside comments, as in "ExampleBot/1.0";
-//   - cut to its leading letters, digits, '-' and '_'; browsers' product
-//     names (Mozilla, AppleWebKit, Chrome, Safari, Gecko, …) do not count.
-//
-// A header that names no token obeys the "*" group. A request without a
-// User-Agent is decided as it leaves: as the token of [Transport.UserAgent];
-// else, when Base is an [*http.Transport], as Go-http-client; else by the
-// "*" group. An Agent that names no token, such as "/1.0" or "My Crawler",
-// is an error, however the Transport was made: every request fails, and
-// nothing is sent. So is an empty agent given to [NewTransport] or
-// [WithAgent].
-// One fetch of robots.txt serves every token: the file is cached, not the
-// verdicts.
+// An origin is a scheme, an IDNA ASCII host and a port ([OriginOf]); a
+// request's origin is the authority it is sent to, its Host when set. A
+// crawler obeys the group of its product token, matched case-insensitively
+// (RFC 9309 §2.2.1): [Transport.Agent] or [WithAgent] names it, as a token
+// or a User-Agent header ("Mozilla/5.0 (compatible; ExampleBot/1.0)"); when
+// Agent is empty, each request's User-Agent does. An agent that names no
+// token makes every request fail. One fetch serves every token.
 //
 // # Pacing
 //
 // Every origin is paced, with no settings: one request to it is in flight
 // at a time, and the next leaves no sooner than its interval after the
-// answer to the one before (its response headers, or its error), so that
-// the site sees them an interval apart however long each took; origins do
-// not slow each other down. The interval is the longest of the delay the
-// group the crawler obeys states (Crawl-delay, or Request-rate n/T read as
-// T/n; up to a day, [Transport.MaxCrawlDelay]), [Transport.MinDelay], and
-// an adaptive delay of twice the origin's recent response time; and, for
-// an origin that states no delay, [Transport.DefaultDelay], 1 s unless set.
-// A site that states a delay, even a short one, is paced by it instead of
-// the default. A request whose answer does not come holds its origin for
-// [Transport.TurnTimeout] at most. A fetch of robots.txt is a request like
-// any other: it waits for its turn, spaced by the longest interval known
-// for the origin, and the request after it is spaced from its answer.
-//
-// This default changes what a Transport did before it, when an origin that
-// stated no Crawl-delay was not paced at all. A client that is not a
-// crawler (an API client, or tests on the real clock) gets that back with
-// [Transport.NoDefaultPace], which turns off the default and the adaptive
-// delay and keeps robots.txt, stated delays, pauses and the back-off. Tests
-// under testing/synctest pay no wall time for the pace.
-//
-// A 429 or 503 response pauses its origin: nothing is sent to it meanwhile,
-// robots.txt included. With a Retry-After header, for as long as it asks (up
-// to a day, [Transport.MaxRetryAfter]); else with a RateLimit field, as it
-// asks (below); else under a [Backoff]: a minute at the first
-// incident, doubling at each new one up to a day, forgiven an hour after the
-// last pause ended, and one request at a time until then. Answers to the
-// requests of one burst are one incident. A RateLimit response field
-// (draft-ietf-httpapi-ratelimit-headers-11) is read on any answer: r=0
-// pauses the origin for t seconds, and a low quota r=n spaces the next
-// request t/n after the answer. A cap that shortens what a site asked for
-// is logged. A 402 Payment Required, or a 401 with a License challenge, is
-// an answer, not pushback: it pauses nothing (see [pageterms.TermsOf]).
-//
-// A group's Visit-time window ("Visit-time: 0600-0845", UTC) holds a request
-// sent outside it until it opens, as a turn would ([ReasonVisitTime]); a
-// window that never opens, or an invalid one, is ignored. A bare
-// "Request-rate: N" is read as one request each N seconds.
+// answer to the one before. The interval is the longest of the delay the
+// group states (Crawl-delay, or Request-rate n/T read as T/n),
+// [Transport.MinDelay], twice the origin's recent response time, and, for
+// an origin that states no delay, [Transport.DefaultDelay] (1 s). A 429 or
+// 503 pauses the origin for its Retry-After, or else under a [Backoff]; a
+// RateLimit field (draft-ietf-httpapi-ratelimit-headers-11) pauses it when
+// its quota is spent and spreads the rest when it runs low; a Visit-time
+// window holds requests until it opens. A 402 is an answer, not pushback.
+// [Transport.NoDefaultPace] turns off the default and adaptive delays for a
+// client that is not a crawler.
 //
 // A request waits for its turn until its context is done. Under
-// [Transport.MaxWait] or [WithMaxWait], a request whose turn is further away
-// is not sent: RoundTrip returns at once a [*TurnError], which matches
-// [ErrNotYet] and says when to come back and why (its Reason), and the
-// request takes no turn. So a worker pool can requeue it and serve the
-// origins that are ready (package frontier does this).
-// [Transport.NextTurn] says when an origin's next turn is, without taking it.
-//
-// A [fleet.Pacer] shares the turns, pauses and back-offs of each origin between
-// Transports, for example across the processes of a fleet, so that the site
-// sees one request at a time from all of them; a [fleet.Store] shares the fetched
-// files.
+// [Transport.MaxWait] or [WithMaxWait], one whose turn is further away is
+// not sent: RoundTrip returns a [*TurnError], which matches [ErrNotYet] and
+// says when to come back and why, so that a worker pool can requeue it
+// (package frontier does). [Transport.NextTurn] tells the next turn without
+// taking it. A [fleet.Pacer] shares turns, pauses and back-offs between
+// Transports (the processes of a fleet), a [fleet.Store] the fetched files;
+// [Transport.Flush] delivers what they are owed before a process exits.
 //
 // # What a response says
 //
-// The Transport decides by robots.txt alone, and returns every answer as it
-// came. What a response says of its own use and terms, the caller reads in
-// one call with package pageterms: [pageterms.RobotsTagOf] its Robots-Tag
-// and X-Robots-Tag rules for the crawler (noindex, nofollow, noai, ...),
-// [pageterms.TermsOf] a pay-per-crawl price, a charge, a License challenge,
-// an x402 requirement or a Link rel="license". Neither reads the body, and a
-// caller who does not ask pays nothing. [Transport.MaxPrice] offers a price;
-// the Transport buys nothing.
-//
-// # Usage preferences
-//
-// A robots.txt may say how what is crawled may be used: Content-Usage lines
-// (draft-ietf-aipref-attach) and Content-Signal lines, read by package
-// usage. They never change what may be fetched. [UsageOf] returns the
-// preference for a response, [Transport.CheckUsage] for a URL; set
-// [Transport.Uses] to refuse, before they are sent, the requests whose URL
-// is marked "n" for a use the crawler makes (a search engine names "search"
-// alone, which overrides train-ai and ai-use, draft-ietf-aipref-vocab-08
-// §4.3). [Transport.UseTokens] also reads the groups of a policy token as
-// what a site says of a use (draft-kelley-aipref-training-preference-signal).
+// The Transport decides by robots.txt alone and returns every answer as it
+// came. Package pageterms reads what a response says of its own use and
+// terms ([pageterms.RobotsTagOf], [pageterms.TermsOf]); [Transport.MaxPrice]
+// offers a price, and [Transport.Signer] signs every request it sends (Web
+// Bot Auth). Content-Usage and Content-Signal lines of robots.txt (package
+// usage) never change what may be fetched: [UsageOf] and
+// [Transport.CheckUsage] report them, and [Transport.Uses] refuses the
+// requests marked "n" for a use the crawler makes.
 package robots
