@@ -21,12 +21,10 @@ type agentValue struct {
 }
 
 // WithAgent returns a copy of ctx under which a Transport decides and sends
-// as the crawler that agent names (a token or a User-Agent header, as for
-// Transport.Agent), in place of Agent: for a crawler with several
-// identities, or to Check for another token such as "Google-Extended". A
-// request with no User-Agent leaves with agent as its User-Agent, except
-// under WithAgent(ctx, "*"), which no User-Agent names: such a request
-// fails. An agent that names no token makes the request fail.
+// as the crawler that agent names (as Transport.Agent), in place of Agent:
+// for a crawler with several identities, or to Check for another token. A
+// request with no User-Agent leaves with agent as its User-Agent; under "*",
+// or an agent that names no token, it fails.
 func WithAgent(ctx context.Context, agent string) context.Context {
 	tok, err := tokenOf(agent)
 	if err == nil && tok == "" {

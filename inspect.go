@@ -30,18 +30,14 @@ type Origin struct {
 	FetchedAt, Expires time.Time
 	Err                error
 
-	// Licenses are the URLs of the file's License lines (RSL 1.0: the
-	// site's licensing terms, which the crawler is asked to retrieve and
-	// comply with before it accesses content; see
-	// matcher.Robots.Licenses), nil if none. The Transport neither
-	// fetches nor obeys them: that is the caller's decision.
+	// Licenses are the URLs of the file's License lines (RSL 1.0), which
+	// the Transport neither fetches nor obeys: the caller decides.
 	Licenses []string
 }
 
 // Origin returns what the Transport knows of u's origin's robots.txt,
-// fetching it first if needed as a request to u would (same fetch, turn and
-// cache). It waits for that fetch however far its turn, MaxWait and
-// WithMaxWait notwithstanding: it fails only if u cannot be sent or ctx is
+// fetching it first if needed as a request to u would, however far its turn
+// (MaxWait notwithstanding): it fails only if u cannot be sent or ctx is
 // done first.
 func (t *Transport) Origin(ctx context.Context, u *url.URL) (*Origin, error) {
 	s, st, err := t.stateOf(ctx, u)
@@ -78,13 +74,10 @@ func (t *Transport) Origin(ctx context.Context, u *url.URL) (*Origin, error) {
 var emptyRobots = matcher.Parse(nil)
 
 // CrawlDelay returns the delay that u's origin states for the crawler that
-// ctx names (see WithAgent) or else for Agent, as the Transport keeps it
-// between an answer and the next request: the longer of Crawl-delay and
-// Request-rate's T/n, within MaxCrawlDelay, and at least MinDelay; zero if
-// it states none. An origin that states none is paced by DefaultDelay
-// instead (unless NoDefaultPace is set), and the adaptive delay, which
-// follows the origin's answers, may lengthen either.
-// It fetches robots.txt if needed, and waits for that fetch as Origin does.
+// ctx names (see WithAgent) or else for Agent: the longer of Crawl-delay and
+// Request-rate's T/n, within MaxCrawlDelay, at least MinDelay; zero if it
+// states none (DefaultDelay then paces it). It fetches robots.txt if
+// needed, as Origin does.
 func (t *Transport) CrawlDelay(ctx context.Context, u *url.URL) (time.Duration, error) {
 	t.once.Do(t.init)
 	agent, _, err := t.identity(ctx, nil)
@@ -102,8 +95,8 @@ func (t *Transport) CrawlDelay(ctx context.Context, u *url.URL) (time.Duration, 
 }
 
 // Forget drops the cached robots.txt of u's origin, so that the next request
-// fetches it again (and takes no older entry from the Store). The origin's
-// pace is kept, and a fetch in progress is not waited for.
+// fetches it again (and takes no older entry from the Store); its pace is
+// kept.
 func (t *Transport) Forget(u *url.URL) {
 	t.once.Do(t.init)
 	if u == nil {

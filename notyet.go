@@ -22,25 +22,14 @@ var ErrNotYet = errors.New("robots: not yet: the origin's turn is later")
 type TurnError struct {
 	Origin string // as a Store names it: "https://example.com"
 
-	// RetryAt is the earliest time a retry can be sent: the origin's next turn,
-	// or when the fetch of robots.txt it needs is sent (100 ms on when that
-	// is unknown). It is never the zero time. While a request to the
-	// origin is in flight (Reason is ReasonInFlight), its answer is not
-	// known yet: RetryAt is then an estimate, the time the request left plus
-	// the origin's response-time estimate (0 before the first answer), or
-	// now if that has passed, plus the interval. With
-	// one caller per origin, a retry at RetryAt is sent; with many, it is the
-	// earliest any of them can be, and each retry may find another's
-	// turn taken.
+	// RetryAt is the earliest time a retry can be sent, never zero: the
+	// origin's next turn, or when the fetch of robots.txt it needs is sent.
+	// While a request to the origin is in flight (ReasonInFlight), it is an
+	// estimate from the origin's response time. With many callers, each
+	// retry may find another's turn taken.
 	RetryAt time.Time
 
-	// Reason says what holds the origin: ReasonCrawlDelay (Crawl-delay
-	// or MinDelay), ReasonRequestRate, ReasonDefaultPace (DefaultDelay),
-	// ReasonSlowAnswers (the adaptive delay), ReasonInFlight (a request
-	// awaits its answer), ReasonRetryAfter, ReasonRateLimit, ReasonBackoff
-	// (pauses), ReasonRobotsTxt (the fetch of robots.txt), ReasonPacer
-	// (the Pacer did not answer within MaxWait) or ReasonVisitTime (the
-	// origin's Visit-time window is not open).
+	// Reason says what holds the origin: one of the Reason constants.
 	Reason string
 
 	// Err is context.DeadlineExceeded if the deadline refused the request,
@@ -77,8 +66,7 @@ func turnError(r pacing.Refusal) error {
 }
 
 // Backoff is how a Transport pauses an origin that pushes back without
-// saying for how long (see Transport.Backoff); it is shared through a
-// fleet.Pacer.
+// saying for how long (see Transport.Backoff).
 type Backoff = fleet.Backoff
 
 // Why a request to an origin is held back: the Reason of a [TurnError],
@@ -94,6 +82,7 @@ const (
 	ReasonBackoff     = pacing.ReasonBackoff     // "backoff": a pause after the origin pushed back (see Backoff)
 	ReasonRobotsTxt   = pacing.ReasonRobotsTxt   // "robots.txt": the fetch of the origin's robots.txt
 	ReasonPacer       = pacing.ReasonPacer       // "pacer": the Pacer did not answer within MaxWait
+	ReasonVisitTime   = pacing.ReasonVisitTime   // "visit-time": the origin's Visit-time window is not open
 )
 
 // WithMaxWait returns a copy of ctx under which a Transport waits at most d
@@ -104,11 +93,9 @@ func WithMaxWait(ctx context.Context, d time.Duration) context.Context {
 
 // NextTurn returns when a request for u, with context ctx and no User-Agent
 // header, could be sent: its origin's next turn, or now. It takes no turn and
-// sends nothing but the fetch of robots.txt, if the origin's copy is missing
-// (as Check does); if that fetch is further away than MaxWait, it returns
-// when a retry could find it. It returns the error Check would if u is
-// refused or cannot be sent. With a Pacer, it knows the turns this Transport
-// took, not those of the Pacer's other users: RoundTrip decides.
+// sends nothing but the fetch of robots.txt a missing copy needs (as Check
+// does), and returns the error Check would. With a Pacer, it knows the turns
+// this Transport took, not those of the Pacer's other users.
 func (t *Transport) NextTurn(ctx context.Context, u *url.URL) (time.Time, error) {
 	t.once.Do(t.init)
 	if u == nil {

@@ -26,29 +26,14 @@ func (k originKey) String() string { return k.scheme + "://" + k.host }
 
 var errNoHost = errors.New("robots: URL has no host")
 
-// OriginOf returns the origin of u as a [Transport] names it: in its
-// robots.txt cache, its pacing, its records and [Stats], and to a
-// [fleet.Store] or [fleet.Pacer]. It is the lower-case scheme, "://", and
-// the host in lower case, an internationalised name in its IDNA ASCII form
-// (UTS #46, as browsers map it: "bücher.example" is
-// "xn--bcher-kva.example"), an IPv6 address in its canonical form in
-// brackets ("[0:0::1]" is "[::1]"), followed by ":port" unless the port is
-// the scheme's default; a port is written as a number, without leading
-// zeros (":080" is port 80). A trailing dot is kept: "example.com." is
-// another host name than "example.com" to DNS, TLS and the URL standard,
-// and so another origin. User information, path, query and fragment do not
-// count.
-//
-// Keying maps by OriginOf gives one key per origin the Transport paces. A
-// request whose Host ([net/http.Request.Host]) is set and names another
-// authority than its URL is sent to another origin: the Transport names it
-// OriginOf of the URL with that Host as its host, and the URL's port when
-// Host has none.
-//
-// OriginOf returns an error, and no origin, when u has no scheme or no host,
-// a port that is not a number up to 65535, an IPv6 literal or zone that does
-// not parse, or a host name that IDNA refuses. It does not allocate more
-// than the returned string when u's scheme and host are lower-case ASCII.
+// OriginOf returns the origin of u as a [Transport] names it, in its cache,
+// pacing, records and [Stats], and to a [fleet.Store] or [fleet.Pacer]: the
+// lower-case scheme, "://", the lower-case host (an IDNA ASCII name, UTS #46
+// as browsers map it; an IPv6 address canonical in brackets; a trailing dot
+// kept), and ":port" unless it is the scheme's default. A request whose Host
+// is set is sent to the origin of its URL with that Host. It returns an
+// error when u has no scheme or host, a bad port, an IPv6 literal or zone
+// that does not parse, or a host IDNA refuses.
 func OriginOf(u *url.URL) (string, error) {
 	k, err := keyOf(u)
 	if err != nil {

@@ -38,13 +38,10 @@ func (b signingBase) CloseIdleConnections() {
 }
 
 // Card returns the Signature Agent Card of the crawler this Transport is
-// (see webbotauth.Card), with the fields that only the Transport can state
-// truthfully filled from its settings: the product token and User-Agent
-// (with no Agent, the UserAgent of requests that have none), that it obeys
-// robots.txt, how a site can slow it and how fast it goes, as its pacing
-// enforces them (doc/pacing.md), trigger "crawler", and the keys of its
-// Signer (none without). The caller adds the name, contact, purpose and so
-// on. It returns the error every request would fail with, if any.
+// (see webbotauth.Card), with what only the Transport can state truthfully
+// filled from its settings (its token and User-Agent, its pacing, its
+// Signer's keys); the caller adds the name, contact and purpose. It returns
+// the error every request would fail with, if any.
 func (t *Transport) Card() (webbotauth.Card, error) {
 	t.once.Do(t.init)
 	c := t.cfg

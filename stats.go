@@ -8,68 +8,42 @@ import (
 	"github.com/f9014239/robots/fleet"
 )
 
-// Stats are a Transport's counters since it was created. LoadWaits counts the
-// requests that waited for a load (a fetch, or the Store), whether or not
-// they started it; Evictions counts the origins dropped under MaxOrigins
-// and under MaxBytes. Refused is the sum of the three Refused counters.
-// AllowedNoRules counts requests allowed with no rules to obey (robots.txt
-// unavailable, or unreachable for 30 days). TurnWaitTime is the total time of
-// the TurnWaits requests that waited for their turn.
+// Stats are a Transport's counters since it was created. Refused is the
+// sum of the three Refused counters; a Wait counter counts the requests that
+// waited for, or were refused for, what it names (a TurnError Reason).
 type Stats struct {
 	CacheHits uint64 // requests decided by a fresh copy in memory
-	LoadWaits uint64 // requests that waited for a load
-	Evictions uint64 // origins dropped from memory
+	LoadWaits uint64 // requests that waited for a load (a fetch, the Store)
+	Evictions uint64 // origins dropped from memory (MaxOrigins, MaxBytes)
 
-	// requests sent through Base (fetches not included)
-	Sent               uint64
+	Sent               uint64 // requests sent through Base (fetches not included)
 	Refused            uint64 // requests refused (ErrDisallowed)
-	RefusedRule        uint64 // refused by a rule of robots.txt
-	RefusedUnreachable uint64 // refused as robots.txt is unreachable
-	RefusedUsage       uint64 // refused by a usage preference (Uses)
+	RefusedRule        uint64 // by a rule of robots.txt
+	RefusedUnreachable uint64 // as robots.txt is unreachable
+	RefusedUsage       uint64 // by a usage preference (Uses)
 	AllowedNoRules     uint64 // allowed with no rules to obey
 
 	FetchSuccess     uint64 // fetches of robots.txt with a 2xx answer
-	FetchUnavailable uint64 // fetches with a 4xx, or too many redirects
-	FetchUnreachable uint64 // fetches with no answer, a 429 or a 5xx
-	// FetchNotModified counts the conditional fetches answered 304 Not
-	// Modified, which renewed the copy held without a body. A 304 to a
-	// fetch that sent no validator, or with another ETag, is counted in
-	// FetchUnreachable.
-	FetchNotModified uint64
+	FetchUnavailable uint64 // with a 4xx, or too many redirects
+	FetchUnreachable uint64 // with no answer, a 429, a 5xx, a 304 to no validator
+	FetchNotModified uint64 // with a 304 that renewed the copy held
 	StoreHits        uint64 // fresh entries taken from Store, not fetched
-	StoreErrors      uint64 // Store and Locker calls that failed, unreadable entries included
+	StoreErrors      uint64 // Store and Locker calls that failed
 
-	NotYet       uint64        // requests not sent, their turn too far (ErrNotYet)
-	TurnWaits    uint64        // requests that waited for their turn
-	TurnWaitTime time.Duration // the time they waited, in total
-	Pauses       uint64        // origins paused by Retry-After
-	Backoffs     uint64        // incidents of pushback: origins paused by the back-off
-	// requests that waited for, or were refused for, the answer to
-	// another request to their origin (ReasonInFlight)
-	InFlightWaits uint64
+	NotYet           uint64        // requests not sent, their turn too far (ErrNotYet)
+	TurnWaits        uint64        // requests that waited for their turn
+	TurnWaitTime     time.Duration // the time they waited, in total
+	Pauses           uint64        // origins paused by Retry-After
+	RateLimits       uint64        // origins paused by a RateLimit field
+	Backoffs         uint64        // incidents of pushback: origins paused by the back-off
+	InFlightWaits    uint64        // ReasonInFlight
+	DefaultPaceWaits uint64        // ReasonDefaultPace
+	SlowWaits        uint64        // ReasonSlowAnswers
+	RequestRateWaits uint64        // ReasonRequestRate
+	VisitTimeWaits   uint64        // ReasonVisitTime
 
-	// RateLimits counts the pauses that a RateLimit response field asked
-	// for (a spent quota, or the rest spread over its window).
-	RateLimits uint64
-	// Requests that waited for, or were refused for, the interval of an
-	// origin set by DefaultDelay (ReasonDefaultPace), by the adaptive
-	// delay (ReasonSlowAnswers), and by a Request-rate
-	// (ReasonRequestRate).
-	DefaultPaceWaits uint64
-	SlowWaits        uint64
-	RequestRateWaits uint64
-
-	// PaymentRequired counts the responses with status 402 Payment
-	// Required (pay-per-crawl, x402, a license): answers, not pushback,
-	// never paused for nor backed off (see pageterms.TermsOf). Charged
-	// counts the responses with a crawler-charged field: pages paid for.
-	PaymentRequired uint64
-	Charged         uint64
-
-	// VisitTimeWaits counts the requests held, or refused for now, until
-	// the Visit-time window of their origin's robots.txt opens
-	// (ReasonVisitTime).
-	VisitTimeWaits uint64
+	PaymentRequired uint64 // 402 answers (never paused for: see pageterms.TermsOf)
+	Charged         uint64 // answers with a crawler-charged field: pages paid for
 }
 
 // Stats returns the Transport's counters, each read atomically (together,

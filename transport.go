@@ -81,37 +81,29 @@ func (e *DisallowedError) Unwrap() error { return e.Err }
 
 // The defaults of a Transport's fields, used when a field is zero.
 const (
-	DefaultTTL          = 24 * time.Hour   // TTL (RFC 9309 §2.4)
-	DefaultFetchTimeout = 30 * time.Second // FetchTimeout
-	// MaxBodySize, its least (RFC 9309 §2.5)
-	DefaultMaxBodySize   = 500 << 10
-	DefaultMaxOrigins    = 10000          // MaxOrigins
-	DefaultMaxBytes      = 256 << 20      // MaxBytes
-	DefaultMaxCrawlDelay = 24 * time.Hour // MaxCrawlDelay
-	DefaultMaxRetryAfter = 24 * time.Hour // MaxRetryAfter
-	DefaultTurnTimeout   = time.Minute    // TurnTimeout
-	DefaultPaceDelay     = time.Second    // DefaultDelay
+	DefaultTTL           = 24 * time.Hour   // TTL (RFC 9309 §2.4)
+	DefaultFetchTimeout  = 30 * time.Second // FetchTimeout
+	DefaultMaxBodySize   = 500 << 10        // MaxBodySize, its least (RFC 9309 §2.5)
+	DefaultMaxOrigins    = 10000            // MaxOrigins
+	DefaultMaxBytes      = 256 << 20        // MaxBytes
+	DefaultMaxCrawlDelay = 24 * time.Hour   // MaxCrawlDelay
+	DefaultMaxRetryAfter = 24 * time.Hour   // MaxRetryAfter
+	DefaultTurnTimeout   = time.Minute      // TurnTimeout
+	DefaultPaceDelay     = time.Second      // DefaultDelay
 	// Backoff's fields
 	DefaultBackoffFirst   = time.Minute
 	DefaultBackoffMax     = 24 * time.Hour
 	DefaultBackoffForgive = time.Hour
 )
 
-// Transport is an [http.RoundTripper] that obeys robots.txt: it sends a
-// request through Base only if the robots.txt of its origin allows it for
-// the crawler's product token, and otherwise returns a [*DisallowedError].
-// It caches each origin's robots.txt in memory and fetches it at most once
-// at a time. Only http and https URLs are sent.
-//
-// The zero value is a valid Transport that reads each request's product
-// token from its User-Agent header. Fields must not be modified after first
-// use. A Transport is safe for concurrent use by multiple goroutines, and
+// Transport is an [http.RoundTripper] that obeys robots.txt (see the package
+// documentation); only http and https URLs are sent. The zero value reads
+// each request's product token from its User-Agent header. Fields must not
+// be modified after first use. A Transport is safe for concurrent use, and
 // should be reused rather than created as needed.
 type Transport struct {
 	// Base sends the allowed requests and the fetches of robots.txt. If
-	// nil, http.DefaultTransport is used (net/http's own, if that has been
-	// set to a Transport). A panic of Base during a fetch makes the fetch
-	// unreachable; during an allowed request, it reaches the caller.
+	// nil, http.DefaultTransport is used.
 	Base http.RoundTripper
 
 	// Agent is the crawler's product token, e.g. "ExampleBot", or a
@@ -119,9 +111,8 @@ type Transport struct {
 	// "*" obeys the "*" group. If empty, each request's User-Agent decides.
 	Agent string
 
-	// UserAgent is the User-Agent of requests that have none (sent as a
-	// copy) and of the fetches of robots.txt they cause. It must name
-	// Agent's token, unless Agent is empty or "*"; otherwise every request
+	// UserAgent is the User-Agent of requests that have none and of the
+	// fetches of robots.txt; it must name Agent's token, or every request
 	// fails. If empty, Agent is used as given.
 	UserAgent string
 
@@ -130,18 +121,15 @@ type Transport struct {
 	TTL time.Duration
 
 	// FetchTimeout bounds each fetch of robots.txt, redirects and body
-	// included, even if Base ignores the context: a longer one is
-	// unreachable. If zero, DefaultFetchTimeout.
+	// included: a longer one is unreachable. If zero, DefaultFetchTimeout.
 	FetchTimeout time.Duration
 
 	// MaxBodySize is how much of a decoded robots.txt body is parsed; the
 	// line it cuts is dropped. It is at least DefaultMaxBodySize.
 	MaxBodySize int64
 
-	// MaxOrigins and MaxBytes bound the origins cached and their memory
-	// (parsed files, their bodies when Store is set, about 1 KiB of state
-	// each); the least recently used (approximately) are dropped first. If
-	// zero, DefaultMaxOrigins and DefaultMaxBytes.
+	// MaxOrigins and MaxBytes bound the origins cached and their memory;
+	// the least recently used are dropped first. If zero, the defaults.
 	MaxOrigins int
 	MaxBytes   int64
 
@@ -151,118 +139,78 @@ type Transport struct {
 
 	// Logger, if non-nil, receives a record of each fetch of robots.txt,
 	// each Store or Pacer error and, at the Debug level, each refusal and
-	// each request held for its turn, with the request's context.
+	// each wait.
 	Logger *slog.Logger
 
-	// Every origin is paced: one request to it is in flight at a time,
-	// and the next leaves no sooner than its interval after the answer to
-	// the one before (see doc/pacing.md). The interval is the longest of
-	// the delay the origin's robots.txt states (Crawl-delay, or
-	// Request-rate n/T read as T/n, the longer), MinDelay, the adaptive
-	// delay (twice the origin's recent response time, once that is 10 ms
-	// or more, at most MaxCrawlDelay) and, for an origin that
-	// states neither Crawl-delay nor Request-rate, DefaultDelay.
-	//
-	// DefaultDelay is the interval of an origin that states no delay; if
-	// zero, DefaultPaceDelay (1 s). NoDefaultPace turns off DefaultDelay
-	// and the adaptive delay: an origin that states no delay, with no
-	// MinDelay, pause or back-off, then takes no turn and gets requests
-	// with no limit, as a client that is not a crawler may want; robots.txt,
-	// Crawl-delay, Request-rate, Retry-After, RateLimit, the back-off and
-	// MinDelay still hold. The zero value is polite.
+	// DefaultDelay is the interval between an answer and the next request
+	// to an origin that states no delay; if zero, DefaultPaceDelay (1 s).
+	// No interval is shorter than MinDelay nor than the adaptive delay,
+	// twice the origin's recent response time (doc/pacing.md).
+	// NoDefaultPace turns off both, for a client that is not a crawler;
+	// what the site asks still holds. The zero value is polite.
 	DefaultDelay  time.Duration
 	NoDefaultPace bool
 
-	// IgnoreCrawlDelay ignores the delays robots.txt states (Crawl-delay
-	// and Request-rate: the origin then takes DefaultDelay as if it stated
-	// none) and its Visit-time window (see ReasonVisitTime); MaxCrawlDelay
-	// caps the delay honoured and the adaptive delay (if zero,
-	// DefaultMaxCrawlDelay); MinDelay is the least time between two
-	// requests to one origin. IgnoreRetryAfter turns off the pauses
-	// that Retry-After sets; MaxRetryAfter caps them and those a RateLimit
-	// field asks for (if zero, DefaultMaxRetryAfter). A cap that shortens
-	// what a site asked for is logged (Warn), with the origin, the ask and
-	// the cap.
+	// IgnoreCrawlDelay ignores the delays and the Visit-time window
+	// robots.txt states; MaxCrawlDelay caps the delay honoured (if zero,
+	// DefaultMaxCrawlDelay); MinDelay is the least interval of any origin.
+	// IgnoreRetryAfter turns off Retry-After's pauses; MaxRetryAfter caps
+	// them and RateLimit's (if zero, DefaultMaxRetryAfter). A cap that
+	// shortens what a site asked for is logged.
 	IgnoreCrawlDelay bool
 	MaxCrawlDelay    time.Duration
 	MinDelay         time.Duration
 	IgnoreRetryAfter bool
 	MaxRetryAfter    time.Duration
 
-	// TurnTimeout bounds how long a request to a paced origin holds it:
-	// one request to it is in flight at a time, and the next leaves an
-	// interval after its answer (response headers or error), or after
-	// TurnTimeout if the answer has not come by then. A request of this
-	// Transport still awaited then counts as an answer that took
-	// TurnTimeout; a hold in a Pacer whose holder is gone (a killed
-	// process) costs the site only the hold. If zero, DefaultTurnTimeout.
+	// TurnTimeout bounds how long a request holds its origin: the next
+	// leaves an interval after its answer, or after TurnTimeout if none
+	// has come. A request of this Transport still awaited then counts as
+	// that slow; a hold in a Pacer whose holder is gone costs the site the
+	// hold alone. If zero, DefaultTurnTimeout.
 	TurnTimeout time.Duration
 
-	// Backoff pauses an origin that answers 429 or 503 without a usable
-	// Retry-After (absent, zero, in the past, malformed, or ignored) or
-	// RateLimit field;
-	// its zero fields take DefaultBackoffFirst, DefaultBackoffMax and
-	// DefaultBackoffForgive. Until a back-off is forgiven, the origin
-	// gets one request at a time. IgnoreBackoff turns it off.
+	// Backoff pauses an origin that answers 429 or 503 with no usable
+	// Retry-After or RateLimit; its zero fields take the DefaultBackoff
+	// constants. Until it is forgiven, the origin gets one request at a
+	// time. IgnoreBackoff turns it off.
 	Backoff       Backoff
 	IgnoreBackoff bool
 
-	// Uses names the uses the crawler makes of what it fetches ("train-ai",
-	// "ai-use", "search", "use=reference", ...; Content-Signal's "ai-train"
-	// and "ai-input" are read as "train-ai" and "ai-use"): a request whose
-	// URL robots.txt marks "n" for one of them, or that the group of its
-	// policy token (UseTokens) disallows, is refused with a
-	// [*DisallowedError] that names the use. If empty, none is refused. A
-	// crawler whose use qualifies as search names "search" alone: search
-	// then overrides train-ai and ai-use (draft-ietf-aipref-vocab-08 §4.3).
-	Uses []string
-
-	// UseTokens names, per use, a policy token whose robots.txt groups say
-	// where that use is allowed (draft-kelley-aipref-training-preference-signal):
-	// {"train-ai": TOKEN} reads a group "User-agent: TOKEN" with its allow
-	// and disallow lines as train-ai=y or n for each URL, answered by the
-	// "*" groups where no group names TOKEN. UsageOf and CheckUsage report
-	// it; Uses refuses by it. A token must be a product token. Empty by
-	// default: no token is read.
+	// Uses names the uses the crawler makes of what it fetches
+	// ("train-ai", "ai-use", "search", ...): a request whose URL robots.txt
+	// marks "n" for one of them is refused with a [*DisallowedError] that
+	// names the use (doc/usage.md). UseTokens names, per use, a policy
+	// token whose robots.txt groups say where that use is allowed
+	// (draft-kelley-aipref-training-preference-signal). Both empty by
+	// default: nothing is refused for a use.
+	Uses      []string
 	UseTokens map[string]string
 
 	// MaxWait, if positive, is the longest a request waits for its turn:
 	// one whose turn is further away fails at once with a [*TurnError]
-	// (see [WithMaxWait]). If zero or negative, it waits until its context
-	// is done.
+	// (see [WithMaxWait]). If zero, it waits until its context is done.
 	MaxWait time.Duration
 
 	// Pacer, if non-nil, keeps the turns of each origin, so that the
 	// Transports that share it share turns.
 	Pacer fleet.Pacer
 
-	// Signer, if non-nil, signs every request the Transport sends as it
-	// leaves, with Web Bot Auth (see package webbotauth and
-	// doc/identity.md): an allowed request after its turn, each redirect
-	// hop (an http.Client calls RoundTrip per hop), each fetch of
-	// robots.txt and each of its redirect hops, each signed over its own
-	// authority and created when it is handed to Base. It signs a copy:
-	// the caller's request is not modified; a request for a host the
-	// Signer's Hosts do not list is sent as it is. A request that carries
-	// Signature, Signature-Input or Signature-Agent already is refused
-	// (webbotauth.ErrSigned), and one the Signer fails to sign
-	// (webbotauth.ErrSign, ErrRequest) too: neither is sent, and the
-	// error, returned with no response, matches those. A fetch of
-	// robots.txt that cannot be signed is not sent either: robots.txt is
-	// then unreachable and its origin refused until the fetch is retried.
-	// If nil, nothing is signed, at no cost.
+	// Signer, if non-nil, signs every request the Transport sends (pages
+	// after their turn, each redirect hop, each fetch of robots.txt) as it
+	// leaves, with Web Bot Auth (package webbotauth, doc/identity.md), on a
+	// copy. A request that carries Signature fields already, or that the
+	// Signer fails to sign, is not sent: its error matches
+	// webbotauth.ErrSigned or ErrSign; a fetch of robots.txt so is
+	// unreachable. If nil, nothing is signed, at no cost.
 	Signer *webbotauth.Signer
 
 	// MaxPrice, if not empty, is the most the crawler pays for a page
-	// under pay-per-crawl, as a currency code and an amount ("USD 0.01";
-	// see pageterms.ParsePrice): it is sent as the crawler-max-price field
-	// of every request that has neither crawler-max-price nor
-	// crawler-exact-price, fetches of robots.txt excepted. A site that
-	// charges answers with crawler-charged (see pageterms.TermsOf,
-	// Stats.Charged). If it is malformed, every request fails with an error
-	// that says so. Pay-per-crawl wants the field signed: name it in the
-	// Signer's Options.Headers. Empty by default: the crawler offers
-	// nothing, and a site that charges answers 402.
+	// under pay-per-crawl ("USD 0.01"; see pageterms.ParsePrice), sent as
+	// crawler-max-price on each request that offers no price, fetches of
+	// robots.txt excepted; sign it by naming it in the Signer's
+	// Options.Headers. If malformed, every request fails. Empty by default:
+	// nothing is offered, and a site that charges answers 402.
 	MaxPrice string
 
 	once   sync.Once
@@ -330,12 +278,10 @@ func defaultBase() http.RoundTripper {
 	return http.DefaultTransport
 }
 
-// NewTransport returns a Transport that sends through base (nil means
-// [http.DefaultTransport], as it is now) as the crawler whose product token
-// is agent (see Transport.Agent). If agent names no product token, ""
-// included, every request fails with an error that says so, as with a
-// Transport whose Agent names none; a Transport that reads each request's
-// token from its User-Agent header is a Transport{} with Agent left empty.
+// NewTransport returns a Transport that sends through base (nil:
+// [http.DefaultTransport]) as the crawler whose product token agent names;
+// if it names none, "" included, every request fails with an error that
+// says so (a Transport{} reads each request's token from its User-Agent).
 func NewTransport(base http.RoundTripper, agent string) *Transport {
 	if base == nil {
 		base = defaultBase()
@@ -344,19 +290,14 @@ func NewTransport(base http.RoundTripper, agent string) *Transport {
 }
 
 // Flush waits until the Transport has made every call it owes its Pacer and
-// Store for the requests it has answered: the release of their turns, the
-// pauses and back-offs their answers asked for (made on goroutines of
-// their own for requests under MaxWait), and the fetches of robots.txt
-// under way that a caller gave up waiting for (whose entries go to the
-// Store). A program whose Pacer or Store outlives it (shared with other
-// processes, or kept in a file) calls Flush before it exits, and before it
-// closes them: a release lost at exit leaves the origin held for
-// TurnTimeout, and a pause lost lets the next process send early. Each
-// call it waits for is bounded by 2 seconds, and a fetch by FetchTimeout.
-//
-// Flush returns ctx's error if ctx is done first, and nil at once if
-// nothing is owed. The Transport stays usable: calls owed by requests
-// answered while Flush waits may be waited for too.
+// Store for the requests it has answered (releases, pauses and back-offs
+// that requests under MaxWait report on goroutines of their own; fetches of
+// robots.txt a caller gave up waiting for), or until ctx is done, and then
+// returns ctx's error. A program whose Pacer or Store outlives it calls
+// Flush before it exits and closes them: a release lost at exit holds the
+// origin for TurnTimeout, a pause lost lets the next process send early.
+// Each call is bounded by 2 seconds, a fetch by FetchTimeout. The Transport
+// stays usable.
 func (t *Transport) Flush(ctx context.Context) error {
 	t.once.Do(t.init)
 	return t.turns.Flush(ctx)
@@ -502,12 +443,9 @@ func httpScheme(u *url.URL) bool {
 
 // RoundTrip implements [http.RoundTripper]. It sends req through Base if the
 // robots.txt of its origin allows it, in the origin's turn, and otherwise
-// returns a nil response and a [*DisallowedError]. It fetches robots.txt
-// first when the origin's copy is missing or expired. It gives up when req's
-// context is done, and at once with a [*TurnError] if the turn is further
-// away than MaxWait or than the context's deadline. A request for
-// /robots.txt is sent unchecked, in its turn. A request with no User-Agent
-// header is sent as a copy that has one (see UserAgent).
+// returns a [*DisallowedError]; a [*TurnError] at once if the turn is past
+// MaxWait or the context's deadline. A request for /robots.txt is sent
+// unchecked, in its turn; one with no User-Agent, as a copy with one.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.once.Do(t.init)
 	if req.URL == nil {

@@ -213,10 +213,9 @@ func useRank(use string) int {
 }
 
 // UsageOf returns the usage preference of a response: what the robots.txt of
-// its origin said of its URL, for the crawler that sent it, when it was
-// fetched, combined with the response's own Content-Usage header (see "Usage
-// preferences" in the package documentation). For a response that did not
-// come through a Transport, it is what the header says. It fetches nothing.
+// its origin said of its URL, for the crawler that sent it, combined with the
+// response's own Content-Usage header (only that, for a response that did
+// not come through a Transport). It fetches nothing.
 //
 //	resp, err := client.Get("https://example.com/article")
 //	...

@@ -16,11 +16,9 @@ import (
 )
 
 // Check returns the verdict RoundTrip would give a request for u with
-// context ctx and no User-Agent header: nil if it would be sent, a
-// [*DisallowedError] if it would be refused, or another error if u cannot be
-// sent or ctx is done first. It fetches robots.txt if needed, but sends
-// nothing to u and does not wait for a turn. Use [Transport.CheckRequest]
-// for a request that has a User-Agent.
+// context ctx and no User-Agent header: nil, a [*DisallowedError], or
+// another error if u cannot be sent or ctx is done first. It fetches
+// robots.txt if needed, but sends nothing to u and waits for no turn.
 func (t *Transport) Check(ctx context.Context, u *url.URL) error {
 	t.once.Do(t.init)
 	if u == nil {

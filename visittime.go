@@ -4,15 +4,7 @@ import (
 	"context"
 	"net/url"
 	"time"
-
-	"github.com/f9014239/robots/internal/pacing"
 )
-
-// ReasonVisitTime ("visit-time") is the reason of a [*TurnError] for a
-// request refused for now because its origin's robots.txt asks to be visited
-// only in a window of the day (Visit-time) that is not open: RetryAt is when
-// it opens.
-const ReasonVisitTime = pacing.ReasonVisitTime
 
 // visitWait returns how long after now the window of the day from-to (UTC,
 // each a time after midnight, to excluded; wrapping midnight when to is
