@@ -38,8 +38,10 @@ type TurnError struct {
 	// or MinDelay), ReasonRequestRate, ReasonDefaultPace (DefaultDelay),
 	// ReasonSlowAnswers (the adaptive delay), ReasonInFlight (a request
 	// awaits its answer), ReasonRetryAfter, ReasonRateLimit, ReasonBackoff
-	// (pauses), ReasonRobotsTxt (the fetch of robots.txt) or ReasonPacer
-	// (the Pacer did not answer within MaxWait).
+	// (pauses), ReasonRobotsTxt (the fetch of robots.txt), ReasonPacer
+	// (the Pacer did not answer within MaxWait), ReasonDomainCap or
+	// ReasonAddressCap (a group of origins has no room: RetryAt is then
+	// an estimate, the groups' recent time in flight per slot freed).
 	Reason string
 
 	// Err is context.DeadlineExceeded if the deadline refused the request,
@@ -93,6 +95,8 @@ const (
 	ReasonBackoff     = pacing.ReasonBackoff     // "backoff": a pause after the origin pushed back (see Backoff)
 	ReasonRobotsTxt   = pacing.ReasonRobotsTxt   // "robots.txt": the fetch of the origin's robots.txt
 	ReasonPacer       = pacing.ReasonPacer       // "pacer": the Pacer did not answer within MaxWait
+	ReasonDomainCap   = pacing.ReasonDomainCap   // "domain-cap": the origin's registrable domain (or GroupOf's group) has DomainCap requests in flight
+	ReasonAddressCap  = pacing.ReasonAddressCap  // "address-cap": the origin's server address has its cap of requests in flight
 )
 
 // WithMaxWait returns a copy of ctx under which a Transport waits at most d

@@ -53,6 +53,17 @@ type Stats struct {
 	DefaultPaceWaits uint64
 	SlowWaits        uint64
 	RequestRateWaits uint64
+
+	// Requests that waited for, or were refused for, room in a domain
+	// group (ReasonDomainCap) and in an address group
+	// (ReasonAddressCap); the halvings of address caps (on a 429 or 503,
+	// a failure, or slowing answers); and the addresses shared by two or
+	// more origins whose cap is at AddressCap now, which behave as front
+	// ends.
+	DomainCapWaits     uint64
+	AddressCapWaits    uint64
+	AddressHalvings    uint64
+	AddressesAtCeiling int
 }
 
 // Stats returns the Transport's counters, each read atomically (together,
@@ -85,6 +96,10 @@ func (t *Transport) Stats() Stats {
 		DefaultPaceWaits:   uint64(c.DefaultWaits.Load()),
 		SlowWaits:          uint64(c.SlowWaits.Load()),
 		RequestRateWaits:   uint64(c.RequestRateWaits.Load()),
+		DomainCapWaits:     uint64(c.DomainWaits.Load()),
+		AddressCapWaits:    uint64(c.AddressWaits.Load()),
+		AddressHalvings:    uint64(c.Halvings.Load()),
+		AddressesAtCeiling: t.turns.AtCeiling(),
 	}
 }
 

@@ -1,11 +1,13 @@
 package robots
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -89,6 +91,8 @@ const (
 	DefaultMaxRetryAfter = 24 * time.Hour // MaxRetryAfter
 	DefaultTurnTimeout   = time.Minute    // TurnTimeout
 	DefaultPaceDelay     = time.Second    // DefaultDelay
+	DefaultDomainCap     = 4              // DomainCap
+	DefaultAddressCap    = 64             // AddressCap
 	// Backoff's fields
 	DefaultBackoffFirst   = time.Minute
 	DefaultBackoffMax     = 24 * time.Hour
@@ -233,6 +237,48 @@ type Transport struct {
 	// Transports that share it share turns.
 	Pacer fleet.Pacer
 
+	// A request that takes a turn (every request, unless NoDefaultPace
+	// lets its origin go untimed) leaves only when its origin's turn has
+	// come and each group of origins it belongs to has room: a cap on the
+	// requests in flight together to the group's origins, robots.txt
+	// fetches included (see doc/pacing.md, "Groups of origins"). A
+	// request waiting for room waits like one waiting for its turn:
+	// MaxWait and its context's deadline refuse it with a [*TurnError]
+	// whose Reason is ReasonDomainCap or ReasonAddressCap, and whose
+	// RetryAt is an estimate. A request holds its room until Base
+	// returns. The caps are in this Transport's memory: a Pacer does not
+	// share them.
+	//
+	// DomainCap caps the requests in flight to the origins of one
+	// registrable domain (a.example.co.uk and b.example.co.uk; under the
+	// public suffix list, private entries included, so that a.github.io
+	// and b.github.io stay apart; an IP literal, a single-label host or a
+	// public suffix is a group of its own), or of one group of GroupOf.
+	// If zero, DefaultDomainCap; NoDomainCap turns the domain groups off.
+	// GroupOf, if non-nil, names the group of an origin
+	// ("https://a.example.com") in place of its registrable domain; ""
+	// puts the origin in a group of its own. It must be fast and safe
+	// for concurrent use; it is called once per origin cached.
+	DomainCap   int
+	NoDomainCap bool
+	GroupOf     func(origin string) string
+
+	// AddressCap is the most requests in flight to one server address
+	// shared by two or more origins. The address is learned from the
+	// connection a request reached (net/http/httptrace), one request per
+	// origin each 10 minutes, and only when Base is an *http.Transport
+	// (nil Base included) and the request is not sent through its Proxy;
+	// otherwise no address is learned and no address is capped. An
+	// address's cap starts at 4 (or AddressCap if lower), grows by one
+	// for each cap's worth of quick, good answers while it is reached,
+	// and halves on a 429 or 503, a failure, or answers that slow down
+	// (AIMD), between 1 and AddressCap. If zero, DefaultAddressCap;
+	// NoAddressCap turns the address groups off. UncappedPrefixes lists
+	// addresses never capped, such as a CDN's published ranges.
+	AddressCap       int
+	NoAddressCap     bool
+	UncappedPrefixes []netip.Prefix
+
 	// Signer, if non-nil, signs every request the Transport sends as it
 	// leaves, with Web Bot Auth (see package webbotauth and
 	// doc/identity.md): an allowed request after its turn, each redirect
@@ -267,6 +313,9 @@ type Transport struct {
 	// missed, if set (only by tests, through export_test.go), is called
 	// on each miss before the load is waited for.
 	missed func(originKey)
+	// learnAny, if set (only by tests), learns addresses through any
+	// Base.
+	learnAny bool
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -414,6 +463,17 @@ func (t *Transport) init() {
 	} else if tok := productToken(c.userAgent); tok != "" {
 		c.anonAgent = tok
 	}
+	gc := pacing.GroupConfig{GroupOf: t.GroupOf, Uncapped: t.UncappedPrefixes}
+	if !t.NoDomainCap {
+		gc.DomainCap = cmp.Or(max(t.DomainCap, 0), DefaultDomainCap)
+	}
+	if !t.NoAddressCap {
+		gc.AddressCeiling = cmp.Or(max(t.AddressCap, 0), DefaultAddressCap)
+		if tr, ok := c.base.(*http.Transport); ok {
+			gc.Learn, gc.Proxy = true, tr.Proxy
+		}
+		gc.Learn = gc.Learn || t.learnAny
+	}
 	if t.Signer != nil {
 		c.base = signingBase{base: c.base, signer: t.Signer}
 	}
@@ -451,7 +511,7 @@ func (t *Transport) init() {
 	pc := pacing.Config{
 		MinDelay: c.minDelay, MaxWait: c.maxWait, TurnTimeout: c.turnTimeout, MaxAdaptive: c.maxAdaptive,
 		IgnoreRetryAfter: c.ignoreRetryAfter, MaxRetryAfter: c.maxRetryAfter, Backoff: c.backoff,
-		Pacer: c.pacer, CallTimeout: storeTimeout, NotYet: turnError,
+		Pacer: c.pacer, CallTimeout: storeTimeout, NotYet: turnError, Groups: gc,
 	}
 	if c.logger != nil {
 		pc.Log = turnLog{&t.logs}
@@ -526,6 +586,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if _, ok := req.Header["User-Agent"]; !ok && ua != "" {
 		req = req.Clone(ctx)
 		req.Header.Set("User-Agent", ua)
+	}
+	if tk.Learns() {
+		req = req.WithContext(t.turns.Traced(req.Context(), s, tk, req.URL))
 	}
 	t.stats.sent.add()
 	sent := now // when the request left, for the bursts of a back-off

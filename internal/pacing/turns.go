@@ -42,6 +42,8 @@ type Turns struct {
 	// the calls owed to the Pacer and the Store on goroutines of their
 	// own, which Flush waits for
 	owed owed
+	// the groups of origins and their requests in flight
+	groups groups
 }
 
 // Config is how Turns paces, frozen by Init.
@@ -64,6 +66,8 @@ type Config struct {
 	// NotYet makes the error of a request refused because its turn is
 	// further away than it may wait (robots.TurnError).
 	NotYet func(r Refusal) error
+	// Groups caps the requests in flight to groups of origins.
+	Groups GroupConfig
 }
 
 // Refusal is what Turns knows of a request it refused: see Config.NotYet.
@@ -139,6 +143,10 @@ type Ticket struct {
 	// taken in the Pacer (which cannot give it back); t.ID names it there
 	// if held
 	pacer bool
+	// the groups in which the request holds room; nil for none
+	dom, addr *group
+	// the request is to learn its origin's address (see Traced)
+	learn bool
 }
 
 // Taken reports whether k holds a turn to release.
@@ -153,6 +161,9 @@ type Counts struct {
 	Pauses, Backoffs, RateLimits atomic.Int64
 	InFlightWaits, DefaultWaits  atomic.Int64
 	SlowWaits, RequestRateWaits  atomic.Int64
+	// waits for room in a domain group and in an address group, and
+	// halvings of address caps
+	DomainWaits, AddressWaits, Halvings atomic.Int64
 }
 
 // waitedFor counts a request that waited for, or was refused for, the
@@ -167,6 +178,10 @@ func (c *Counts) waitedFor(why string) {
 		c.SlowWaits.Add(1)
 	case ReasonRequestRate:
 		c.RequestRateWaits.Add(1)
+	case ReasonDomainCap:
+		c.DomainWaits.Add(1)
+	case ReasonAddressCap:
+		c.AddressWaits.Add(1)
 	}
 }
 
@@ -176,6 +191,7 @@ func (tn *Turns) Init(cfg Config, epoch time.Time) {
 	tn.cfg, tn.epoch = cfg, epoch
 	tn.watcher, _ = cfg.Pacer.(fleet.PauseWatcher)
 	tn.checker, _ = cfg.Pacer.(fleet.PauseChecker)
+	tn.groups.init(cfg.Groups)
 }
 
 // Now returns the time since the epoch.
@@ -339,7 +355,7 @@ func (tn *Turns) Next(s Site, a Ask) time.Duration {
 		return max(now, p.PausedUntil()) // such a request takes no turn
 	}
 	at, _ := p.Next(now, tn.request(a, 0))
-	return at
+	return max(at, tn.groupsNext(s, now))
 }
 
 // Wait waits for the next turn of s for a request for u (nil: a fetch of
@@ -370,10 +386,33 @@ func (tn *Turns) Wait(ctx context.Context, s Site, a Ask, f Fetch, start time.Du
 	if now <= 0 {
 		now = tn.Now()
 	}
+	// A group that woke this request: its wake is passed on unless the
+	// request takes room at once.
+	var woken *group
+	pass := func() {
+		if woken != nil {
+			woken.pass(tn.Now())
+			woken = nil
+		}
+	}
+	defer pass()
 	for {
+		if m := tn.groups.memberOf(s, now); m != nil {
+			// No turn is taken while a group has no room.
+			if rg, w := tn.groups.room(m, now); w != nil {
+				pass()
+				if err := tn.waitRoom(ctx, s, rg, w, lim, &waited, u); err != nil {
+					return Ticket{}, err
+				}
+				woken, now = rg, tn.Now()
+			}
+		}
 		g, err := tn.reserve(ctx, s, a, lim, f, &waited, u, now)
 		if err != nil {
 			return Ticket{}, err
+		}
+		if !g.ok || g.wait > 0 {
+			pass()
 		}
 		if !g.ok {
 			// A request in flight, whose answer this one may wait for.
@@ -405,6 +444,23 @@ func (tn *Turns) Wait(ctx context.Context, s Site, a Ask, f Fetch, start time.Du
 		// A pause that began while this request waited holds it back
 		// too: no request goes to a paused origin.
 		if g.wait <= 0 || !tn.paused(ctx, s, tn.Now(), true) {
+			if tn.groups.on && tk.p != nil {
+				now = tn.Now()
+				if rg, w := tn.groups.take(s, &tk, now); w != nil {
+					// Its turn has come, not its groups': the turn
+					// is given back, and taken again once there
+					// is room.
+					pass()
+					tn.GiveBack(ctx, s, tk)
+					if err := tn.waitRoom(ctx, s, rg, w, lim, &waited, u); err != nil {
+						return Ticket{}, err
+					}
+					woken, now = rg, tn.Now()
+					continue
+				}
+				woken = nil // taken: the wake was used
+				tk.learn = tn.groups.sample(s, now)
+			}
 			if !tk.t.Held && tk.p != nil {
 				// A turn that holds nothing is moved to when its
 				// request leaves, if it woke late.
@@ -490,6 +546,12 @@ func (tn *Turns) Release(ctx context.Context, s Site, tk Ticket, sent time.Durat
 	now := tn.Now()
 	a := fleet.Answer{ID: tk.t.ID, Took: max(now-sent, 0), Failed: failed, MaxAdaptive: tn.cfg.MaxAdaptive}
 	tk.p.Release(now, tk.t, a)
+	if tk.dom != nil {
+		tk.dom.release(now, sent, a.Took, failed, &tn.Counts)
+	}
+	if tk.addr != nil {
+		tk.addr.release(now, sent, a.Took, failed, &tn.Counts)
+	}
 	if tk.pacer && tk.t.Held {
 		a.At = tn.wall(now)
 		tn.pacerRelease(ctx, s, a)
@@ -503,6 +565,14 @@ func (tn *Turns) GiveBack(ctx context.Context, s Site, tk Ticket) {
 		return
 	}
 	tk.p.GiveBack(tk.t, tk.pacer)
+	if tk.dom != nil || tk.addr != nil {
+		now := tn.Now()
+		for _, g := range [2]*group{tk.dom, tk.addr} {
+			if g != nil {
+				g.free(now)
+			}
+		}
+	}
 	if tk.pacer && tk.t.Held {
 		tn.pacerRelease(ctx, s, fleet.Answer{ID: tk.t.ID, At: tn.wall(tn.Now()), Unsent: true})
 	}
