@@ -699,3 +699,26 @@ func (tn *Turns) AtCeiling() int {
 	}
 	return n
 }
+
+// AddressState returns the cap of the address group of a and its requests
+// in flight; ok is false if no group of a is kept.
+func (tn *Turns) AddressState(a netip.Addr) (cap, inflight int, ok bool) {
+	gs := &tn.groups
+	gs.mu.Lock()
+	g := gs.addrs[a]
+	gs.mu.Unlock()
+	if g == nil {
+		return 0, 0, false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cap, g.inflight, true
+}
+
+// GroupsKept returns the number of domain groups and address groups kept.
+func (tn *Turns) GroupsKept() (domains, addrs int) {
+	gs := &tn.groups
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	return len(gs.domains), len(gs.addrs)
+}
