@@ -138,10 +138,12 @@ func (g *group) full(now time.Duration) bool {
 // mirror copies the state into the atomics. The caller holds g.mu.
 func (g *group) mirror(now time.Duration) {
 	g.n.Store(int32(g.inflight))
+	l := int32(0)
 	if g.capped(now) {
-		g.limit.Store(int32(g.cap))
-	} else {
-		g.limit.Store(0)
+		l = int32(g.cap)
+	}
+	if g.limit.Load() != l {
+		g.limit.Store(l)
 	}
 }
 
@@ -355,11 +357,23 @@ func (gs *groups) memberOf(s Site, now time.Duration) *member {
 	if !gs.on {
 		return nil
 	}
-	p := s.Pace()
-	m := p.member.Load()
-	if m != nil && (m.dom == nil || !m.dom.dead.Load()) && (m.addr == nil || !m.addr.dead.Load()) {
+	if m := s.Pace().member.Load(); m != nil && m.live() {
 		return m
 	}
+	return gs.resolve(s, now)
+}
+
+// live reports whether no group of m was swept.
+func (m *member) live() bool {
+	return (m.dom == nil || !m.dom.dead.Load()) && (m.addr == nil || !m.addr.dead.Load())
+}
+
+// resolve finds the groups of s's origin again: its domain group, and
+// its address group unless that was swept (the address is then learned
+// again).
+func (gs *groups) resolve(s Site, now time.Duration) *member {
+	p := s.Pace()
+	m := p.member.Load()
 	n := &member{}
 	if gs.cfg.DomainCap > 0 {
 		key := ""
@@ -385,6 +399,9 @@ func (gs *groups) memberOf(s Site, now time.Duration) *member {
 // room returns, with a waiter queued, the first group of m that has no
 // room at now; nil if each seems to have some.
 func (gs *groups) room(m *member, now time.Duration) (*group, *waiter) {
+	if (m.dom == nil || m.dom.roomy()) && (m.addr == nil || m.addr.roomy()) {
+		return nil, nil
+	}
 	for _, g := range [2]*group{m.dom, m.addr} {
 		if g == nil || g.roomy() {
 			continue
@@ -400,58 +417,61 @@ func (gs *groups) room(m *member, now time.Duration) (*group, *waiter) {
 	return nil, nil
 }
 
-// take takes room in each group of s's origin at now for the request of
-// tk, all or none. It returns, with a waiter queued, the group that has
-// none.
-func (gs *groups) take(s Site, tk *Ticket, now time.Duration) (*group, *waiter) {
+// take takes room in each group of m, the groups of s's origin, at now
+// for the request of tk, all or none. It returns, with a waiter queued,
+// the group that has none.
+func (gs *groups) take(s Site, m *member, tk *Ticket, now time.Duration) (*group, *waiter) {
 	for {
-		m := gs.memberOf(s, now)
-		if m == nil {
-			return nil, nil
-		}
-		if g, w, stale := gs.takeIn(m, tk, now); !stale {
+		g, w, stale := m.take(tk, now)
+		if !stale {
 			return g, w
 		}
 		// A group swept since memberOf: the origin's is found again.
+		m = gs.resolve(s, now)
 	}
 }
 
-// takeIn takes room in each group of m, all or none (see take); stale
-// when a group of m was swept.
-func (gs *groups) takeIn(m *member, tk *Ticket, now time.Duration) (_ *group, _ *waiter, stale bool) {
-	var took [2]*group
-	undo := func() {
-		for _, t := range took {
-			if t != nil {
-				t.free(now)
+// take takes room in each group of m, all or none (see groups.take);
+// stale when a group of m was swept.
+func (m *member) take(tk *Ticket, now time.Duration) (_ *group, _ *waiter, stale bool) {
+	if g := m.dom; g != nil {
+		if w, stale := g.take(now); w != nil || stale {
+			return g, w, stale
+		}
+	}
+	if g := m.addr; g != nil {
+		if w, stale := g.take(now); w != nil || stale {
+			if m.dom != nil {
+				m.dom.free(now)
 			}
+			return g, w, stale
 		}
 	}
-	for i, g := range [2]*group{m.dom, m.addr} {
-		if g == nil {
-			continue
-		}
-		g.mu.Lock()
-		if g.gone {
-			g.mu.Unlock()
-			undo()
-			return nil, nil, true
-		}
-		if g.full(now) {
-			w := g.enqueue()
-			g.mu.Unlock()
-			undo()
-			return g, w, false
-		}
-		g.inflight++
-		g.used = now
-		g.mirror(now)
-		g.wake(now) // room left: the next waiter may take it
-		g.mu.Unlock()
-		took[i] = g
-	}
-	tk.dom, tk.addr = took[0], took[1]
+	tk.dom, tk.addr = m.dom, m.addr
 	return nil, nil, false
+}
+
+// take takes room in g at now; if it has none, it returns a waiter
+// queued; stale if g was swept.
+func (g *group) take(now time.Duration) (_ *waiter, stale bool) {
+	g.mu.Lock()
+	if g.gone {
+		g.mu.Unlock()
+		return nil, true
+	}
+	if g.full(now) {
+		w := g.enqueue()
+		g.mu.Unlock()
+		return w, false
+	}
+	g.inflight++
+	g.used = now
+	g.mirror(now)
+	if g.head != nil {
+		g.wake(now) // room left: the next waiter may take it
+	}
+	g.mu.Unlock()
+	return nil, false
 }
 
 // free gives back room taken and not used.
@@ -468,7 +488,6 @@ func (g *group) free(now time.Duration) {
 // learns from it (see answer).
 func (g *group) release(now, sent, took time.Duration, failed bool, c *Counts) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	constrained := g.inflight >= g.cap || g.head != nil
 	g.inflight--
 	if g.est == 0 {
@@ -480,7 +499,10 @@ func (g *group) release(now, sent, took time.Duration, failed bool, c *Counts) {
 		g.answer(now, sent, took, failed, constrained, c)
 	}
 	g.mirror(now)
-	g.wake(now)
+	if g.head != nil {
+		g.wake(now)
+	}
+	g.mu.Unlock()
 }
 
 // answer moves the cap of an address group by an answer that took took to

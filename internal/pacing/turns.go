@@ -389,18 +389,13 @@ func (tn *Turns) Wait(ctx context.Context, s Site, a Ask, f Fetch, start time.Du
 	// A group that woke this request: its wake is passed on unless the
 	// request takes room at once.
 	var woken *group
-	pass := func() {
-		if woken != nil {
-			woken.pass(tn.Now())
-			woken = nil
-		}
-	}
-	defer pass()
+	defer tn.pass(&woken)
 	for {
-		if m := tn.groups.memberOf(s, now); m != nil {
+		m := tn.groups.memberOf(s, now)
+		if m != nil {
 			// No turn is taken while a group has no room.
 			if rg, w := tn.groups.room(m, now); w != nil {
-				pass()
+				tn.pass(&woken)
 				if err := tn.waitRoom(ctx, s, rg, w, lim, &waited, u); err != nil {
 					return Ticket{}, err
 				}
@@ -412,7 +407,7 @@ func (tn *Turns) Wait(ctx context.Context, s Site, a Ask, f Fetch, start time.Du
 			return Ticket{}, err
 		}
 		if !g.ok || g.wait > 0 {
-			pass()
+			tn.pass(&woken)
 		}
 		if !g.ok {
 			// A request in flight, whose answer this one may wait for.
@@ -444,13 +439,13 @@ func (tn *Turns) Wait(ctx context.Context, s Site, a Ask, f Fetch, start time.Du
 		// A pause that began while this request waited holds it back
 		// too: no request goes to a paused origin.
 		if g.wait <= 0 || !tn.paused(ctx, s, tn.Now(), true) {
-			if tn.groups.on && tk.p != nil {
-				now = tn.Now()
-				if rg, w := tn.groups.take(s, &tk, now); w != nil {
+			if m != nil && tk.p != nil {
+				now = max(now, tk.At()) // no later than the clock: a group's state needs no more
+				if rg, w := tn.groups.take(s, m, &tk, now); w != nil {
 					// Its turn has come, not its groups': the turn
 					// is given back, and taken again once there
 					// is room.
-					pass()
+					tn.pass(&woken)
 					tn.GiveBack(ctx, s, tk)
 					if err := tn.waitRoom(ctx, s, rg, w, lim, &waited, u); err != nil {
 						return Ticket{}, err
@@ -469,6 +464,15 @@ func (tn *Turns) Wait(ctx context.Context, s Site, a Ask, f Fetch, start time.Du
 			return tk, nil
 		}
 		tn.GiveBack(ctx, s, tk)
+	}
+}
+
+// pass passes on the wake of *g, a group that woke a request that takes no
+// room after all, if any.
+func (tn *Turns) pass(g **group) {
+	if *g != nil {
+		(*g).pass(tn.Now())
+		*g = nil
 	}
 }
 
