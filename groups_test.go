@@ -521,3 +521,39 @@ func TestGroupsMemoryBounded(t *testing.T) {
 		}
 	})
 }
+
+// redirector answers http://*/robots.txt with a redirect to the same path
+// on https://www.*, and everything else with 200.
+type redirector struct{}
+
+func (redirector) RoundTrip(req *http.Request) (*http.Response, error) {
+	h := http.Header{}
+	if req.URL.Scheme == "http" && req.URL.Path == "/robots.txt" {
+		h.Set("Location", "https://www."+req.URL.Host+"/robots.txt")
+		return &http.Response{StatusCode: http.StatusMovedPermanently, Header: h, Body: http.NoBody, Request: req}, nil
+	}
+	return &http.Response{StatusCode: 200, Header: h, Body: io.NopCloser(strings.NewReader("User-agent: *\nDisallow: /x\n")), Request: req}, nil
+}
+
+// TestDomainCapRedirect: a fetch of robots.txt redirected to another
+// origin of its registrable domain, under a DomainCap of 1, does not wait
+// for the room it holds itself.
+func TestDomainCapRedirect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := NewTransport(redirector{}, "ExampleBot")
+		tr.DomainCap = 1
+		c := &http.Client{Transport: tr}
+		var wg sync.WaitGroup
+		for i := range 3 {
+			wg.Go(func() {
+				if err := get(c, fmt.Sprintf("http://example.com/p%d", i)); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if st := tr.Stats(); st.FetchSuccess != 1 {
+			t.Errorf("%d fetches of robots.txt succeeded, want 1", st.FetchSuccess)
+		}
+	})
+}

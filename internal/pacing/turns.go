@@ -125,6 +125,12 @@ type Ask struct {
 	// if positive, the time (on the Turns' clock) when the request was
 	// decided, which its turn may take as now
 	Now time.Duration
+	// a redirect hop of a fetch of robots.txt: it takes its turn at the
+	// origin it goes to but no room in groups, as it uses the room its
+	// fetch holds, so that a fetch never holds room while it waits for
+	// room (http://a.example → https://www.a.example, under a DomainCap
+	// of 1, would wait for itself)
+	Hop bool
 }
 
 // Stated returns the interval of a without the default pace.
@@ -390,8 +396,12 @@ func (tn *Turns) Wait(ctx context.Context, s Site, a Ask, f Fetch, start time.Du
 	// request takes room at once.
 	var woken *group
 	defer tn.pass(&woken)
+	grouped := tn.groups.on && !a.Hop
 	for {
-		m := tn.groups.memberOf(s, now)
+		var m *member
+		if grouped {
+			m = tn.groups.memberOf(s, now)
+		}
 		if m != nil {
 			// No turn is taken while a group has no room.
 			if rg, w := tn.groups.room(m, now); w != nil {
