@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -237,6 +238,8 @@ func TestGroupWaitLimits(t *testing.T) {
 			}}
 		tr := NewTransport(site, "ExampleBot")
 		tr.DomainCap = 1
+		var logs syncBuffer
+		tr.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		c := &http.Client{Transport: tr}
 		if err := get(c, "https://b.example.com/first"); err != nil { // b's robots.txt is cached
 			t.Fatal(err)
@@ -261,6 +264,9 @@ func TestGroupWaitLimits(t *testing.T) {
 		cancel()
 		if !errors.As(err, &te) || te.Reason != ReasonDomainCap || !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("under a deadline: %v, want a TurnError for %q matching DeadlineExceeded", err, ReasonDomainCap)
+		}
+		if rec := logs.String(); !strings.Contains(rec, `msg="robots: waiting for room" origin=https://b.example.com url=https://b.example.com/page reason=domain-cap group=example.com`) {
+			t.Errorf("no debug record of the wait for room that names the group; records:\n%s", rec)
 		}
 		at, err := tr.NextTurn(t.Context(), mustURL("https://b.example.com/page"))
 		if err != nil || !at.After(time.Now()) {
@@ -557,3 +563,4 @@ func TestDomainCapRedirect(t *testing.T) {
 		}
 	})
 }
+

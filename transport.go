@@ -254,7 +254,8 @@ type Transport struct {
 	// public suffix list, private entries included, so that a.github.io
 	// and b.github.io stay apart; an IP literal, a single-label host or a
 	// public suffix is a group of its own), or of one group of GroupOf.
-	// If zero, DefaultDomainCap; NoDomainCap turns the domain groups off.
+	// If zero or negative, DefaultDomainCap; NoDomainCap turns the domain
+	// groups off.
 	// GroupOf, if non-nil, names the group of an origin
 	// ("https://a.example.com") in place of its registrable domain; ""
 	// puts the origin in a group of its own. It must be fast and safe
@@ -272,7 +273,8 @@ type Transport struct {
 	// address's cap starts at 4 (or AddressCap if lower), grows by one
 	// for each cap's worth of quick, good answers while it is reached,
 	// and halves on a 429 or 503, a failure, or answers that slow down
-	// (AIMD), between 1 and AddressCap. If zero, DefaultAddressCap;
+	// (AIMD), between 1 and AddressCap. If zero or negative,
+	// DefaultAddressCap;
 	// NoAddressCap turns the address groups off. UncappedPrefixes lists
 	// addresses never capped, such as a CDN's published ranges.
 	AddressCap       int
