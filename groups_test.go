@@ -563,4 +563,3 @@ func TestDomainCapRedirect(t *testing.T) {
 		}
 	})
 }
-
