@@ -453,8 +453,8 @@ func TestAddressCDN(t *testing.T) {
 	if float64(capped) < 0.95*float64(bound) {
 		t.Errorf("capped: %d pages, want at least 95%% of %d", capped, bound)
 	}
-	if st.AddressesAtCeiling != 1 || st.AddressHalvings != 0 {
-		t.Errorf("%d addresses at the ceiling, %d halvings; want 1 and 0", st.AddressesAtCeiling, st.AddressHalvings)
+	if st.AddressCeilings != 1 || st.AddressHalvings != 0 {
+		t.Errorf("the address reached its ceiling %d times, with %d halvings; want 1 and 0", st.AddressCeilings, st.AddressHalvings)
 	}
 }
 

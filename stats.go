@@ -57,13 +57,12 @@ type Stats struct {
 	// Requests that waited for, or were refused for, room in a domain
 	// group (ReasonDomainCap) and in an address group
 	// (ReasonAddressCap); the halvings of address caps (on a 429 or 503,
-	// a failure, or slowing answers); and the addresses shared by two or
-	// more origins whose cap is at AddressCap now, which behave as front
-	// ends.
-	DomainCapWaits     uint64
-	AddressCapWaits    uint64
-	AddressHalvings    uint64
-	AddressesAtCeiling int
+	// a failure, or slowing answers); and the times an address's cap
+	// grew to AddressCap (an address that behaves as a front end).
+	DomainCapWaits  uint64
+	AddressCapWaits uint64
+	AddressHalvings uint64
+	AddressCeilings uint64
 }
 
 // Stats returns the Transport's counters, each read atomically (together,
@@ -99,7 +98,7 @@ func (t *Transport) Stats() Stats {
 		DomainCapWaits:     uint64(c.DomainWaits.Load()),
 		AddressCapWaits:    uint64(c.AddressWaits.Load()),
 		AddressHalvings:    uint64(c.Halvings.Load()),
-		AddressesAtCeiling: t.turns.AtCeiling(),
+		AddressCeilings:    uint64(c.Ceilings.Load()),
 	}
 }
 

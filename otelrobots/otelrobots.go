@@ -42,6 +42,12 @@
 //	                                       adaptive delay of an origin that answers slowly
 //	robots.request_rate_waits   {request}  requests that waited for, or were refused for, the
 //	                                       interval of a Request-rate
+//	robots.domain_cap_waits     {request}  requests that waited for, or were refused for, room
+//	                                       in their registrable domain's group
+//	robots.address_cap_waits    {request}  requests that waited for, or were refused for, room
+//	                                       at their server's address
+//	robots.address_halvings     {halving}  halvings of an address's cap on requests in flight
+//	robots.address_ceilings     {address}  times an address's cap grew to AddressCap
 //
 // All are cumulative and monotonic. The request counters do not cover every
 // request: one that fails before it is decided (a scheme other than http or
@@ -115,6 +121,10 @@ var counters = []counter{
 	count("robots.default_pace_waits", "{request}", "Requests that waited for, or were refused for, the interval DefaultDelay sets for an origin that states none (ReasonDefaultPace).", func(s robots.Stats) uint64 { return s.DefaultPaceWaits }),
 	count("robots.slow_waits", "{request}", "Requests that waited for, or were refused for, the adaptive delay of an origin that answers slowly (ReasonSlowAnswers).", func(s robots.Stats) uint64 { return s.SlowWaits }),
 	count("robots.request_rate_waits", "{request}", "Requests that waited for, or were refused for, the interval of a Request-rate (ReasonRequestRate).", func(s robots.Stats) uint64 { return s.RequestRateWaits }),
+	count("robots.domain_cap_waits", "{request}", "Requests that waited for, or were refused for, room in their registrable domain's group (ReasonDomainCap).", func(s robots.Stats) uint64 { return s.DomainCapWaits }),
+	count("robots.address_cap_waits", "{request}", "Requests that waited for, or were refused for, room at their server's address (ReasonAddressCap).", func(s robots.Stats) uint64 { return s.AddressCapWaits }),
+	count("robots.address_halvings", "{halving}", "Halvings of an address's cap on requests in flight: a 429 or 503, a failure, or slowing answers.", func(s robots.Stats) uint64 { return s.AddressHalvings }),
+	count("robots.address_ceilings", "{address}", "Times an address's cap on requests in flight grew to AddressCap: addresses that behave as front ends.", func(s robots.Stats) uint64 { return s.AddressCeilings }),
 }
 
 // Option configures [Instrument].

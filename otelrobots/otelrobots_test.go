@@ -360,6 +360,10 @@ func TestInstruments(t *testing.T) {
 		"robots.default_pace_waits":  "{request}",
 		"robots.slow_waits":          "{request}",
 		"robots.request_rate_waits":  "{request}",
+		"robots.domain_cap_waits":    "{request}",
+		"robots.address_cap_waits":   "{request}",
+		"robots.address_halvings":    "{halving}",
+		"robots.address_ceilings":    "{address}",
 	}
 	for _, m := range sm.Metrics {
 		u, ok := units[m.Name]

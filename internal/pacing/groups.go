@@ -530,6 +530,9 @@ func (g *group) answer(now, sent, took time.Duration, failed, constrained bool, 
 		if g.acc++; g.acc >= g.cap && g.cap < g.ceiling {
 			g.cap++
 			g.acc = 0
+			if g.cap == g.ceiling {
+				c.Ceilings.Add(1)
+			}
 		}
 	}
 }
@@ -702,24 +705,6 @@ func (tn *Turns) groupsNext(s Site, now time.Duration) time.Duration {
 		}
 	}
 	return at
-}
-
-// AtCeiling returns how many address groups shared by two or more
-// origins are at their ceiling: addresses that behave as front ends.
-func (tn *Turns) AtCeiling() int {
-	gs := &tn.groups
-	now := tn.Now()
-	gs.mu.Lock()
-	defer gs.mu.Unlock()
-	n := 0
-	for _, g := range gs.addrs {
-		g.mu.Lock()
-		if g.capped(now) && g.cap >= g.ceiling {
-			n++
-		}
-		g.mu.Unlock()
-	}
-	return n
 }
 
 // AddressState returns the cap of the address group of a and its requests

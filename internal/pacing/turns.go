@@ -167,9 +167,9 @@ type Counts struct {
 	Pauses, Backoffs, RateLimits atomic.Int64
 	InFlightWaits, DefaultWaits  atomic.Int64
 	SlowWaits, RequestRateWaits  atomic.Int64
-	// waits for room in a domain group and in an address group, and
-	// halvings of address caps
-	DomainWaits, AddressWaits, Halvings atomic.Int64
+	// waits for room in a domain group and in an address group,
+	// halvings of address caps, and address caps grown to their ceiling
+	DomainWaits, AddressWaits, Halvings, Ceilings atomic.Int64
 }
 
 // waitedFor counts a request that waited for, or was refused for, the
