@@ -563,3 +563,30 @@ func TestDomainCapRedirect(t *testing.T) {
 		}
 	})
 }
+
+// TestDomainCapWithPacer: through a Pacer, the turns given back for want
+// of room are released there, and the cap holds.
+func TestDomainCapWithPacer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		site := &farm{addrOf: func(string) netip.Addr { return oneAddr },
+			latency: func(string, string) time.Duration { return 300 * time.Millisecond }}
+		p := &pacing.Memory{}
+		tr := &Transport{Base: site, Agent: "ExampleBot", Pacer: p, DomainCap: 3}
+		var origins []string
+		for i := range 20 {
+			origins = append(origins, fmt.Sprintf("https://s%d.example.org", i))
+		}
+		if errs := crawl(t.Context(), &http.Client{Transport: tr}, origins, 3); len(errs) > 0 {
+			t.Fatal(errs[0])
+		}
+		if err := tr.Flush(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if got := site.most("example.org"); got != 3 {
+			t.Errorf("example.org: at most %d in flight, want 3", got)
+		}
+		if n := site.pages(); n != 60 {
+			t.Errorf("%d pages sent, want 60", n)
+		}
+	})
+}

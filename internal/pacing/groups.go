@@ -300,7 +300,7 @@ func (gs *groups) domainOf(key string, now time.Duration) *group {
 	if gs.domains == nil {
 		gs.domains = make(map[string]*group)
 	}
-	g := &group{kind: kindDomain, key: key, cap: gs.cfg.DomainCap, ceiling: gs.cfg.DomainCap}
+	g := &group{kind: kindDomain, key: key, cap: gs.cfg.DomainCap, ceiling: gs.cfg.DomainCap, used: now}
 	g.mirror(now)
 	gs.domains[key] = g
 	if len(gs.domains) > max(2*gs.sweptD, maxIdleGroups) {
@@ -320,7 +320,7 @@ func (gs *groups) addrOf(a netip.Addr, now time.Duration) *group {
 		gs.addrs = make(map[netip.Addr]*group)
 	}
 	start := min(AddressStart, gs.cfg.AddressCeiling)
-	g := &group{kind: kindAddress, key: a.String(), cap: start, ceiling: gs.cfg.AddressCeiling}
+	g := &group{kind: kindAddress, key: a.String(), cap: start, ceiling: gs.cfg.AddressCeiling, used: now}
 	g.mirror(now)
 	gs.addrs[a] = g
 	if len(gs.addrs) > max(2*gs.sweptA, maxIdleGroups) {
@@ -488,7 +488,7 @@ func (g *group) free(now time.Duration) {
 // learns from it (see answer).
 func (g *group) release(now, sent, took time.Duration, failed bool, c *Counts) {
 	g.mu.Lock()
-	constrained := g.inflight >= g.cap || g.head != nil
+	constrained := g.capped(now) && (g.inflight >= g.cap || g.head != nil)
 	g.inflight--
 	if g.est == 0 {
 		g.est = took
