@@ -394,8 +394,7 @@ func (tn *Turns) Wait(ctx context.Context, s Site, a Ask, f Fetch, start time.Du
 	}
 	// A group that woke this request: its wake is passed on unless the
 	// request takes room at once.
-	var woken *group
-	defer tn.pass(&woken)
+	var woken *group // passed on before each return but the one that took room
 	grouped := tn.groups.on && !a.Hop
 	for {
 		var m *member
@@ -414,6 +413,7 @@ func (tn *Turns) Wait(ctx context.Context, s Site, a Ask, f Fetch, start time.Du
 		}
 		g, err := tn.reserve(ctx, s, a, lim, f, &waited, u, now)
 		if err != nil {
+			tn.pass(&woken)
 			return Ticket{}, err
 		}
 		if !g.ok || g.wait > 0 {
@@ -427,6 +427,7 @@ func (tn *Turns) Wait(ctx context.Context, s Site, a Ask, f Fetch, start time.Du
 				poll = min(2*poll, maxPoll)
 			}
 			if err := tn.waitFreed(ctx, s, g, lim, &waited, u); err != nil {
+				tn.pass(&woken)
 				return Ticket{}, err
 			}
 			now = tn.Now()
@@ -443,6 +444,7 @@ func (tn *Turns) Wait(ctx context.Context, s Site, a Ask, f Fetch, start time.Du
 			}
 			if err := tn.sleep(ctx, s, g.wait, &waited); err != nil {
 				tn.GiveBack(ctx, s, tk)
+				tn.pass(&woken)
 				return Ticket{}, err
 			}
 		}
@@ -450,7 +452,6 @@ func (tn *Turns) Wait(ctx context.Context, s Site, a Ask, f Fetch, start time.Du
 		// too: no request goes to a paused origin.
 		if g.wait <= 0 || !tn.paused(ctx, s, tn.Now(), true) {
 			if m != nil && tk.p != nil {
-				now = max(now, tk.At()) // no later than the clock: a group's state needs no more
 				if rg, w := tn.groups.take(s, m, &tk, now); w != nil {
 					// Its turn has come, not its groups': the turn
 					// is given back, and taken again once there
@@ -466,6 +467,7 @@ func (tn *Turns) Wait(ctx context.Context, s Site, a Ask, f Fetch, start time.Du
 				woken = nil // taken: the wake was used
 				tk.learn = tn.groups.sample(s, now)
 			}
+			tn.pass(&woken)
 			if !tk.t.Held && tk.p != nil {
 				// A turn that holds nothing is moved to when its
 				// request leaves, if it woke late.
