@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"net/netip"
 	"strings"
@@ -589,4 +590,52 @@ func TestDomainCapWithPacer(t *testing.T) {
 			t.Errorf("%d pages sent, want 60", n)
 		}
 	})
+}
+
+// TestAddressLearnedFromConnections: through a real *http.Transport, two
+// origins on 127.0.0.1 are found to share it; through a proxy, or a Base
+// that is not an *http.Transport, no address is learned.
+func TestAddressLearnedFromConnections(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "User-agent: *\nDisallow: /x\n") })
+	a, b := httptest.NewServer(h), httptest.NewServer(h)
+	defer a.Close()
+	defer b.Close()
+	loop := netip.MustParseAddr("127.0.0.1")
+
+	tr := NewTransport(a.Client().Transport, "ExampleBot")
+	tr.DefaultDelay = time.Millisecond
+	c := &http.Client{Transport: tr}
+	for _, u := range []string{a.URL + "/p", b.URL + "/p"} {
+		if err := get(c, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// (The cap may have halved if the machine stalled an answer.)
+	if limit, fly, ok := tr.turns.AddressState(loop); !ok || limit > AddressStartForTest || fly != 0 {
+		t.Errorf("127.0.0.1: cap %d, %d in flight, kept %v; want at most %d, 0, true", limit, fly, ok, AddressStartForTest)
+	}
+	tr.CloseIdleConnections()
+
+	proxied := &http.Transport{Proxy: http.ProxyURL(mustURL(a.URL))} // a answers as a proxy would
+	tp := NewTransport(proxied, "ExampleBot")
+	tp.DefaultDelay = time.Millisecond
+	if err := get(&http.Client{Transport: tp}, "http://far.example/p"); err != nil {
+		t.Fatal(err)
+	}
+	if _, n := tp.turns.GroupsKept(); n != 0 {
+		t.Errorf("through a proxy: %d address groups, want none", n)
+	}
+	proxied.CloseIdleConnections()
+
+	wrapped := NewTransport(rtFunc(a.Client().Transport.RoundTrip), "ExampleBot")
+	wrapped.DefaultDelay = time.Millisecond
+	for _, u := range []string{a.URL + "/p", b.URL + "/p"} {
+		if err := get(&http.Client{Transport: wrapped}, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, n := wrapped.turns.GroupsKept(); n != 0 {
+		t.Errorf("through a Base that is not an *http.Transport: %d address groups, want none", n)
+	}
+	a.Client().Transport.(*http.Transport).CloseIdleConnections()
 }

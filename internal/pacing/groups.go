@@ -493,7 +493,7 @@ func (g *group) release(now, sent, took time.Duration, failed bool, c *Counts) {
 	if g.est == 0 {
 		g.est = took
 	} else {
-		g.est += (took - g.est) / 4
+		g.est += (took - g.est) / 8
 	}
 	if g.kind == kindAddress {
 		g.answer(now, sent, took, failed, constrained, c)
@@ -511,9 +511,10 @@ func (g *group) release(now, sent, took time.Duration, failed bool, c *Counts) {
 // good answer (not failed, in less than twice the recent lowest answer
 // time, or under AdaptiveFloor) from a constrained group counts towards one
 // more request in flight, which a cap's worth of them earn; a failure or
-// a recent answer time over twice the lowest (and over AdaptiveFloor)
-// halves the cap, once for the requests sent before the halving. The
-// caller holds g.mu.
+// a recent answer time (est, an eighth of the way to each answer) over
+// twice the lowest plus AdaptiveFloor halves the cap, once for the
+// requests sent before the halving: one answer slower by scheduling noise
+// does not. The caller holds g.mu.
 func (g *group) answer(now, sent, took time.Duration, failed, constrained bool, c *Counts) {
 	if !failed {
 		if g.base == 0 || took < g.base {
@@ -522,7 +523,7 @@ func (g *group) answer(now, sent, took time.Duration, failed, constrained bool, 
 			g.base += (took - g.base) / 64 // a lasting change is taken in time
 		}
 	}
-	rising := g.est > 2*g.base && g.est >= AdaptiveFloor
+	rising := g.est > 2*g.base+AdaptiveFloor
 	switch {
 	case failed || rising:
 		g.cut(now, sent, c)
