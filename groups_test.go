@@ -639,3 +639,47 @@ func TestAddressLearnedFromConnections(t *testing.T) {
 	}
 	a.Client().Transport.(*http.Transport).CloseIdleConnections()
 }
+
+// TestAddressCapRefusal: a request waiting for room at its address under
+// MaxWait is refused with a TurnError for ReasonAddressCap.
+func TestAddressCapRefusal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hang := make(chan struct{})
+		site := &farm{addrOf: func(string) netip.Addr { return oneAddr },
+			latency: func(o, p string) time.Duration {
+				if p == "/slow" {
+					<-hang
+				}
+				return 10 * time.Millisecond
+			}}
+		tr := NewTransport(site, "ExampleBot")
+		tr.learnThroughAnyBase()
+		tr.NoDomainCap = true
+		tr.AddressCap = 1
+		c := &http.Client{Transport: tr}
+		for _, u := range []string{"https://a.example/first", "https://b.example/first"} {
+			if err := get(c, u); err != nil { // robots.txt learns the address
+				t.Fatal(err)
+			}
+		}
+		done := make(chan error)
+		go func() { done <- get(c, "https://a.example/slow") }()
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		err := getCtx(WithMaxWait(t.Context(), time.Second), c, "https://b.example/page")
+		var te *TurnError
+		if !errors.As(err, &te) || te.Reason != ReasonAddressCap {
+			t.Errorf("under MaxWait: %v, want a TurnError for %q", err, ReasonAddressCap)
+		}
+		close(hang)
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		if err := get(c, "https://b.example/page"); err != nil {
+			t.Errorf("once the address has room: %v", err)
+		}
+		if st := tr.Stats(); st.AddressCapWaits != 1 {
+			t.Errorf("Stats.AddressCapWaits = %d, want 1", st.AddressCapWaits)
+		}
+	})
+}
