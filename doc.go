@@ -74,8 +74,8 @@
 // Every origin is paced, with no settings: one request to it is in flight
 // at a time, and the next leaves no sooner than its interval after the
 // answer to the one before (its response headers, or its error), so that
-// the site sees them an interval apart however long each took; origins do
-// not slow each other down. The interval is the longest of the delay the
+// the site sees them an interval apart however long each took; origins
+// slow each other down only through their groups (below). The interval is the longest of the delay the
 // group the crawler obeys states (Crawl-delay, or Request-rate n/T read as
 // T/n; up to a day, [Transport.MaxCrawlDelay]), [Transport.MinDelay], and
 // an adaptive delay of twice the origin's recent response time; and, for
@@ -92,6 +92,16 @@
 // [Transport.NoDefaultPace], which turns off the default and the adaptive
 // delay and keeps robots.txt, stated delays, pauses and the back-off. Tests
 // under testing/synctest pay no wall time for the pace.
+//
+// A server is not an origin: many origins may share one registrable domain
+// (a.example.co.uk, b.example.co.uk) or one server address (a shared host,
+// a CDN). A request also needs room in its origin's groups: at most
+// [Transport.DomainCap] (4) requests in flight together to the origins of a
+// registrable domain, and, at an address two or more origins share (learned
+// from the connection), at most the address's cap, which starts at 4, grows
+// while the address answers quickly and halves when it pushes back or slows
+// down, up to [Transport.AddressCap] (64). NoDomainCap and NoAddressCap turn
+// them off; GroupOf and UncappedPrefixes adjust them.
 //
 // A 429 or 503 response pauses its origin: nothing is sent to it meanwhile,
 // robots.txt included. With a Retry-After header, for as long as it asks (up
