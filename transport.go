@@ -255,11 +255,10 @@ type Transport struct {
 	// and b.github.io stay apart; an IP literal, a single-label host or a
 	// public suffix is a group of its own), or of one group of GroupOf.
 	// If zero or negative, DefaultDomainCap; NoDomainCap turns the domain
-	// groups off.
-	// GroupOf, if non-nil, names the group of an origin
+	// groups off. GroupOf, if non-nil, names the group of an origin
 	// ("https://a.example.com") in place of its registrable domain; ""
 	// puts the origin in a group of its own. It must be fast and safe
-	// for concurrent use; it is called once per origin cached.
+	// for concurrent use; it is called about once per origin cached.
 	DomainCap   int
 	NoDomainCap bool
 	GroupOf     func(origin string) string
@@ -270,13 +269,14 @@ type Transport struct {
 	// origin each 10 minutes, and only when Base is an *http.Transport
 	// (nil Base included) and the request is not sent through its Proxy;
 	// otherwise no address is learned and no address is capped. An
-	// address's cap starts at 4 (or AddressCap if lower), grows by one
-	// for each cap's worth of quick, good answers while it is reached,
-	// and halves on a 429 or 503, a failure, or answers that slow down
-	// (AIMD), between 1 and AddressCap. If zero or negative,
-	// DefaultAddressCap;
-	// NoAddressCap turns the address groups off. UncappedPrefixes lists
-	// addresses never capped, such as a CDN's published ranges.
+	// origin's first request (its robots.txt fetch, usually) learns its
+	// address, and is not capped by it. An address's cap starts at 4 (or
+	// AddressCap if lower), grows by one for each cap's worth of quick,
+	// good answers while it is reached, and halves on a 429 or 503, a
+	// failure, or answers that slow down (AIMD), between 1 and
+	// AddressCap. If zero or negative, DefaultAddressCap; NoAddressCap
+	// turns the address groups off. UncappedPrefixes lists addresses
+	// never capped, such as a CDN's published ranges.
 	AddressCap       int
 	NoAddressCap     bool
 	UncappedPrefixes []netip.Prefix
