@@ -52,6 +52,11 @@
 // [Transport.NoDefaultPace] turns off the default and adaptive delays for a
 // client that is not a crawler.
 //
+// A server is not an origin: a request also needs room in its origin's
+// groups, at most [Transport.DomainCap] (4) requests in flight to the
+// origins of one registrable domain, and at most an adaptive cap at a server
+// address two or more origins share.
+//
 // A request waits for its turn until its context is done. Under
 // [Transport.MaxWait] or [WithMaxWait], one whose turn is further away is
 // not sent: RoundTrip returns a [*TurnError], which matches [ErrNotYet] and

@@ -229,7 +229,9 @@ func (l *loader) fetch(parent context.Context, origin string, rt *route, userAge
 func (l *loader) hopTurn(ctx context.Context, k originKey) (func(), error) {
 	now := l.now()
 	s := l.cache.siteOf(k, now)
-	tk, err := l.turns.Wait(ctx, s, l.turns.FetchAsk(s), nil, now, nil)
+	a := l.turns.FetchAsk(s)
+	a.Hop = true // the fetch's room covers its hops
+	tk, err := l.turns.Wait(ctx, s, a, nil, now, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -298,7 +298,11 @@ func (l *loader) obtain(logCtx context.Context, s *site, f *flight, prevSt *stat
 	}
 	tk, _ := l.turns.Wait(ctx, s, a, f, l.now(), nil)
 	sent := l.now()
-	r := l.fetch(ctx, s.origin, s.route.Load(), userAgent, revalidators(prev, prevSt))
+	fctx := ctx
+	if tk.Learns() { // the fetch learns the origin's address
+		fctx = l.turns.Traced(ctx, s, tk, &url.URL{Scheme: s.key.scheme, Host: s.key.host, Path: "/robots.txt"})
+	}
+	r := l.fetch(fctx, s.origin, s.route.Load(), userAgent, revalidators(prev, prevSt))
 	// The request after the fetch is spaced from its answer, not from
 	// when it left: the site sees the two at least an interval apart,
 	// however long the fetch took.

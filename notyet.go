@@ -83,6 +83,8 @@ const (
 	ReasonRobotsTxt   = pacing.ReasonRobotsTxt   // "robots.txt": the fetch of the origin's robots.txt
 	ReasonPacer       = pacing.ReasonPacer       // "pacer": the Pacer did not answer within MaxWait
 	ReasonVisitTime   = pacing.ReasonVisitTime   // "visit-time": the origin's Visit-time window is not open
+	ReasonDomainCap   = pacing.ReasonDomainCap   // "domain-cap": the origin's registrable domain (or GroupOf's group) has DomainCap requests in flight
+	ReasonAddressCap  = pacing.ReasonAddressCap  // "address-cap": the origin's server address has its cap of requests in flight
 )
 
 // WithMaxWait returns a copy of ctx under which a Transport waits at most d

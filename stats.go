@@ -41,6 +41,10 @@ type Stats struct {
 	SlowWaits        uint64        // ReasonSlowAnswers
 	RequestRateWaits uint64        // ReasonRequestRate
 	VisitTimeWaits   uint64        // ReasonVisitTime
+	DomainCapWaits   uint64        // ReasonDomainCap
+	AddressCapWaits  uint64        // ReasonAddressCap
+	AddressHalvings  uint64        // address caps halved (429, 503, a failure, slowing answers)
+	AddressCeilings  uint64        // address caps grown to AddressCap (a front end)
 
 	PaymentRequired uint64 // 402 answers (never paused for: see pageterms.TermsOf)
 	Charged         uint64 // answers with a crawler-charged field: pages paid for
@@ -80,6 +84,10 @@ func (t *Transport) Stats() Stats {
 		PaymentRequired:    s.paymentRequired.Load(),
 		Charged:            s.charged.Load(),
 		VisitTimeWaits:     uint64(c.VisitTimeWaits.Load()),
+		DomainCapWaits:     uint64(c.DomainWaits.Load()),
+		AddressCapWaits:    uint64(c.AddressWaits.Load()),
+		AddressHalvings:    uint64(c.Halvings.Load()),
+		AddressCeilings:    uint64(c.Ceilings.Load()),
 	}
 }
 

@@ -1,11 +1,13 @@
 package robots
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -90,6 +92,8 @@ const (
 	DefaultMaxRetryAfter = 24 * time.Hour   // MaxRetryAfter
 	DefaultTurnTimeout   = time.Minute      // TurnTimeout
 	DefaultPaceDelay     = time.Second      // DefaultDelay
+	DefaultDomainCap     = 4                // DomainCap
+	DefaultAddressCap    = 64               // AddressCap
 	// Backoff's fields
 	DefaultBackoffFirst   = time.Minute
 	DefaultBackoffMax     = 24 * time.Hour
@@ -196,6 +200,26 @@ type Transport struct {
 	// Transports that share it share turns.
 	Pacer fleet.Pacer
 
+	// DomainCap caps the requests in flight together to the origins of
+	// one registrable domain (public suffix list, private entries
+	// included: a.github.io and b.github.io stay apart), or of one group
+	// of GroupOf ("" puts an origin in a group of its own). AddressCap caps
+	// those to one server address shared by two or more origins, learned
+	// from the connection when Base is an *http.Transport without a
+	// proxy: it starts at 4, grows while answers are quick and good, and
+	// halves on a 429, a 503, a failure or slowing answers (AIMD).
+	// UncappedPrefixes lists addresses never capped (a CDN's ranges). A
+	// request waits for room as for its turn (ReasonDomainCap,
+	// ReasonAddressCap); the caps are this Transport's, not a Pacer's. If
+	// zero, DefaultDomainCap and DefaultAddressCap; NoDomainCap and
+	// NoAddressCap turn them off (doc/pacing.md, "Groups of origins").
+	DomainCap        int
+	NoDomainCap      bool
+	GroupOf          func(origin string) string
+	AddressCap       int
+	NoAddressCap     bool
+	UncappedPrefixes []netip.Prefix
+
 	// Signer, if non-nil, signs every request the Transport sends (pages
 	// after their turn, each redirect hop, each fetch of robots.txt) as it
 	// leaves, with Web Bot Auth (package webbotauth, doc/identity.md), on a
@@ -229,6 +253,9 @@ type Transport struct {
 	// missed, if set (only by tests, through export_test.go), is called
 	// on each miss before the load is waited for.
 	missed func(originKey)
+	// learnAny, if set (only by tests), learns addresses through any
+	// Base.
+	learnAny bool
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -377,6 +404,17 @@ func (t *Transport) init() {
 	} else if tok := agenttoken.Product(c.userAgent); tok != "" {
 		c.anonAgent = tok
 	}
+	gc := pacing.GroupConfig{GroupOf: t.GroupOf, Uncapped: t.UncappedPrefixes}
+	if !t.NoDomainCap {
+		gc.DomainCap = cmp.Or(max(t.DomainCap, 0), DefaultDomainCap)
+	}
+	if !t.NoAddressCap {
+		gc.AddressCeiling = cmp.Or(max(t.AddressCap, 0), DefaultAddressCap)
+		if tr, ok := c.base.(*http.Transport); ok {
+			gc.Learn, gc.Proxy = true, tr.Proxy
+		}
+		gc.Learn = gc.Learn || t.learnAny
+	}
 	if t.Signer != nil {
 		c.base = signingBase{base: c.base, signer: t.Signer}
 	}
@@ -413,7 +451,7 @@ func (t *Transport) init() {
 	pc := pacing.Config{
 		MinDelay: c.minDelay, MaxWait: c.maxWait, TurnTimeout: c.turnTimeout, MaxAdaptive: c.maxAdaptive,
 		IgnoreRetryAfter: c.ignoreRetryAfter, MaxRetryAfter: c.maxRetryAfter, Backoff: c.backoff,
-		Pacer: c.pacer, CallTimeout: storeTimeout, NotYet: turnError,
+		Pacer: c.pacer, CallTimeout: storeTimeout, NotYet: turnError, Groups: gc,
 	}
 	if c.logger != nil {
 		pc.Log = turnLog{&t.logs}
@@ -503,6 +541,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.cfg.maxPrice != "" && !robotsTxt && offersNoPrice(req.Header) {
 		req = req.Clone(ctx)
 		req.Header.Set("Crawler-Max-Price", t.cfg.maxPrice)
+	}
+	if tk.Learns() {
+		req = req.WithContext(t.turns.Traced(req.Context(), s, tk, req.URL))
 	}
 	t.stats.sent.add()
 	sent := now // when the request left, for the bursts of a back-off

@@ -49,6 +49,12 @@
 //	robots.charged              {response} responses with a crawler-charged field
 //	robots.visit_time_waits     {request}  requests held, or refused for now, until a Visit-time
 //	                                       window opens
+//	robots.domain_cap_waits     {request}  requests that waited for, or were refused for, room
+//	                                       in their registrable domain's group
+//	robots.address_cap_waits    {request}  requests that waited for, or were refused for, room
+//	                                       at their server's address
+//	robots.address_halvings     {halving}  halvings of an address's cap on requests in flight
+//	robots.address_ceilings     {address}  times an address's cap grew to AddressCap
 //
 // [InstrumentFrontier] reports a [frontier.Frontier]'s Counts the same
 // way, one metric a field, named "robots.frontier." and the field's name
@@ -150,6 +156,10 @@ var counters = []counter{
 	count("robots.payment_required", "{response}", "Responses with status 402 Payment Required: answers, not pushback.", func(s robots.Stats) uint64 { return s.PaymentRequired }),
 	count("robots.charged", "{response}", "Responses with a crawler-charged field: pages paid for.", func(s robots.Stats) uint64 { return s.Charged }),
 	count("robots.visit_time_waits", "{request}", "Requests held, or refused for now, until the Visit-time window of their origin's robots.txt opens (ReasonVisitTime).", func(s robots.Stats) uint64 { return s.VisitTimeWaits }),
+	count("robots.domain_cap_waits", "{request}", "Requests that waited for, or were refused for, room in their registrable domain's group (ReasonDomainCap).", func(s robots.Stats) uint64 { return s.DomainCapWaits }),
+	count("robots.address_cap_waits", "{request}", "Requests that waited for, or were refused for, room at their server's address (ReasonAddressCap).", func(s robots.Stats) uint64 { return s.AddressCapWaits }),
+	count("robots.address_halvings", "{halving}", "Halvings of an address's cap on requests in flight: a 429 or 503, a failure, or slowing answers.", func(s robots.Stats) uint64 { return s.AddressHalvings }),
+	count("robots.address_ceilings", "{address}", "Times an address's cap on requests in flight grew to AddressCap: addresses that behave as front ends.", func(s robots.Stats) uint64 { return s.AddressCeilings }),
 }
 
 // Option configures [Instrument].

@@ -364,6 +364,10 @@ func TestInstruments(t *testing.T) {
 		"robots.payment_required":    "{response}",
 		"robots.charged":             "{response}",
 		"robots.visit_time_waits":    "{request}",
+		"robots.domain_cap_waits":    "{request}",
+		"robots.address_cap_waits":   "{request}",
+		"robots.address_halvings":    "{halving}",
+		"robots.address_ceilings":    "{address}",
 	}
 	for _, m := range sm.Metrics {
 		u, ok := units[m.Name]

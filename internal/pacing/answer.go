@@ -23,6 +23,9 @@ import (
 // field is ignored.
 func (tn *Turns) Answered(ctx context.Context, s Site, status int, h http.Header, sent time.Duration) {
 	pushed := status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
+	if pushed {
+		tn.pushedBack(s, sent) // the address's cap halves
+	}
 	if pushed && !tn.cfg.IgnoreRetryAfter {
 		if d, ok := RetryAfter(h.Get("Retry-After"), tn.Wall(tn.Now())); ok && d > 0 {
 			tn.Pause(ctx, s, d, ReasonRetryAfter)

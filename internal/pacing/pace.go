@@ -20,6 +20,10 @@ type Pace struct {
 	heedUntil   atomic.Int64
 	pausedUntil atomic.Int64
 	dropped     atomic.Bool // written under mu
+	// the groups of the origin (see groups.memberOf), and when a request
+	// may next learn its address, in ns on the clock (0: now)
+	member   atomic.Pointer[member]
+	sampleAt atomic.Int64
 
 	mu sync.Mutex
 	s  State // guarded by mu

@@ -42,6 +42,8 @@ type Turns struct {
 	// the calls owed to the Pacer and the Store on goroutines of their
 	// own, which Flush waits for
 	owed owed
+	// the groups of origins and their requests in flight
+	groups groups
 }
 
 // Config is how Turns paces, frozen by Init.
@@ -64,6 +66,8 @@ type Config struct {
 	// NotYet makes the error of a request refused because its turn is
 	// further away than it may wait (robots.TurnError).
 	NotYet func(r Refusal) error
+	// Groups caps the requests in flight to groups of origins.
+	Groups GroupConfig
 }
 
 // Refusal is what Turns knows of a request it refused: see Config.NotYet.
@@ -121,6 +125,12 @@ type Ask struct {
 	// if positive, the time (on the Turns' clock) when the request was
 	// decided, which its turn may take as now
 	Now time.Duration
+	// a redirect hop of a fetch of robots.txt: it takes its turn at the
+	// origin it goes to but no room in groups, as it uses the room its
+	// fetch holds, so that a fetch never holds room while it waits for
+	// room (http://a.example → https://www.a.example, under a DomainCap
+	// of 1, would wait for itself)
+	Hop bool
 }
 
 // Stated returns the interval of a without the default pace.
@@ -139,6 +149,10 @@ type Ticket struct {
 	// taken in the Pacer (which cannot give it back); t.ID names it there
 	// if held
 	pacer bool
+	// the groups in which the request holds room; nil for none
+	dom, addr *group
+	// the request is to learn its origin's address (see Traced)
+	learn bool
 }
 
 // Taken reports whether k holds a turn to release.
@@ -154,6 +168,9 @@ type Counts struct {
 	InFlightWaits, DefaultWaits  atomic.Int64
 	SlowWaits, RequestRateWaits  atomic.Int64
 	VisitTimeWaits               atomic.Int64
+	// waits for room in a domain group and in an address group,
+	// halvings of address caps, and address caps grown to their ceiling
+	DomainWaits, AddressWaits, Halvings, Ceilings atomic.Int64
 }
 
 // waitedFor counts a request that waited for, or was refused for, the
@@ -170,6 +187,10 @@ func (c *Counts) waitedFor(why string) {
 		c.RequestRateWaits.Add(1)
 	case ReasonVisitTime:
 		c.VisitTimeWaits.Add(1)
+	case ReasonDomainCap:
+		c.DomainWaits.Add(1)
+	case ReasonAddressCap:
+		c.AddressWaits.Add(1)
 	}
 }
 
@@ -179,6 +200,7 @@ func (tn *Turns) Init(cfg Config, epoch time.Time) {
 	tn.cfg, tn.epoch = cfg, epoch
 	tn.watcher, _ = cfg.Pacer.(fleet.PauseWatcher)
 	tn.checker, _ = cfg.Pacer.(fleet.PauseChecker)
+	tn.groups.init(cfg.Groups)
 }
 
 // Now returns the time since the epoch.
@@ -342,7 +364,7 @@ func (tn *Turns) Next(s Site, a Ask) time.Duration {
 		return max(now, p.PausedUntil()) // such a request takes no turn
 	}
 	at, _ := p.Next(now, tn.request(a, 0))
-	return at
+	return max(at, tn.groupsNext(s, now))
 }
 
 // Wait waits for the next turn of s for a request for u (nil: a fetch of
@@ -373,10 +395,32 @@ func (tn *Turns) Wait(ctx context.Context, s Site, a Ask, f Fetch, start time.Du
 	if now <= 0 {
 		now = tn.Now()
 	}
+	// A group that woke this request: its wake is passed on unless the
+	// request takes room at once.
+	var woken *group // passed on before each return but the one that took room
+	grouped := tn.groups.on && !a.Hop
 	for {
+		var m *member
+		if grouped {
+			m = tn.groups.memberOf(s, now)
+		}
+		if m != nil {
+			// No turn is taken while a group has no room.
+			if rg, w := tn.groups.room(m, now); w != nil {
+				tn.pass(&woken)
+				if err := tn.waitRoom(ctx, s, rg, w, lim, &waited, u); err != nil {
+					return Ticket{}, err
+				}
+				woken, now = rg, tn.Now()
+			}
+		}
 		g, err := tn.reserve(ctx, s, a, lim, f, &waited, u, now)
 		if err != nil {
+			tn.pass(&woken)
 			return Ticket{}, err
+		}
+		if !g.ok || g.wait > 0 {
+			tn.pass(&woken)
 		}
 		if !g.ok {
 			// A request in flight, whose answer this one may wait for.
@@ -386,6 +430,7 @@ func (tn *Turns) Wait(ctx context.Context, s Site, a Ask, f Fetch, start time.Du
 				poll = min(2*poll, maxPoll)
 			}
 			if err := tn.waitFreed(ctx, s, g, lim, &waited, u); err != nil {
+				tn.pass(&woken)
 				return Ticket{}, err
 			}
 			now = tn.Now()
@@ -402,12 +447,30 @@ func (tn *Turns) Wait(ctx context.Context, s Site, a Ask, f Fetch, start time.Du
 			}
 			if err := tn.sleep(ctx, s, g.wait, &waited); err != nil {
 				tn.GiveBack(ctx, s, tk)
+				tn.pass(&woken)
 				return Ticket{}, err
 			}
 		}
 		// A pause that began while this request waited holds it back
 		// too: no request goes to a paused origin.
 		if g.wait <= 0 || !tn.paused(ctx, s, tn.Now(), true) {
+			if m != nil && tk.p != nil {
+				if rg, w := tn.groups.take(s, m, &tk, now); w != nil {
+					// Its turn has come, not its groups': the turn
+					// is given back, and taken again once there
+					// is room.
+					tn.pass(&woken)
+					tn.GiveBack(ctx, s, tk)
+					if err := tn.waitRoom(ctx, s, rg, w, lim, &waited, u); err != nil {
+						return Ticket{}, err
+					}
+					woken, now = rg, tn.Now()
+					continue
+				}
+				woken = nil // taken: the wake was used
+				tk.learn = tn.groups.sample(s, now)
+			}
+			tn.pass(&woken)
 			if !tk.t.Held && tk.p != nil {
 				// A turn that holds nothing is moved to when its
 				// request leaves, if it woke late.
@@ -437,6 +500,15 @@ func (tn *Turns) Hold(ctx context.Context, s Site, u *url.URL, start, wait time.
 	tn.debugWait(ctx, s, wait, why, u)
 	var waited time.Duration
 	return tn.sleep(ctx, s, wait, &waited)
+}
+
+// pass passes on the wake of *g, a group that woke a request that takes no
+// room after all, if any.
+func (tn *Turns) pass(g **group) {
+	if *g != nil {
+		(*g).pass(tn.Now())
+		*g = nil
+	}
 }
 
 // A request that finds its origin's turn held by another user of the Pacer
@@ -513,6 +585,12 @@ func (tn *Turns) Release(ctx context.Context, s Site, tk Ticket, sent time.Durat
 	now := tn.Now()
 	a := fleet.Answer{ID: tk.t.ID, Took: max(now-sent, 0), Failed: failed, MaxAdaptive: tn.cfg.MaxAdaptive}
 	tk.p.Release(now, tk.t, a)
+	if tk.dom != nil {
+		tk.dom.release(now, sent, a.Took, failed, &tn.Counts)
+	}
+	if tk.addr != nil {
+		tk.addr.release(now, sent, a.Took, failed, &tn.Counts)
+	}
 	if tk.pacer && tk.t.Held {
 		a.At = tn.Wall(now)
 		tn.pacerRelease(ctx, s, a)
@@ -526,6 +604,14 @@ func (tn *Turns) GiveBack(ctx context.Context, s Site, tk Ticket) {
 		return
 	}
 	tk.p.GiveBack(tk.t, tk.pacer)
+	if tk.dom != nil || tk.addr != nil {
+		now := tn.Now()
+		for _, g := range [2]*group{tk.dom, tk.addr} {
+			if g != nil {
+				g.free(now)
+			}
+		}
+	}
 	if tk.pacer && tk.t.Held {
 		tn.pacerRelease(ctx, s, fleet.Answer{ID: tk.t.ID, At: tn.Wall(tn.Now()), Unsent: true})
 	}
