@@ -12,50 +12,33 @@
 //	}
 //
 // Every request is checked, whatever its method, and so is every redirect
-// the client follows. A request for /robots.txt itself is always allowed.
-// The repository's doc/ directory tells each rule at length.
-//
-// # Access results
+// the client follows; /robots.txt itself is always allowed. The
+// repository's doc/ directory tells each rule at length.
 //
 // What the fetch of robots.txt finds decides for the whole origin (RFC 9309
-// §2.3.1): a 2xx, the rules in its body (the first 500 KiB); a 3xx is
-// followed up to 5 times, across hosts; a 4xx other than 429 allows every
-// URL; a 429, a 5xx, a network error or an unreadable body refuses every
-// URL, obeying an earlier good copy instead if there is one (and allowing
-// all after 30 days without one). A copy is used for [DefaultTTL] or its
-// Cache-Control max-age if shorter, and refreshed conditionally (ETag,
-// Last-Modified): a 304 renews it, and a 304 to a fetch that sent no
-// validator is unreachable, never permission.
-//
-// # Origins and product tokens
-//
-// An origin is a scheme, an IDNA ASCII host and a port ([OriginOf]); a
-// request's origin is the authority it is sent to, its Host when set. A
-// crawler obeys the group of its product token, matched case-insensitively
-// (RFC 9309 §2.2.1): [Transport.Agent] or [WithAgent] names it, as a token
-// or a User-Agent header ("Mozilla/5.0 (compatible; ExampleBot/1.0)"); when
-// Agent is empty, each request's User-Agent does. An agent that names no
-// token makes every request fail. One fetch serves every token.
+// §2.3.1): a 2xx, its rules; a 3xx is followed, up to 5 times; a 4xx other
+// than 429 allows every URL; a 429, a 5xx or no answer refuses every URL,
+// or obeys an earlier good copy. A copy lasts [DefaultTTL] or its max-age,
+// and is revalidated (a 304 to no validator is unreachable, never
+// permission). An origin is a scheme, an IDNA host and a port ([OriginOf]).
+// A crawler obeys the group of its product token, which [Transport.Agent],
+// [WithAgent] or each request's User-Agent names.
 //
 // # Pacing
 //
 // Every origin is paced, with no settings: one request to it is in flight
 // at a time, and the next leaves no sooner than its interval after the
-// answer to the one before. The interval is the longest of the delay the
-// group states (Crawl-delay, or Request-rate n/T read as T/n),
-// [Transport.MinDelay], twice the origin's recent response time, and, for
-// an origin that states no delay, [Transport.DefaultDelay] (1 s). A 429 or
-// 503 pauses the origin for its Retry-After, or else under a [Backoff]; a
-// RateLimit field (draft-ietf-httpapi-ratelimit-headers-11) pauses it when
-// its quota is spent and spreads the rest when it runs low; a Visit-time
-// window holds requests until it opens. A 402 is an answer, not pushback.
-// [Transport.NoDefaultPace] turns off the default and adaptive delays for a
-// client that is not a crawler.
-//
-// A server is not an origin: a request also needs room in its origin's
-// groups, at most [Transport.DomainCap] (4) requests in flight to the
-// origins of one registrable domain, and at most an adaptive cap at a server
-// address two or more origins share.
+// answer to the one before: the longest of the delay robots.txt states
+// (Crawl-delay, Request-rate), [Transport.MinDelay], twice the origin's
+// recent response time, and, if it states none, [Transport.DefaultDelay]
+// (1 s). A request also needs room in its origin's groups: at most
+// [Transport.DomainCap] in flight to one registrable domain, and an
+// adaptive cap at a server address origins share. A 429 or 503 pauses the
+// origin for its Retry-After, or under a [Backoff]; a RateLimit field
+// pauses it or spreads its quota; a Visit-time window holds requests until
+// it opens; a 402 is an answer, not pushback. [Transport.NoDefaultPace]
+// turns off the default and adaptive delays for a client that is not a
+// crawler.
 //
 // A request waits for its turn until its context is done. Under
 // [Transport.MaxWait] or [WithMaxWait], one whose turn is further away is

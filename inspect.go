@@ -18,15 +18,12 @@ type Origin struct {
 	Access fleet.Access    // of the last fetch that reached it, or AccessUnreachable; it decides
 	File   *matcher.Robots // the parsed file if Access is AccessSuccess, else an empty one; never nil
 
-	// CrawlDelay and RequestRate are the intervals the group of the
-	// Transport's Agent (or "*") states: its Crawl-delay, and T/n of its
-	// Request-rate n/T; zero if it states none (see Transport.CrawlDelay
-	// for the interval kept).
+	// CrawlDelay and RequestRate (T/n of n/T) are what the group of the
+	// Transport's Agent states; zero if none.
 	CrawlDelay, RequestRate time.Duration
 
-	// FetchedAt is when the file in use was fetched (zero if none was),
-	// Expires when it is fetched again, and Err why the last fetch was
-	// unreachable, or nil.
+	// FetchedAt is when the file in use was fetched, Expires when it is
+	// fetched again, Err why the last fetch was unreachable, or nil.
 	FetchedAt, Expires time.Time
 	Err                error
 

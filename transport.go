@@ -27,8 +27,8 @@ import (
 var ErrDisallowed = errors.New("robots: disallowed by robots.txt")
 
 // ErrUnreachable is matched, beside [ErrDisallowed], by a request refused
-// because its origin's robots.txt is unreachable (RFC 9309 §2.3.1.4). The
-// refusal is temporary: see [DisallowedError.RetryAt].
+// for now because its origin's robots.txt is unreachable (RFC 9309
+// §2.3.1.4; see [DisallowedError.RetryAt]).
 var ErrUnreachable = errors.New("robots: robots.txt unreachable")
 
 // DisallowedError reports a request refused under robots.txt. It matches
@@ -128,8 +128,8 @@ type Transport struct {
 	// included: a longer one is unreachable. If zero, DefaultFetchTimeout.
 	FetchTimeout time.Duration
 
-	// MaxBodySize is how much of a decoded robots.txt body is parsed; the
-	// line it cuts is dropped. It is at least DefaultMaxBodySize.
+	// MaxBodySize is how much of a robots.txt is parsed; at least
+	// DefaultMaxBodySize.
 	MaxBodySize int64
 
 	// MaxOrigins and MaxBytes bound the origins cached and their memory;
@@ -137,13 +137,14 @@ type Transport struct {
 	MaxOrigins int
 	MaxBytes   int64
 
-	// Store, if non-nil, shares fetched entries with other Transports. If
-	// it is also a Locker, one fetch per origin happens among its users.
+	// Store and Pacer, if non-nil, share fetched entries (one fetch per
+	// origin among their users, if Store is a Locker) and the turns,
+	// pauses and back-offs of each origin with other Transports.
 	Store fleet.Store
+	Pacer fleet.Pacer
 
-	// Logger, if non-nil, receives a record of each fetch of robots.txt,
-	// each Store or Pacer error and, at the Debug level, each refusal and
-	// each wait.
+	// Logger, if non-nil, records each fetch, each Store or Pacer error
+	// and, at the Debug level, each refusal and wait.
 	Logger *slog.Logger
 
 	// DefaultDelay is the interval between an answer and the next request
@@ -182,12 +183,10 @@ type Transport struct {
 	IgnoreBackoff bool
 
 	// Uses names the uses the crawler makes of what it fetches
-	// ("train-ai", "ai-use", "search", ...): a request whose URL robots.txt
-	// marks "n" for one of them is refused with a [*DisallowedError] that
-	// names the use (doc/usage.md). UseTokens names, per use, a policy
-	// token whose robots.txt groups say where that use is allowed
-	// (draft-kelley-aipref-training-preference-signal). Both empty by
-	// default: nothing is refused for a use.
+	// ("train-ai", "search", ...): a request whose URL robots.txt marks
+	// "n" for one is refused, naming the use (doc/usage.md). UseTokens
+	// names, per use, a policy token whose groups say where it is allowed.
+	// Empty by default: nothing is refused for a use.
 	Uses      []string
 	UseTokens map[string]string
 
@@ -196,23 +195,14 @@ type Transport struct {
 	// (see [WithMaxWait]). If zero, it waits until its context is done.
 	MaxWait time.Duration
 
-	// Pacer, if non-nil, keeps the turns of each origin, so that the
-	// Transports that share it share turns.
-	Pacer fleet.Pacer
-
-	// DomainCap caps the requests in flight together to the origins of
-	// one registrable domain (public suffix list, private entries
-	// included: a.github.io and b.github.io stay apart), or of one group
-	// of GroupOf ("" puts an origin in a group of its own). AddressCap caps
-	// those to one server address shared by two or more origins, learned
-	// from the connection when Base is an *http.Transport without a
-	// proxy: it starts at 4, grows while answers are quick and good, and
-	// halves on a 429, a 503, a failure or slowing answers (AIMD).
-	// UncappedPrefixes lists addresses never capped (a CDN's ranges). A
-	// request waits for room as for its turn (ReasonDomainCap,
-	// ReasonAddressCap); the caps are this Transport's, not a Pacer's. If
-	// zero, DefaultDomainCap and DefaultAddressCap; NoDomainCap and
-	// NoAddressCap turn them off (doc/pacing.md, "Groups of origins").
+	// DomainCap caps the requests in flight to the origins of one
+	// registrable domain (private suffixes included: a.github.io and
+	// b.github.io stay apart), or of one group of GroupOf. AddressCap caps
+	// an address two or more origins share, learned when Base is an
+	// *http.Transport without a proxy; its cap starts at 4, grows while
+	// answers are quick, and halves on pushback (AIMD). UncappedPrefixes
+	// are never capped. If zero, the defaults; NoDomainCap and
+	// NoAddressCap turn them off (doc/pacing.md).
 	DomainCap        int
 	NoDomainCap      bool
 	GroupOf          func(origin string) string

@@ -215,13 +215,9 @@ func useRank(use string) int {
 // UsageOf returns the usage preference of a response: what the robots.txt of
 // its origin said of its URL, for the crawler that sent it, combined with the
 // response's own Content-Usage header (only that, for a response that did
-// not come through a Transport). It fetches nothing.
-//
-//	resp, err := client.Get("https://example.com/article")
-//	...
-//	if robots.UsageOf(resp).Get("train-ai") == usage.Disallowed {
-//		// keep it out of the training set
-//	}
+// not come through a Transport). It fetches nothing:
+// UsageOf(resp).Get("train-ai") == usage.Disallowed keeps a page out of a
+// training set.
 func UsageOf(resp *http.Response) usage.Preference {
 	if resp == nil {
 		return usage.Preference{}
