@@ -541,3 +541,270 @@ func TestPauseReasonAttack(t *testing.T) {
 		}
 	}
 }
+
+// capFarm is a fake server behind many origins that counts the requests in
+// flight per group (groupOf of the origin), as the servers see them, and
+// the most at once. A page's path says how it answers: /r… redirects to
+// another origin's page, /t… is a 429 without Retry-After; each takes
+// latency (by path length) and gives up when its context ends.
+type capFarm struct {
+	groupOf func(origin string) string
+
+	mu         sync.Mutex
+	fly, most  map[string]int
+	robots     int
+	redirected int
+}
+
+func (f *capFarm) RoundTrip(req *http.Request) (*http.Response, error) {
+	origin := req.URL.Scheme + "://" + req.URL.Host
+	g := f.groupOf(origin)
+	f.mu.Lock()
+	if f.fly == nil {
+		f.fly, f.most = map[string]int{}, map[string]int{}
+	}
+	f.fly[g]++
+	f.most[g] = max(f.most[g], f.fly[g])
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.fly[g]--
+		f.mu.Unlock()
+	}()
+	p := req.URL.Path
+	lat := time.Duration(len(p)%5) * 300 * time.Millisecond
+	timer := time.NewTimer(lat)
+	select {
+	case <-timer.C:
+	case <-req.Context().Done():
+		timer.Stop()
+		return nil, req.Context().Err()
+	}
+	status, hdr, body := 200, http.Header{}, "page"
+	switch {
+	case p == "/robots.txt":
+		f.mu.Lock()
+		f.robots++
+		f.mu.Unlock()
+		body = "User-agent: *\nDisallow: /private\n"
+	case strings.HasPrefix(p, "/r"):
+		f.mu.Lock()
+		f.redirected++
+		f.mu.Unlock()
+		status = http.StatusMovedPermanently
+		hdr.Set("Location", "https://o"+fmt.Sprint(len(p)*7%50)+".example.com/landed")
+	case strings.HasPrefix(p, "/t"):
+		status = http.StatusTooManyRequests
+	}
+	return &http.Response{StatusCode: status, Header: hdr, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
+}
+
+func (f *capFarm) mostOf(g string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.most[g]
+}
+
+// TestGroupCapAttackMix: 50 origins of one registrable domain, under a mix
+// of callers that cancel, give MaxWait or deadlines, follow redirects
+// across the domain and meet 429s, robots.txt fetched by each, never have
+// more than DomainCap requests in flight together at the servers; and once
+// everything has settled, a fresh request to each origin goes through: no
+// room was leaked.
+func TestGroupCapAttackMix(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &capFarm{groupOf: func(string) string { return "example.com" }}
+		tr := &Transport{Base: f, Agent: "ExampleBot", Backoff: Backoff{First: time.Second, Max: time.Minute}}
+		client := &http.Client{Transport: tr}
+		paths := []string{"/p", "/r1", "/t", "/pp", "/rr22", "/ppp", "/t333", "/p4"}
+		var wg sync.WaitGroup
+		for o := range 50 {
+			wg.Go(func() {
+				for i, p := range paths {
+					var ctx context.Context
+					var cancel context.CancelFunc
+					switch (o + i) % 4 {
+					case 0:
+						ctx, cancel = context.WithCancel(t.Context())
+						time.AfterFunc(time.Duration(o*i%7)*400*time.Millisecond, cancel)
+					case 1:
+						ctx, cancel = context.WithCancel(WithMaxWait(t.Context(), time.Duration(o%3)*time.Second))
+					case 2:
+						ctx, cancel = context.WithTimeout(t.Context(), time.Duration(1+o%5)*time.Second)
+					default:
+						ctx, cancel = context.WithCancel(t.Context())
+					}
+					getCtx(ctx, client, fmt.Sprintf("https://o%d.example.com%s", o, p))
+					cancel()
+				}
+			})
+		}
+		wg.Wait()
+		if err := tr.Flush(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.mostOf("example.com"); got != DefaultDomainCap {
+			t.Errorf("at most %d requests in flight to the domain; want %d", got, DefaultDomainCap)
+		}
+		if f.redirected == 0 || f.robots < 50 {
+			t.Fatalf("%d redirects, %d robots.txt: the test proves nothing", f.redirected, f.robots)
+		}
+		time.Sleep(time.Hour)
+		var errs atomic.Int64
+		for o := range 50 {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+				defer cancel()
+				if err := getCtx(ctx, client, fmt.Sprintf("https://o%d.example.com/fresh", o)); err != nil {
+					if errs.Add(1) == 1 {
+						t.Errorf("a fresh request after everything settled: %v", err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if f.mostOf("example.com") > DefaultDomainCap {
+			t.Errorf("at most %d requests in flight to the domain; want %d", f.mostOf("example.com"), DefaultDomainCap)
+		}
+		if err := tr.Flush(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestGroupCapAttackSettings: NoDomainCap lets 50 origins of one domain
+// have more than DefaultDomainCap in flight; GroupOf that returns "" puts
+// each origin alone; GroupOf that names one group for two domains caps
+// them together at DomainCap.
+func TestGroupCapAttackSettings(t *testing.T) {
+	origins := func() []string {
+		var os []string
+		for o := range 25 {
+			os = append(os, fmt.Sprintf("https://o%d.example.com", o), fmt.Sprintf("https://o%d.example.org", o))
+		}
+		return os
+	}()
+	for _, c := range []struct {
+		name    string
+		set     func(*Transport)
+		group   func(string) string // the farm's grouping
+		atLeast int
+		atMost  int
+	}{
+		{"NoDomainCap", func(t *Transport) { t.NoDomainCap = true }, func(o string) string { return o[strings.Index(o, ".")+1:] }, DefaultDomainCap + 1, 25},
+		{"GroupOf empty", func(t *Transport) { t.GroupOf = func(string) string { return "" } }, func(o string) string { return o[strings.Index(o, ".")+1:] }, DefaultDomainCap + 1, 25},
+		{"GroupOf one", func(t *Transport) { t.GroupOf = func(string) string { return "all" }; t.DomainCap = 3 }, func(string) string { return "all" }, 3, 3},
+		{"DomainCap 2", func(t *Transport) { t.DomainCap = 2 }, func(o string) string { return o[strings.Index(o, ".")+1:] }, 2, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &capFarm{groupOf: c.group}
+				tr := &Transport{Base: f, Agent: "ExampleBot"}
+				c.set(tr)
+				client := &http.Client{Transport: tr}
+				var wg sync.WaitGroup
+				for _, o := range origins {
+					wg.Go(func() {
+						for i := range 3 {
+							if err := getCtx(t.Context(), client, fmt.Sprintf("%s/pp%d", o, i)); err != nil {
+								t.Error(err)
+							}
+						}
+					})
+				}
+				wg.Wait()
+				for _, g := range []string{"example.com", "example.org", "all"} {
+					if n := f.mostOf(g); n > c.atMost {
+						t.Errorf("%s: %d in flight at once; want at most %d", g, n, c.atMost)
+					}
+				}
+				most := max(f.mostOf("example.com"), f.mostOf("all"))
+				if most < c.atLeast {
+					t.Errorf("at most %d in flight at once; want %d at least", most, c.atLeast)
+				}
+			})
+		})
+	}
+}
+
+// hangingReserve is a recPacer whose Reserve commits the turn, then hangs
+// until its context ends (a remote Pacer whose answer is lost on the way
+// back), for the origins in hang.
+type hangingReserve struct {
+	*recPacer
+	hang    atomic.Bool
+	reserve atomic.Int64
+}
+
+func (p *hangingReserve) Reserve(ctx context.Context, origin string, r fleet.TurnRequest) (fleet.Turn, error) {
+	p.reserve.Add(1)
+	turn, err := p.recPacer.Reserve(ctx, origin, r)
+	if err != nil || !p.hang.Load() {
+		return turn, err
+	}
+	<-ctx.Done()
+	return fleet.Turn{}, ctx.Err()
+}
+
+// TestFlushAttackLostReserve: a Reserve that took a held turn in the Pacer
+// but whose answer never came back, cut short by MaxWait, by WithMaxWait or
+// by the caller's cancel, is released as unsent by the time Flush returns:
+// the Pacer's estimate of the slow site is unchanged and another Transport
+// on the Pacer gets its turn at the interval, not after TurnTimeout.
+func TestFlushAttackLostReserve(t *testing.T) {
+	for _, how := range []string{"MaxWait", "WithMaxWait", "cancel"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const origin = "https://slow.example"
+				p := &hangingReserve{recPacer: &recPacer{delay: 500 * time.Millisecond}}
+				store := &fleet.MemoryStore{}
+				base := &atkSite{pageDelay: slowEstimate}
+				tr := &Transport{Base: base, Agent: "ExampleBot", Pacer: p, Store: store, TurnTimeout: time.Hour}
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				switch how {
+				case "MaxWait":
+					tr.MaxWait = 5 * time.Second
+				case "WithMaxWait":
+					ctx = WithMaxWait(ctx, time.Second)
+				case "cancel":
+					time.AfterFunc(time.Minute+time.Second, cancel)
+				}
+				client := &http.Client{Transport: tr}
+				if err := get(client, origin+"/first"); err != nil {
+					t.Fatal(err)
+				}
+				if err := tr.Flush(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				est := p.Estimate(origin)
+				time.Sleep(time.Minute)
+				n := len(p.answered())
+				p.hang.Store(true)
+				err := getCtx(ctx, client, origin+"/lost")
+				if err == nil {
+					t.Fatal("a request whose Reserve hung was sent")
+				}
+				p.hang.Store(false)
+				if err := tr.Flush(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				as := p.answered()[n:]
+				if len(as) != 1 || !as[0].Unsent {
+					t.Fatalf("the Pacer heard %+v; want one Unsent release", as)
+				}
+				if got := p.Estimate(origin); got != est {
+					t.Errorf("estimate %v; was %v", got, est)
+				}
+				other := &Transport{Base: base, Agent: "ExampleBot", Pacer: p, Store: store}
+				start := time.Now()
+				if err := get(&http.Client{Transport: other}, origin+"/other"); err != nil {
+					t.Fatal(err)
+				}
+				if waited := time.Since(start); waited > 2*2*slowEstimate+time.Second {
+					t.Errorf("another Transport waited %v for its turn: the lost turn held the origin", waited)
+				}
+			})
+		})
+	}
+}
