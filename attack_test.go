@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -807,4 +808,80 @@ func TestFlushAttackLostReserve(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestGroupCapAttackAddress: 30 origins of 30 registrable domains on one
+// address, AddressCap 4, answering 429 to one page in five and cancelled
+// by their callers now and then: the address never has more than 4 in
+// flight after each origin's first request (uncapped by design), its cap
+// halves on the 429s, and once everything has settled a
+// fresh request to each origin goes through.
+func TestGroupCapAttackAddress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &farm{addrOf: func(string) netip.Addr { return oneAddr },
+			latency: func(_, p string) time.Duration { return time.Duration(len(p)%4) * 200 * time.Millisecond },
+			status: func(_, p string) int {
+				if strings.HasSuffix(p, "3") {
+					return 429
+				}
+				return 200
+			}}
+		tr := NewTransport(f, "ExampleBot")
+		tr.learnThroughAnyBase()
+		tr.AddressCap = 4
+		tr.Backoff = Backoff{First: time.Second, Max: time.Minute}
+		client := &http.Client{Transport: tr}
+		var wg sync.WaitGroup
+		// An origin's first request (its robots.txt) is not capped by
+		// address: the address is learned from it (doc/pacing.md). They
+		// go first, and the count starts after them.
+		for o := range 30 {
+			wg.Go(func() {
+				if _, err := tr.Origin(t.Context(), mustURL(fmt.Sprintf("https://s.site%d.example/", o))); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		f.mu.Lock()
+		clear(f.addrMost)
+		f.mu.Unlock()
+		for o := range 30 {
+			wg.Go(func() {
+				for i := range 10 {
+					ctx, cancel := context.WithCancel(t.Context())
+					if (o+i)%3 == 0 {
+						time.AfterFunc(time.Duration(i)*100*time.Millisecond, cancel)
+					}
+					getCtx(ctx, client, fmt.Sprintf("https://s.site%d.example/p%d", o, i))
+					cancel()
+				}
+			})
+		}
+		wg.Wait()
+		if err := tr.Flush(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.mostAt(oneAddr); got > 4 || got < 2 {
+			t.Errorf("%d in flight at the address; want 2 to 4", got)
+		}
+		if tr.Stats().AddressHalvings == 0 {
+			t.Error("no halving after 429s")
+		}
+		time.Sleep(time.Hour)
+		var errs atomic.Int64
+		for o := range 30 {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+				defer cancel()
+				if err := getCtx(ctx, client, fmt.Sprintf("https://s.site%d.example/fresh", o)); err != nil && errs.Add(1) == 1 {
+					t.Errorf("a fresh request after everything settled: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if got := f.mostAt(oneAddr); got > 4 {
+			t.Errorf("%d in flight at the address; want 4 at most", got)
+		}
+	})
 }
