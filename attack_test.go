@@ -306,7 +306,16 @@ func TestCancelAttackStages(t *testing.T) {
 			*cancelIn = time.Second
 		}},
 		{"turn granted ahead", func(t *testing.T, client, other *http.Client, cancelIn *time.Duration) {
-			// the previous answer came just now: the turn is 2×2 s away
+			// the other Transport's answer came just now: the Pacer's
+			// turn is 2×2 s away, which this Transport's memory does
+			// not know, so the Pacer grants it ahead
+			time.Sleep(10 * time.Second)
+			getCtx(t.Context(), other, origin+"/busy")
+			*cancelIn = time.Second
+		}},
+		{"interval in memory", func(t *testing.T, client, other *http.Client, cancelIn *time.Duration) {
+			// this Transport's own answer came just now: it waits out
+			// the interval it knows before it asks the Pacer
 			*cancelIn = time.Second
 		}},
 		{"in flight in the Pacer", func(t *testing.T, client, other *http.Client, cancelIn *time.Duration) {
@@ -353,10 +362,16 @@ func TestCancelAttackStages(t *testing.T) {
 				if got := base.arrived("/cancelled"); got != 0 {
 					t.Errorf("the cancelled request reached the site (%d)", got)
 				}
+				unsent := 0
 				for _, a := range p.answered()[nAnswers:] {
-					if !a.Unsent && a.Took < time.Second {
+					if a.Unsent {
+						unsent++
+					} else if a.Took < time.Second {
 						t.Errorf("the Pacer heard an answer %+v that no request got", a)
 					}
+				}
+				if st.name == "turn granted ahead" && unsent != 1 {
+					t.Errorf("%d turns released as unsent; want the cancelled one's", unsent)
 				}
 				if got := p.Estimate(origin); got < est {
 					t.Errorf("estimate %v after the cancel; was %v", got, est)
@@ -884,4 +899,49 @@ func TestGroupCapAttackAddress(t *testing.T) {
 			t.Errorf("%d in flight at the address; want 4 at most", got)
 		}
 	})
+}
+
+// TestGroupCapAttackWakeCancelled: under DomainCap 1, the waiter a freed
+// slot wakes is cancelled at that very instant (and, in other runs, just
+// before or after): the wake passes on, and every other waiter gets its
+// room; nothing is left blocked (synctest would report a deadlock).
+func TestGroupCapAttackWakeCancelled(t *testing.T) {
+	for i := range 60 {
+		synctest.Test(t, func(t *testing.T) {
+			f := &capFarm{groupOf: func(string) string { return "example.com" }}
+			tr := &Transport{Base: f, Agent: "ExampleBot", DomainCap: 1}
+			client := &http.Client{Transport: tr}
+			for o := range 5 {
+				if _, err := tr.Origin(t.Context(), mustURL(fmt.Sprintf("https://w%d.example.com/", o))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(time.Minute)
+			var wg sync.WaitGroup
+			// holder: in flight 1.2 s (path length 4 → 4%5×300 ms)
+			wg.Go(func() { getCtx(t.Context(), client, "https://w0.example.com/abc") })
+			synctest.Wait()
+			var sent atomic.Int64
+			for o := 1; o < 5; o++ {
+				wg.Go(func() {
+					ctx, cancel := context.WithCancel(t.Context())
+					defer cancel()
+					if o <= 2 {
+						// cancelled around when the holder's answer comes
+						time.AfterFunc(1200*time.Millisecond+time.Duration(i%3-1)*time.Duration(o-1), cancel)
+					}
+					if getCtx(ctx, client, fmt.Sprintf("https://w%d.example.com/p", o)) == nil {
+						sent.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			if sent.Load() < 2 {
+				t.Errorf("run %d: %d of the waiters not cancelled were sent; want 2", i, sent.Load())
+			}
+			if f.mostOf("example.com") > 1 {
+				t.Errorf("run %d: %d in flight; want 1", i, f.mostOf("example.com"))
+			}
+		})
+	}
 }
