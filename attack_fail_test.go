@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -133,6 +135,44 @@ func TestAttackCallerCancelLowersEstimate(t *testing.T) {
 		if got := p.Estimate(origin); got < est {
 			var as []fleet.Answer = p.answered()
 			t.Errorf("after 4 requests cancelled by their caller in flight, the Pacer's estimate is %v; was %v (answers %+v)", got, est, as[len(as)-1])
+		}
+	})
+}
+
+// TestAttackRobotsRedirectHopOverflowsCap shows that the redirect hop of
+// a robots.txt fetch to another registrable domain takes no room in that
+// domain's group (it uses the room its fetch holds in its own): 20 alias
+// domains whose robots.txt redirects to one site's hosts, fetched while
+// that site's pages keep its DomainCap (4) busy, put more than 4 requests
+// in flight to it together. turns.go: Ask.Hop skips every group
+// (`grouped := tn.groups.on && !a.Hop`), not only the fetch's own.
+func TestAttackRobotsRedirectHopOverflowsCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &capFarm{groupOf: func(o string) string {
+			if strings.HasSuffix(o, ".example.com") {
+				return "example.com"
+			}
+			return o
+		}}
+		rt := rtFunc(func(req *http.Request) (*http.Response, error) {
+			if strings.HasSuffix(req.URL.Host, ".net") && req.URL.Path == "/robots.txt" {
+				// alias-N.net/robots.txt → oN.example.com/robots.txt
+				n := strings.TrimSuffix(strings.TrimPrefix(req.URL.Host, "alias-"), ".net")
+				return &http.Response{StatusCode: http.StatusMovedPermanently, Request: req, Body: http.NoBody,
+					Header: http.Header{"Location": {"https://o" + n + ".example.com/robots.txt"}}}, nil
+			}
+			return f.RoundTrip(req)
+		})
+		tr := &Transport{Base: rt, Agent: "ExampleBot"}
+		client := &http.Client{Transport: tr}
+		var wg sync.WaitGroup
+		for o := range 20 {
+			wg.Go(func() { getCtx(t.Context(), client, fmt.Sprintf("https://o%d.example.com/pppp", o)) })
+			wg.Go(func() { getCtx(t.Context(), client, fmt.Sprintf("https://alias-%d.net/pppp", o)) })
+		}
+		wg.Wait()
+		if got := f.mostOf("example.com"); got > DefaultDomainCap {
+			t.Errorf("%d requests in flight together to the hosts of example.com; want %d at most", got, DefaultDomainCap)
 		}
 	})
 }
