@@ -509,12 +509,21 @@ func (p basicPacer) PushBack(ctx context.Context, o string, s time.Time, b fleet
 	return p.m.PushBack(ctx, o, s, b)
 }
 
+// watcherPacer is a Memory Pacer that is also a PauseWatcher whose copy
+// is always fresh.
+type watcherPacer struct{ *pacing.Memory }
+
+func (p watcherPacer) WatchedPause(origin string) (time.Time, string, bool) {
+	until, why, _ := p.Memory.PausedUntil(context.Background(), origin)
+	return until, why, true
+}
+
 // TestPauseReasonAttack: a RateLimit pause set by one Transport is reported
 // as "ratelimit" by a second sharing its Pacer and Store, whether the Pacer
 // can be asked about pauses or only answers Reserve, with MaxWait or a
 // deadline refusing; a Retry-After pause as "retry-after".
 func TestPauseReasonAttack(t *testing.T) {
-	for _, checker := range []bool{true, false} {
+	for _, kind := range []string{"checker", "basic", "watcher", "watcher-nopace"} {
 		for _, hdr := range []struct {
 			h    http.Header
 			want string
@@ -522,13 +531,17 @@ func TestPauseReasonAttack(t *testing.T) {
 			{http.Header{"Ratelimit": {`"d";r=0;t=50`}}, ReasonRateLimit},
 			{http.Header{"Retry-After": {"50"}}, ReasonRetryAfter},
 		} {
-			t.Run(fmt.Sprintf("checker=%v/%s", checker, hdr.want), func(t *testing.T) {
+			t.Run(kind+"/"+hdr.want, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					m := &pacing.Memory{}
 					var p fleet.Pacer = m
-					if !checker {
+					switch kind {
+					case "basic":
 						p = basicPacer{m}
+					case "watcher", "watcher-nopace":
+						p = watcherPacer{m}
 					}
+					nopace := kind == "watcher-nopace"
 					store := &fleet.MemoryStore{}
 					status := 200
 					if hdr.want == ReasonRetryAfter {
@@ -537,12 +550,12 @@ func TestPauseReasonAttack(t *testing.T) {
 					base := &atkSite{page: func(*http.Request) (int, http.Header) { return status, hdr.h }}
 					first := &Transport{Base: base, Agent: "ExampleBot", Pacer: p, Store: store}
 					get(&http.Client{Transport: first}, "https://rl.example/page")
-					second := &Transport{Base: base, Agent: "ExampleBot", Pacer: p, Store: store, MaxWait: time.Second}
+					second := &Transport{Base: base, Agent: "ExampleBot", Pacer: p, Store: store, MaxWait: time.Second, NoDefaultPace: nopace}
 					err := get(&http.Client{Transport: second}, "https://rl.example/page")
 					if te, ok := errors.AsType[*TurnError](err); !ok || te.Reason != hdr.want {
 						t.Errorf("MaxWait: %v; want a TurnError for %q", err, hdr.want)
 					}
-					third := &Transport{Base: base, Agent: "ExampleBot", Pacer: p, Store: store}
+					third := &Transport{Base: base, Agent: "ExampleBot", Pacer: p, Store: store, NoDefaultPace: nopace}
 					ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 					defer cancel()
 					err = getCtx(ctx, &http.Client{Transport: third}, "https://rl.example/page")
