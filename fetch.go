@@ -211,7 +211,7 @@ func (l *loader) fetch(parent context.Context, origin string, rt *route, userAge
 			// for that origin's turn, and the wait does not count
 			// against FetchTimeout.
 			start := time.Now()
-			if hopDone, err = l.hopTurn(parent, k); err != nil {
+			if hopDone, err = l.hopTurn(parent, origin, k); err != nil {
 				return &fetchResult{status: resp.StatusCode, err: fmt.Errorf("robots: following a redirect to %s: %w", redact(next), err)}
 			}
 			deadline = deadline.Add(time.Since(start))
@@ -223,14 +223,19 @@ func (l *loader) fetch(parent context.Context, origin string, rt *route, userAge
 	}
 }
 
-// hopTurn waits for the turn of origin k, for a redirect of a robots.txt
-// fetch that leads there, and returns the release of the turn, to call at
-// the hop's answer.
-func (l *loader) hopTurn(ctx context.Context, k originKey) (func(), error) {
+// hopTurn waits for the turn of origin k, for a redirect of the fetch of
+// origin's robots.txt that leads there, and returns the release of the
+// turn, to call at the hop's answer.
+func (l *loader) hopTurn(ctx context.Context, origin string, k originKey) (func(), error) {
 	now := l.now()
 	s := l.cache.siteOf(k, now)
 	a := l.turns.FetchAsk(s)
-	a.Hop = true // the fetch's room covers its hops
+	if u, err := url.Parse(origin); err == nil {
+		if ok, err := keyOf(u); err == nil {
+			// The fetch's room covers its hops within its groups.
+			a.HopOf = l.cache.siteOf(ok, now)
+		}
+	}
 	tk, err := l.turns.Wait(ctx, s, a, nil, now, nil)
 	if err != nil {
 		return nil, err

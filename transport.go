@@ -543,11 +543,20 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if tk.Taken() {
 		sent = max(sent, tk.At()) // its turn: it left then, or at once
 	}
-	resp, err := t.cfg.base.RoundTrip(req)
+	if tk.Taken() && ctx.Err() != nil {
+		// Cancelled as its turn came: not sent, and no answer.
+		t.turns.GiveBack(ctx, s, tk)
+		closeBody(req)
+		return nil, fmt.Errorf("robots: waiting for the turn of %s: %w", s.origin, ctx.Err())
+	}
+	resp, err := t.send(ctx, req, s, tk, sent)
 	// The next request is spaced from this one's answer: the site sees
-	// them an interval apart, however long this one took to reach it.
+	// them an interval apart, however long this one took to reach it. A
+	// request that failed (a network error, a timeout, or its caller's
+	// cancel, whose answer is unknown) never lowers the origin's
+	// response-time estimate.
 	if tk.Taken() {
-		t.turns.Release(ctx, s, tk, sent, err != nil && ctx.Err() == nil)
+		t.turns.Release(ctx, s, tk, sent, err != nil)
 	}
 	if err == nil && resp != nil {
 		// A 402 is not pushback: Answered pauses nothing for it (see
@@ -562,6 +571,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.attachUsage(resp, req, st, agent) // see UsageOf
 	}
 	return resp, err
+}
+
+// send sends req through Base. If Base panics, the turn tk of s (taken at
+// sent) and its room are released, as a failed answer, before the panic
+// goes on to the caller: a Base that panics leaks no turn nor room.
+func (t *Transport) send(ctx context.Context, req *http.Request, s *site, tk pacing.Ticket, sent time.Duration) (resp *http.Response, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			if tk.Taken() {
+				t.turns.Release(ctx, s, tk, sent, true)
+			}
+			panic(v)
+		}
+	}()
+	return t.cfg.base.RoundTrip(req)
 }
 
 // robotsTxtSite returns the site of u with Host host, a request for

@@ -320,9 +320,9 @@ type Answer struct {
 	// Took is the response time: from the turn (the request sent) to its
 	// answer, the body not counted.
 	Took time.Duration
-	// Failed is set for a network error or a timeout (not a caller's
-	// cancel): a failure counts as a slow answer and never lowers the
-	// estimate.
+	// Failed is set for a network error, a timeout, or a caller's cancel
+	// once the request was sent (its answer unknown): a failure counts as
+	// a slow answer and never lowers the estimate.
 	Failed bool
 	// Unsent is set when the turn's request was never sent (its wait was
 	// cancelled, or the turn was past its limit): the hold ends, and

@@ -363,6 +363,28 @@ func (gs *groups) memberOf(s Site, now time.Duration) *member {
 	return gs.resolve(s, now)
 }
 
+// besides returns m without the groups it shares with h (nil for none), or
+// nil if it has no other.
+func (m *member) besides(h *member) *member {
+	if h == nil {
+		return m
+	}
+	n := *m
+	if n.dom == h.dom {
+		n.dom = nil
+	}
+	if n.addr == h.addr {
+		n.addr = nil
+	}
+	if n.dom == nil && n.addr == nil {
+		return nil
+	}
+	if n == *m {
+		return m
+	}
+	return &n
+}
+
 // live reports whether no group of m was swept.
 func (m *member) live() bool {
 	return (m.dom == nil || !m.dom.dead.Load()) && (m.addr == nil || !m.addr.dead.Load())

@@ -125,12 +125,13 @@ type Ask struct {
 	// if positive, the time (on the Turns' clock) when the request was
 	// decided, which its turn may take as now
 	Now time.Duration
-	// a redirect hop of a fetch of robots.txt: it takes its turn at the
-	// origin it goes to but no room in groups, as it uses the room its
-	// fetch holds, so that a fetch never holds room while it waits for
-	// room (http://a.example → https://www.a.example, under a DomainCap
-	// of 1, would wait for itself)
-	Hop bool
+	// HopOf, for a redirect hop of a fetch of robots.txt, is the site
+	// whose fetch it is: the hop takes its turn at the origin it goes to,
+	// and room in that origin's groups but those the fetch holds already,
+	// so that a fetch never waits for room it holds itself
+	// (http://a.example → https://www.a.example under a DomainCap of 1)
+	// while a hop into another domain still counts there.
+	HopOf Site
 }
 
 // Stated returns the interval of a without the default pace.
@@ -398,11 +399,13 @@ func (tn *Turns) Wait(ctx context.Context, s Site, a Ask, f Fetch, start time.Du
 	// A group that woke this request: its wake is passed on unless the
 	// request takes room at once.
 	var woken *group // passed on before each return but the one that took room
-	grouped := tn.groups.on && !a.Hop
 	for {
 		var m *member
-		if grouped {
+		if tn.groups.on {
 			m = tn.groups.memberOf(s, now)
+			if m != nil && a.HopOf != nil {
+				m = m.besides(tn.groups.memberOf(a.HopOf, now))
+			}
 		}
 		if m != nil {
 			// No turn is taken while a group has no room.
@@ -575,9 +578,9 @@ func urlOf(s Site, u *url.URL) string {
 
 // Release notes that the request that took tk (the zero Ticket for none)
 // to s, sent at sent on the Turns' clock, was answered now (failed: with a
-// network error or a timeout, not a caller's cancel): the next turn is
-// spaced from now, in memory and in the Pacer, and the time from sent to
-// now is a sample of the origin's response time.
+// network error, a timeout or its caller's cancel, which is never a lower
+// sample): the next turn is spaced from now, in memory and in the Pacer,
+// and the time from sent to now is a sample of the origin's response time.
 func (tn *Turns) Release(ctx context.Context, s Site, tk Ticket, sent time.Duration, failed bool) {
 	if tk.p == nil {
 		return
