@@ -169,6 +169,8 @@ type Store struct {
 
 	watchOnce sync.Once
 	w         *watch // set once, by watcher or Close
+
+	lost lostTurns // turns that Reserves with no answer may have taken
 }
 
 var (
@@ -240,8 +242,10 @@ var errNoClient = errors.New("redisstore: Store has no client; use New")
 
 // do runs the Redis command cmd with a context bounded by Timeout, unless
 // the Store is in its Cooldown. A failure to get an answer from Redis that is
-// not the caller's (ctx is not done) starts the Cooldown; an error reply
-// does not, since it comes back as fast as any.
+// not the caller's starts the Cooldown; an error reply does not, since it
+// comes back as fast as any. A failure is the caller's when its context is
+// done or its deadline has passed, whatever the error says: a client may
+// return the error of a deadline before the context says it is done.
 func (s *Store) do(ctx context.Context, op string, cmd func(ctx context.Context) error) error {
 	s.once.Do(s.init)
 	if s.client == nil {
@@ -256,9 +260,8 @@ func (s *Store) do(ctx context.Context, op string, cmd func(ctx context.Context)
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	err := cmd(cctx)
 	cancel()
-	var reply redis.Error
 	switch {
-	case err == nil || errors.Is(err, redis.Nil) || errors.As(err, &reply):
+	case answered(err):
 		// Redis answered, if only with an error.
 		if o := s.outage.Load(); o != nil && s.outage.CompareAndSwap(o, nil) {
 			s.log(ctx, slog.LevelInfo, "redisstore: redis is back", "down_since", o.at)
@@ -267,7 +270,10 @@ func (s *Store) do(ctx context.Context, op string, cmd func(ctx context.Context)
 			return err
 		}
 		return fmt.Errorf("redisstore: %s: %w", op, err)
-	case ctx.Err() != nil:
+	case callersFailure(ctx):
+		if ctx.Err() == nil {
+			err = fmt.Errorf("%w (%w)", context.DeadlineExceeded, err)
+		}
 		return fmt.Errorf("redisstore: %s: %w", op, err)
 	}
 	now := time.Now()
@@ -288,6 +294,16 @@ func (s *Store) do(ctx context.Context, op string, cmd func(ctx context.Context)
 		}
 	}
 	return fmt.Errorf("redisstore: %s: %w", op, err)
+}
+
+// callersFailure reports whether a command under ctx that got no answer
+// failed by the caller's doing: ctx is done, or its deadline has passed.
+func callersFailure(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	deadline, ok := ctx.Deadline()
+	return ok && !time.Now().Before(deadline)
 }
 
 func (s *Store) log(ctx context.Context, level slog.Level, msg string, args ...any) {
