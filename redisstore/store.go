@@ -106,12 +106,14 @@ var ErrUnavailable = errors.New("redisstore: redis unavailable")
 
 // Store is a [fleet.Store], [fleet.Locker] and [fleet.Pacer] on Redis.
 // Entries are kept under Prefix+"entry:{"+origin+"}", fetch locks under
-// Prefix+"lock:{"+origin+"}", pauses under Prefix+"pause:{"+origin+"}", and
-// turns under Prefix+"pace:{"+origin+"}": the origin is the hash tag of
-// each, which puts the keys of one origin in one slot of a Redis Cluster, so
+// Prefix+"lock:{"+origin+"}", pauses under Prefix+"pause:{"+origin+"}" (their
+// reasons under Prefix+"pausewhy:{"+origin+"}"), and turns under
+// Prefix+"pace:{"+origin+"}" (with "hold:", "late:", "backoff:" and "est:"
+// keys beside it): the origin is the hash tag of each, which puts the keys of one origin in one slot of a Redis Cluster, so
 // that a script can use several of them. Prefix must hold no "{" or "}".
 // The pauses of every origin are also kept in the sorted set
-// Prefix+"pauses", and sent on the channel of that name (see WatchedPause).
+// Prefix+"pauses", with their reasons in a hash beside it, and sent on the
+// channels Prefix+"pauses" and Prefix+"pausewhy" (see WatchedPause).
 //
 // A Store's fields must not be modified after its first use. Store is safe
 // for concurrent use by multiple goroutines.
@@ -129,9 +131,9 @@ type Store struct {
 	Timeout time.Duration
 
 	// Cooldown is how long the Store leaves Redis alone after a command
-	// failed (other than by its caller's context): until it ends, every
-	// method returns an error that matches ErrUnavailable at once. If
-	// zero, DefaultCooldown is used.
+	// failed (other than by its caller's context: done, or past its
+	// deadline): until it ends, every method returns an error that
+	// matches ErrUnavailable at once. If zero, DefaultCooldown is used.
 	Cooldown time.Duration
 
 	// Retain is how long an entry stays in Redis after it expires. The

@@ -221,8 +221,10 @@ func (s *Store) watcher() *watch {
 	return s.w
 }
 
-// Close stops the Store's watch of the pauses, if it has begun, and waits
-// for it to end. The Store remains usable: a Transport then asks Redis for
+// Close stops the Store's watch of the pauses, if it has begun, and the
+// goroutine that releases the turns Reserves may have taken unseen (see
+// Reserve), and waits for them to end; such a turn left is released by the
+// next Reserve of its origin, if any, or else its hold runs out. The Store remains usable: a Transport then asks Redis for
 // every request. Close does not close the Redis client. It returns nil.
 func (s *Store) Close() error {
 	s.watchOnce.Do(func() { // never started: never start
