@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -460,8 +459,10 @@ func (s *Store) Reserve(ctx context.Context, origin string, r fleet.TurnRequest)
 	}
 	var res []any
 	var lost lostTurn
+	sent := false
 	err := s.do(ctx, "pace", func(ctx context.Context) error {
 		var err error
+		sent = true
 		// every rounds up, so that turns are never closer than
 		// every; the script reads a negative one as "rules unknown"
 		// (and -1 µs as unknown with no interval); maxWait rounds
@@ -479,7 +480,7 @@ func (s *Store) Reserve(ctx context.Context, origin string, r fleet.TurnRequest)
 		if lost.id != 0 && !answered(err) {
 			s.lost.put(lost) // the release may not have reached Redis either
 		}
-		if r.Hold > 0 && !answered(err) && !errors.Is(err, ErrUnavailable) {
+		if sent && r.Hold > 0 && !answered(err) {
 			// The command may have taken a turn that holds the
 			// origin until r.Hold after the turn, r.MaxWait away
 			// at the most.
