@@ -22,6 +22,7 @@ func TestPauseReasonsOfEarlierVersions(t *testing.T) {
 	s.Prefix = prefix
 	ctx := context.Background()
 	s.once.Do(s.init)
+	s.Close() // no copy of the pauses: PausedUntil asks Redis
 
 	// The pause key of an earlier version: a time on the server's clock.
 	const old = "https://old.example"
@@ -59,26 +60,47 @@ func TestPauseReasonsOfEarlierVersions(t *testing.T) {
 		t.Errorf("PausedUntil after an earlier version lengthened the pause: %q %v; want retry-after", why, err)
 	}
 
-	// The copy: a message of an earlier version, with no reason, on the
-	// channel earlier versions use.
-	waitLive(t, s)
-	const msgd = "https://msg.example"
-	if err := admin.Publish(ctx, s.pausesChannel(), msgd+" 3600000000").Err(); err != nil {
+	// The copy: a Store that starts watching reads the reasons from the
+	// set.
+	w := newStore(t, newClient(t, addr))
+	w.Prefix = prefix
+	waitLive(t, w)
+	if until, why, ok := w.WatchedPause(o); !ok || until.IsZero() || why != "ratelimit" {
+		t.Errorf("WatchedPause from the set: %v %q %v; want the pause for ratelimit", until, why, ok)
+	}
+	// A pause of this version reaches it with its reason; then an
+	// earlier version's message (no reason, on the channel earlier
+	// versions use) of a new pause, and of a longer one.
+	const o2, o3 = "https://msg.example", "https://msg3.example"
+	if err := s.Pause(ctx, o2, time.Now().Add(time.Hour), "ratelimit"); err != nil {
 		t.Fatal(err)
 	}
+	watchWhy(t, w, o2, "ratelimit")
+	if err := admin.Publish(ctx, s.pausesChannel(), o3+" 3600000000").Err(); err != nil {
+		t.Fatal(err)
+	}
+	watchWhy(t, w, o3, "retry-after")
+	// Both messages of o2's pause have come (on one Redis, surely: they
+	// were sent before o3's): the one without a reason kept it.
+	if _, why, _ := w.WatchedPause(o2); why != "ratelimit" {
+		t.Errorf("WatchedPause(%s) after both messages of its pause: %q; want ratelimit", o2, why)
+	}
+	if err := admin.Publish(ctx, s.pausesChannel(), o2+" 7200000000").Err(); err != nil {
+		t.Fatal(err)
+	}
+	watchWhy(t, w, o2, "retry-after")
+}
+
+// watchWhy waits up to 5 s for the copy of w to hold a pause of origin for
+// the reason want.
+func watchWhy(t *testing.T, w *Store, origin, want string) {
+	t.Helper()
 	var why string
-	for deadline := time.Now().Add(5 * time.Second); why == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		_, why, _ = s.WatchedPause(msgd)
+	for deadline := time.Now().Add(5 * time.Second); why != want && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		_, why, _ = w.WatchedPause(origin)
 	}
-	if why != "retry-after" {
-		t.Errorf("WatchedPause of an earlier version's message: %q; want retry-after", why)
-	}
-	// A Store that starts watching later reads the reasons from the set.
-	late := newStore(t, newClient(t, addr))
-	late.Prefix = prefix
-	waitLive(t, late)
-	if until, why, ok := late.WatchedPause(o); !ok || until.IsZero() || why != "ratelimit" {
-		t.Errorf("WatchedPause from the set: %v %q %v; want the pause for ratelimit", until, why, ok)
+	if why != want {
+		t.Errorf("WatchedPause(%s): reason %q; want %q", origin, why, want)
 	}
 }
 

@@ -428,9 +428,13 @@ func (s *Store) loadPauses(ctx context.Context, w *watch) error {
 	return nil
 }
 
+// samePause is how close the ends of two messages of one pause are: they
+// are sent by one script, and differ by how long apart they were read.
+const samePause = time.Second
+
 // apply adds to w the pause in msg ("origin remaining-µs"), for the reason
 // why ("" if unknown), received at now. A pause without a reason keeps the
-// one known for the origin's pause if that has not ended. Only the watch
+// one known for the origin's pause if it is the same pause (see samePause). Only the watch
 // goroutine writes to w.m, so that n counts its entries.
 func (s *Store) apply(ctx context.Context, w *watch, msg, why string, now time.Time) error {
 	w.purge(false)
@@ -454,14 +458,15 @@ func (s *Store) apply(ctx context.Context, w *watch, msg, why string, now time.T
 	until := now.Add(d)
 	if v, ok := w.m.Load(origin); ok {
 		p := v.(watched)
-		if why == "" && now.Before(p.until) {
+		// The same pause (one message on each channel, with its
+		// reason and without) ends within samePause of the known one.
+		same := now.Before(p.until) && until.Sub(p.until).Abs() < samePause
+		if why == "" && same {
 			why = p.why
 		}
 		if p.until.Before(until) {
 			w.m.Store(origin, watched{until: until, why: why})
-		} else if why != p.why && p.until.Sub(until) < time.Second && now.Before(p.until) {
-			// The same pause, sent with its reason: one message
-			// on each channel.
+		} else if same && why != p.why {
 			w.m.Store(origin, watched{until: p.until, why: why})
 		}
 		return nil
