@@ -41,7 +41,7 @@ type cache struct {
 	// the origins evicted, on every route (Stats.Evictions)
 	evicted atomic.Uint64
 
-	paces *pacing.Table[originKey] // the paces of evicted origins
+	turns *pacing.Turns // where a site takes its pace, and hands it back
 }
 
 type shard struct {
@@ -57,7 +57,7 @@ type shard struct {
 // newCache returns a cache of at most maxOrigins origins and maxBytes bytes
 // (beyond the state being added, when it alone is larger). Its shards hold
 // 64 to 128 origins each, so that copying one on a miss stays cheap.
-func newCache(maxOrigins int, maxBytes int64, paces *pacing.Table[originKey]) *cache {
+func newCache(maxOrigins int, maxBytes int64, turns *pacing.Turns) *cache {
 	n := 1
 	for n < 1<<14 && n*2*64 <= maxOrigins {
 		n *= 2
@@ -67,7 +67,7 @@ func newCache(maxOrigins int, maxBytes int64, paces *pacing.Table[originKey]) *c
 		shards:   make([]shard, n),
 		per:      max(maxOrigins/n, 1),
 		maxBytes: maxBytes,
-		paces:    paces,
+		turns:    turns,
 	}
 }
 
@@ -95,7 +95,8 @@ func (c *cache) add(sh *shard, k originKey, now time.Duration) (s *site, evicted
 	if s := sh.get(k); s != nil {
 		return s, 0
 	}
-	s = &site{key: k, origin: k.String(), pace: c.paces.Take(k)}
+	s = &site{key: k, origin: k.String(), c: c}
+	s.pace = c.turns.TakePace(s.origin)
 	s.used.Store(usedNew)
 	var victim *site
 	if len(sh.ring) >= c.per {
@@ -172,7 +173,7 @@ func (c *cache) evict(sh *shard, now time.Duration, keep, add *site, steps int) 
 		c.bytes.Add(-v.bytes)
 		v.bytes, v.gone = 0, true
 		c.evicted.Add(1)
-		c.paces.HandBack(v.key, v.pace, now)
+		c.turns.HandBack(v.origin, v.pace, now)
 		return v
 	}
 	return nil
@@ -266,6 +267,7 @@ type site struct {
 	cur  atomic.Pointer[state]
 	// the origin's pace, when Transport.Pacer is nil or fails
 	pace *pacing.Pace
+	c    *cache // the cache s is in, or was
 	// set by Transport.Forget, in Unix ns: the next load takes no older entry
 	// from the Store
 	forget atomic.Int64
@@ -280,6 +282,18 @@ type site struct {
 
 	bytes int64 // guarded by the shard's mu: what cur holds, as counted
 	gone  bool  // guarded by the shard's mu: evicted
+}
+
+// Origin names s's origin: see pacing.Site.
+func (s *site) Origin() string { return s.origin }
+
+// Pace returns the pace of s's origin: s's own, unless it was dropped with s
+// from the cache, and then the pace of the origin's current site.
+func (s *site) Pace() *pacing.Pace {
+	for s.pace.Dropped() {
+		s = s.c.siteOf(s.key, s.c.turns.Now())
+	}
+	return s.pace
 }
 
 // loading reports whether a load of s is in progress.

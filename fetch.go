@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/f9014239/robots/fleet"
+	"github.com/f9014239/robots/internal/pacing"
 
 	"github.com/f9014239/robots/matcher"
 )
@@ -198,12 +199,12 @@ func (l *loader) fetch(parent context.Context, origin string, rt *route, userAge
 func (l *loader) hopTurn(ctx context.Context, k originKey) (func(), error) {
 	now := l.now()
 	s := l.cache.siteOf(k, now)
-	tk, err := l.turns.waitTurn(ctx, s, l.turns.fetchAsk(s), nil, true, now, nil)
+	tk, err := l.turns.Wait(ctx, s, l.turns.FetchAsk(s), nil, now, nil)
 	if err != nil {
 		return nil, err
 	}
 	sent := l.now()
-	return func() { l.turns.release(ctx, s, tk, sent, false) }, nil
+	return func() { l.turns.Release(ctx, s, tk, sent, false) }, nil
 }
 
 // roundTrip sends req through Base, guarded (see guard), and returns Base's
@@ -316,7 +317,7 @@ func closeAfterPanic(body io.Closer) {
 func (l *loader) read(resp *http.Response, target *url.URL, now time.Time) *fetchResult {
 	r := &fetchResult{access: classify(resp.StatusCode), status: resp.StatusCode}
 	if _, has := resp.Header["Ratelimit"]; has {
-		r.rateLimit, _ = parseRateLimit(resp.Header)
+		r.rateLimit, _ = pacing.ParseRateLimit(resp.Header)
 	}
 	switch r.access {
 	case fleet.AccessSuccess:
@@ -334,7 +335,7 @@ func (l *loader) read(resp *http.Response, target *url.URL, now time.Time) *fetc
 		r.lifetime = lifetime(l.cfg.ttl, resp.Header.Values("Cache-Control")...)
 	default:
 		drain(resp.Body)
-		r.retryAfter, _ = retryAfter(resp.Header.Get("Retry-After"), now)
+		r.retryAfter, _ = pacing.RetryAfter(resp.Header.Get("Retry-After"), now)
 		r.err = fmt.Errorf("robots: fetching %s: %s", redact(target), statusText(resp))
 	}
 	return r

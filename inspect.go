@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/f9014239/robots/fleet"
+	"github.com/f9014239/robots/internal/pacing"
 
 	"github.com/f9014239/robots/matcher"
 )
@@ -89,7 +90,7 @@ func (t *Transport) CrawlDelay(ctx context.Context, u *url.URL) (time.Duration, 
 	if agent == t.cfg.agent {
 		agent = ""
 	}
-	return t.turns.interval(st, agent).stated(), nil
+	return t.loader.interval(st, agent).Stated(), nil
 }
 
 // Forget drops the cached robots.txt of u's origin, so that the next request
@@ -132,7 +133,7 @@ func (t *Transport) stateOf(ctx context.Context, u *url.URL) (*site, *state, err
 	}
 	// No MaxWait: the caller asks what robots.txt says, and sends
 	// nothing that needs a turn.
-	ctx = context.WithValue(ctx, maxWaitKey{}, time.Duration(0))
+	ctx = pacing.WithMaxWait(ctx, 0)
 	s, st, _, err := t.loader.lookup(ctx, k, u, t.now(), t.fetchAgent(nil, ua))
 	return s, st, err
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/f9014239/robots/fleet"
+	"github.com/f9014239/robots/internal/pacing"
 )
 
 // loader gets each origin's robots.txt: from the cache in memory, else by
@@ -21,12 +22,11 @@ import (
 type loader struct {
 	*logs
 	cfg   *config
-	epoch time.Time // the origin of the Transport's clock (see now)
 	cache *cache
 	stats *stats
 	// where a fetch takes its origin's turn, and a pause, like any
 	// request
-	turns *turns
+	turns *pacing.Turns
 
 	// missed, if set (only by tests, through export_test.go), is called
 	// on each miss before the load is waited for.
@@ -44,7 +44,7 @@ func (l *loader) lookup(ctx context.Context, k originKey, u *url.URL, now time.D
 			s.used.Store(usedAgain)
 		}
 		if st := s.cur.Load(); st != nil && st.fresh(now) {
-			if ctx.Value(probeKey{}) == nil {
+			if !pacing.Probing(ctx) {
 				l.stats.hit()
 			}
 			return s, st, true, nil
@@ -52,7 +52,7 @@ func (l *loader) lookup(ctx context.Context, k originKey, u *url.URL, now time.D
 	} else {
 		s, _ = l.cache.add(sh, k, now)
 	}
-	if ctx.Value(probeKey{}) == nil {
+	if !pacing.Probing(ctx) {
 		l.stats.misses.Add(1)
 	}
 	if h := l.missed; h != nil {
@@ -72,10 +72,10 @@ func (l *loader) lookup(ctx context.Context, k originKey, u *url.URL, now time.D
 }
 
 // now returns the time on the Transport's clock (see Transport.now).
-func (l *loader) now() time.Duration { return time.Since(l.epoch) }
+func (l *loader) now() time.Duration { return l.turns.Now() }
 
 // clock returns tm on the Transport's clock.
-func (l *loader) clock(tm time.Time) time.Duration { return tm.Sub(l.epoch) }
+func (l *loader) clock(tm time.Time) time.Duration { return l.turns.At(tm) }
 
 // errSiteGone is the error of Transport.wait for a site evicted before its
 // load began.
@@ -107,28 +107,29 @@ func (l *loader) wait(ctx context.Context, s *site, u *url.URL, userAgent func()
 		s.mu.Unlock()
 		return st, nil
 	}
-	lim := l.turns.limitOf(ctx, start)
+	lim := l.turns.LimitOf(ctx, start)
 	f := s.flight
 	if f == nil {
 		f = &flight{done: make(chan struct{}), waiting: make(chan struct{})}
 		s.flight = f
 		s.mu.Unlock()
-		if ctx.Done() == nil && lim.until == math.MaxInt64 {
+		if ctx.Done() == nil && lim.Until == math.MaxInt64 {
 			// This caller cannot give up: load on its goroutine.
 			l.load(ctx, s, f, userAgent())
 			return f.st, nil
 		}
-		go l.load(ctx, s, f, userAgent())
+		ua := userAgent()
+		l.turns.Go(func() { l.load(ctx, s, f, ua) })
 	} else {
 		s.mu.Unlock()
 	}
 	var waiting <-chan struct{}
 	var timeout <-chan time.Time
-	if lim.until != math.MaxInt64 {
+	if lim.Until != math.MaxInt64 {
 		waiting = f.waiting
-		if !lim.deadline {
+		if !lim.Deadline {
 			// MaxWait, before the deadline if any.
-			timer := time.NewTimer(max(lim.left(l.now())-1, 0))
+			timer := time.NewTimer(max(lim.Left(l.now())-1, 0))
 			defer timer.Stop()
 			timeout = timer.C
 		}
@@ -140,8 +141,8 @@ func (l *loader) wait(ctx context.Context, s *site, u *url.URL, userAgent func()
 		case <-waiting:
 			waiting = nil
 			sendAt := time.Unix(0, f.sendAt.Load())
-			if now := l.now(); l.clock(sendAt) >= lim.until {
-				return nil, l.turns.notYet(ctx, s, u, now, max(l.clock(sendAt)-now, time.Nanosecond), lim, ReasonRobotsTxt)
+			if now := l.now(); l.clock(sendAt) >= lim.Until {
+				return nil, l.turns.NotYet(ctx, s, u, now, max(l.clock(sendAt)-now, time.Nanosecond), lim, ReasonRobotsTxt)
 			}
 		case <-timeout:
 			select {
@@ -149,7 +150,7 @@ func (l *loader) wait(ctx context.Context, s *site, u *url.URL, userAgent func()
 				return f.st, nil
 			default:
 			}
-			return nil, l.turns.notYet(ctx, s, u, l.now(), fetchPoll, lim, ReasonRobotsTxt)
+			return nil, l.turns.NotYet(ctx, s, u, l.now(), fetchPoll, lim, ReasonRobotsTxt)
 		case <-ctx.Done():
 			return nil, fmt.Errorf("robots: waiting for %s/robots.txt: %w", s.origin, ctx.Err())
 		}
@@ -170,9 +171,15 @@ type flight struct {
 	sendAt atomic.Int64
 }
 
-// wait tells the requests waiting for f that its fetch waits for its turn,
-// until sendAt.
-func (f *flight) wait() { f.waitOnce.Do(func() { close(f.waiting) }) }
+// SendAt tells the requests waiting for f that its fetch waits for its
+// turn, until at: see pacing.Fetch.
+func (f *flight) SendAt(at time.Time) {
+	f.sendAt.Store(at.UnixNano())
+	f.waitOnce.Do(func() { close(f.waiting) })
+}
+
+// add returns a+b, or the longest Duration where that overflows.
+func add(a, b time.Duration) time.Duration { return pacing.Add(a, b) }
 
 // fetchPoll is how long after a refusal a request that found a fetch of
 // robots.txt in flight, with no known end, may try again (TurnError.RetryAt).
@@ -196,7 +203,7 @@ func (l *loader) load(ctx context.Context, s *site, f *flight, userAgent string)
 		}
 		// An unreachable robots.txt says nothing of the origin's
 		// rules: the pace knows them only from one that was read.
-		l.turns.paceOf(s).Know(st.ask.every, st.entry != nil && st.entry.Access != fleet.AccessUnreachable)
+		s.Pace().Know(st.ask.Every, st.entry != nil && st.entry.Access != fleet.AccessUnreachable)
 		l.warnCapped(ctx, s, st)
 		s.cur.Store(st)
 		l.cache.account(s, st.bytes, l.now())
@@ -245,7 +252,7 @@ func (l *loader) obtain(logCtx context.Context, s *site, f *flight, prevSt *stat
 	// The load's own context: no caller's values, no cancellation, and
 	// no MaxWait, so that the fetch and its redirects wait for their
 	// turns however far away.
-	ctx := context.WithValue(context.Background(), maxWaitKey{}, time.Duration(0))
+	ctx := pacing.WithMaxWait(context.Background(), 0)
 	prev := entryOf(prevSt)
 	store := l.cfg.store
 	if store != nil {
@@ -281,28 +288,28 @@ func (l *loader) obtain(logCtx context.Context, s *site, f *flight, prevSt *stat
 	// by the interval of the origin's latest turn in a shared Pacer; see
 	// Pacer.Reserve) and never during a pause. With no deadline, waitTurn
 	// fails only if the Pacer and the memory both fail, which they cannot.
-	a := l.turns.fetchAsk(s)
+	a := l.turns.FetchAsk(s)
 	if prev != nil && prevSt == nil {
 		// The Store's entry says what this Transport may not have
 		// seen: the crawl-delay that the fleet keeps.
-		if pa := l.compile(prev, nil).ask; pa.every > a.every {
-			a.every, a.why = pa.every, pa.why
+		if pa := l.compile(prev, nil).ask; pa.Every > a.Every {
+			a.Every, a.Why = pa.Every, pa.Why
 		}
 	}
-	tk, _ := l.turns.waitTurn(ctx, s, a, f, true, l.now(), nil)
+	tk, _ := l.turns.Wait(ctx, s, a, f, l.now(), nil)
 	sent := l.now()
 	r := l.fetch(ctx, s.origin, s.route.Load(), userAgent)
 	// The request after the fetch is spaced from its answer, not from
 	// when it left: the site sees the two at least an interval apart,
 	// however long the fetch took.
-	l.turns.release(logCtx, s, tk, add(sent, r.hopWait), r.status == 0 && r.err != nil)
+	l.turns.Release(logCtx, s, tk, add(sent, r.hopWait), r.status == 0 && r.err != nil)
 	if r.retryAfter > 0 && !l.cfg.ignoreRetryAfter {
 		// A robots.txt that asks to wait pauses its origin like a
 		// page does: the last good copy is obeyed, but no request
 		// goes out until the pause ends.
-		l.turns.pause(logCtx, s, r.retryAfter, ReasonRetryAfter)
+		l.turns.Pause(logCtx, s, r.retryAfter, ReasonRetryAfter)
 	} else if r.rateLimit > 0 {
-		l.turns.pause(logCtx, s, r.rateLimit, ReasonRateLimit)
+		l.turns.Pause(logCtx, s, r.rateLimit, ReasonRateLimit)
 	}
 	now := time.Now()
 	e := next(prev, r, now)

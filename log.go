@@ -74,3 +74,14 @@ func (t *logs) logFetch(ctx context.Context, origin string, r *fetchResult, e *f
 	}
 	l.LogAttrs(ctx, level, "robots: fetched robots.txt", attrs...)
 }
+
+// turnLog is the pacing.Logger of a Transport's records.
+type turnLog struct{ l *logs }
+
+func (t turnLog) Debugging(ctx context.Context) bool { return t.l.debugging(ctx) }
+
+func (t turnLog) Debug(ctx context.Context, msg string, attrs ...slog.Attr) {
+	t.l.debug(ctx, msg, attrs...)
+}
+
+func (t turnLog) Warn(ctx context.Context, msg string, args ...any) { t.l.log(ctx, msg, args...) }

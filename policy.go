@@ -83,46 +83,6 @@ func maxAge(cacheControl ...string) (d time.Duration, ok bool) {
 	return d, ok
 }
 
-// retryAfter returns the wait a Retry-After header value asks for, given as
-// seconds or as an HTTP date relative to now, and ok false if it is absent or
-// malformed. A date in the past is a wait of 0. A number of seconds too large
-// for a Duration (RFC 9110 §10.2.3 sets no bound on delay-seconds) is the
-// longest Duration, which any cap then shortens.
-func retryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if errors.Is(err, strconv.ErrRange) && allDigits(v) {
-		n, err = math.MaxInt64, nil
-	}
-	if err == nil {
-		if n < 0 {
-			return 0, false
-		}
-		if n > int64(1<<63-1)/int64(time.Second) {
-			n = int64(1<<63-1) / int64(time.Second)
-		}
-		return time.Duration(n) * time.Second, true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	return max(t.Sub(now), 0), true
-}
-
-// allDigits reports whether s is 1*DIGIT.
-func allDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
-}
-
 // lifetime is how long a reachable fetch result is used: ttl, shortened by
 // the max-age of the response's Cache-Control header values (see maxAge)
 // down to minTTL.

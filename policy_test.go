@@ -68,32 +68,6 @@ func TestMaxAge(t *testing.T) {
 	}
 }
 
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	cases := []struct {
-		header string
-		want   time.Duration
-		ok     bool
-	}{
-		{"", 0, false},
-		{"120", 2 * time.Minute, true},
-		{" 0 ", 0, true},
-		{"-1", 0, false},
-		{"9223372036854775808", (1<<63 - 1) / time.Second * time.Second, true}, // past int64 seconds
-		{"99999999999999999999", (1<<63 - 1) / time.Second * time.Second, true},
-		{"-9223372036854775809", 0, false},
-		{"soon", 0, false},
-		{"Thu, 02 Jan 2025 04:04:05 GMT", time.Hour, true},
-		{"Thu, 02 Jan 2025 02:04:05 GMT", 0, true}, // in the past
-	}
-	for _, c := range cases {
-		got, ok := retryAfter(c.header, now)
-		if got != c.want || ok != c.ok {
-			t.Errorf("retryAfter(%q) = %v, %v want %v, %v", c.header, got, ok, c.want, c.ok)
-		}
-	}
-}
-
 func TestLifetimeFunc(t *testing.T) {
 	cases := []struct {
 		ttl    time.Duration

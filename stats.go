@@ -59,7 +59,7 @@ type Stats struct {
 // not one instant's).
 func (t *Transport) Stats() Stats {
 	t.once.Do(t.init)
-	s := &t.stats
+	s, c := &t.stats, &t.turns.Counts
 	return Stats{
 		CacheHits:          s.hitCount.load(),
 		LoadWaits:          s.misses.Load(),
@@ -75,16 +75,16 @@ func (t *Transport) Stats() Stats {
 		FetchUnreachable:   s.fetches[fleet.AccessUnreachable].Load(),
 		StoreHits:          s.storeHits.Load(),
 		StoreErrors:        s.storeErrors.Load(),
-		NotYet:             s.notYet.Load(),
-		TurnWaits:          s.paceWaits.Load(),
-		TurnWaitTime:       time.Duration(s.paceWait.Load()),
-		Pauses:             s.pauses.Load(),
-		Backoffs:           s.backoffs.Load(),
-		InFlightWaits:      s.inFlightWaits.Load(),
-		RateLimits:         s.rateLimits.Load(),
-		DefaultPaceWaits:   s.defaultWaits.Load(),
-		SlowWaits:          s.slowWaits.Load(),
-		RequestRateWaits:   s.rateWaits.Load(),
+		NotYet:             uint64(c.NotYet.Load()),
+		TurnWaits:          uint64(c.Waits.Load()),
+		TurnWaitTime:       time.Duration(c.WaitTime.Load()),
+		Pauses:             uint64(c.Pauses.Load()),
+		Backoffs:           uint64(c.Backoffs.Load()),
+		InFlightWaits:      uint64(c.InFlightWaits.Load()),
+		RateLimits:         uint64(c.RateLimits.Load()),
+		DefaultPaceWaits:   uint64(c.DefaultWaits.Load()),
+		SlowWaits:          uint64(c.SlowWaits.Load()),
+		RequestRateWaits:   uint64(c.RequestRateWaits.Load()),
 	}
 }
 
@@ -95,10 +95,6 @@ type stats struct {
 	misses, storeHits, storeErrors                atomic.Uint64
 	refusedRule, refusedUnreachable, refusedUsage atomic.Uint64
 	fetches                                       [3]atomic.Uint64 // by Access
-	paceWaits, pauses, notYet                     atomic.Uint64
-	backoffs, inFlightWaits, rateLimits           atomic.Uint64
-	defaultWaits, slowWaits, rateWaits            atomic.Uint64
-	paceWait                                      atomic.Int64 // nanoseconds
 }
 
 // striped is a counter over cache lines: each add goes to a stripe chosen at
@@ -119,21 +115,6 @@ func (c *striped) load() uint64 {
 }
 
 func (s *stats) hit() { s.hitCount.add() }
-
-// waitedFor counts a request that waited for, or was refused for, the
-// reason why, in the counter of that reason if it has one.
-func (s *stats) waitedFor(why string) {
-	switch why {
-	case ReasonInFlight:
-		s.inFlightWaits.Add(1)
-	case ReasonDefaultPace:
-		s.defaultWaits.Add(1)
-	case ReasonSlowAnswers:
-		s.slowWaits.Add(1)
-	case ReasonRequestRate:
-		s.rateWaits.Add(1)
-	}
-}
 
 func (s *stats) fetched(a fleet.Access) {
 	if int(a) < len(s.fetches) {

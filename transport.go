@@ -15,6 +15,7 @@ import (
 
 	"github.com/f9014239/robots/fleet"
 	"github.com/f9014239/robots/internal/pacing"
+	"github.com/f9014239/robots/webbotauth"
 )
 
 // ErrDisallowed is matched by every request refused under robots.txt:
@@ -188,9 +189,10 @@ type Transport struct {
 	// TurnTimeout bounds how long a request to a paced origin holds it:
 	// one request to it is in flight at a time, and the next leaves an
 	// interval after its answer (response headers or error), or after
-	// TurnTimeout if the answer has not come by then (a Base that hangs, a
-	// killed process holding a Pacer's turn); such a hold counts as an
-	// answer that took TurnTimeout. If zero, DefaultTurnTimeout.
+	// TurnTimeout if the answer has not come by then. A request of this
+	// Transport still awaited then counts as an answer that took
+	// TurnTimeout; a hold in a Pacer whose holder is gone (a killed
+	// process) costs the site only the hold. If zero, DefaultTurnTimeout.
 	TurnTimeout time.Duration
 
 	// Backoff pauses an origin that answers 429 or 503 without a usable
@@ -231,15 +233,30 @@ type Transport struct {
 	// Transports that share it share turns.
 	Pacer fleet.Pacer
 
+	// Signer, if non-nil, signs every request the Transport sends as it
+	// leaves, with Web Bot Auth (see package webbotauth and
+	// doc/identity.md): an allowed request after its turn, each redirect
+	// hop (an http.Client calls RoundTrip per hop), each fetch of
+	// robots.txt and each of its redirect hops, each signed over its own
+	// authority and created when it is handed to Base. It signs a copy:
+	// the caller's request is not modified; a request for a host the
+	// Signer's Hosts do not list is sent as it is. A request that carries
+	// Signature, Signature-Input or Signature-Agent already is refused
+	// (webbotauth.ErrSigned), and one the Signer fails to sign
+	// (webbotauth.ErrSign, ErrRequest) too: neither is sent, and the
+	// error, returned with no response, matches those. A fetch of
+	// robots.txt that cannot be signed is not sent either: robots.txt is
+	// then unreachable and its origin refused until the fetch is retried.
+	// If nil, nothing is signed, at no cost.
+	Signer *webbotauth.Signer
+
 	once   sync.Once
-	cfg    config    // set once, from the fields above
-	epoch  time.Time // set once: the origin of the clock of t.now
-	cache  *cache    // set once
+	cfg    config // set once, from the fields above
+	cache  *cache // set once
 	stats  stats
-	logs                           // set once
-	paces  pacing.Table[originKey] // the paces of origins dropped from cache
-	turns  turns                   // set once
-	loader loader                  // set once
+	logs                // set once
+	turns  pacing.Turns // set once
+	loader loader       // set once
 	// the last User-Agent header → token derivation
 	ua atomic.Pointer[uaToken]
 	// named is set by NewTransport: Agent must name a token, even when
@@ -310,6 +327,25 @@ func NewTransport(base http.RoundTripper, agent string) *Transport {
 	return &Transport{Base: base, Agent: agent, named: true}
 }
 
+// Flush waits until the Transport has made every call it owes its Pacer and
+// Store for the requests it has answered: the release of their turns, the
+// pauses and back-offs their answers asked for (made on goroutines of
+// their own for requests under MaxWait), and the fetches of robots.txt
+// under way that a caller gave up waiting for (whose entries go to the
+// Store). A program whose Pacer or Store outlives it (shared with other
+// processes, or kept in a file) calls Flush before it exits, and before it
+// closes them: a release lost at exit leaves the origin held for
+// TurnTimeout, and a pause lost lets the next process send early. Each
+// call it waits for is bounded by 2 seconds, and a fetch by FetchTimeout.
+//
+// Flush returns ctx's error if ctx is done first, and nil at once if
+// nothing is owed. The Transport stays usable: calls owed by requests
+// answered while Flush waits may be waited for too.
+func (t *Transport) Flush(ctx context.Context) error {
+	t.once.Do(t.init)
+	return t.turns.Flush(ctx)
+}
+
 func (t *Transport) init() {
 	c := config{
 		base:         t.Base,
@@ -377,6 +413,9 @@ func (t *Transport) init() {
 	} else if tok := productToken(c.userAgent); tok != "" {
 		c.anonAgent = tok
 	}
+	if t.Signer != nil {
+		c.base = signingBase{base: c.base, signer: t.Signer}
+	}
 	if c.ttl <= 0 {
 		c.ttl = DefaultTTL
 	}
@@ -406,16 +445,23 @@ func (t *Transport) init() {
 		c.defaultDelay, c.maxAdaptive = 0, 0
 	}
 	t.cfg = c
-	t.cache = newCache(c.maxOrigins, c.maxBytes, &t.paces)
-	t.epoch = time.Now()
 	t.logs = logs{logger: c.logger}
-	t.turns = turns{logs: &t.logs, cfg: &t.cfg, epoch: t.epoch, cache: t.cache, paces: &t.paces, stats: &t.stats}
-	t.loader = loader{logs: &t.logs, cfg: &t.cfg, epoch: t.epoch, cache: t.cache, stats: &t.stats, turns: &t.turns, missed: t.missed}
+	pc := pacing.Config{
+		MinDelay: c.minDelay, MaxWait: c.maxWait, TurnTimeout: c.turnTimeout, MaxAdaptive: c.maxAdaptive,
+		IgnoreRetryAfter: c.ignoreRetryAfter, MaxRetryAfter: c.maxRetryAfter, Backoff: c.backoff,
+		Pacer: c.pacer, CallTimeout: storeTimeout, NotYet: turnError,
+	}
+	if c.logger != nil {
+		pc.Log = turnLog{&t.logs}
+	}
+	t.turns.Init(pc, time.Now())
+	t.cache = newCache(c.maxOrigins, c.maxBytes, &t.turns)
+	t.loader = loader{logs: &t.logs, cfg: &t.cfg, cache: t.cache, stats: &t.stats, turns: &t.turns, missed: t.missed}
 }
 
-// now returns the time since t.epoch. On the hot path it is cheaper than
-// time.Now, as it reads only the monotonic clock.
-func (t *Transport) now() time.Duration { return time.Since(t.epoch) }
+// now returns the time on the Transport's one clock, its pacing's (see
+// pacing.Turns.Now): on the hot path it reads only the monotonic clock.
+func (t *Transport) now() time.Duration { return t.turns.Now() }
 
 // errScheme is the error of a request whose scheme is not http or https.
 func errScheme(u *url.URL) error {
@@ -461,16 +507,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var s *site
 	var st *state
 	now := t.now()
-	var tk turn
+	var tk pacing.Ticket
 	if isRobotsTxt(req.URL) {
 		s, tk, err = t.robotsTxtSite(ctx, req.URL, req.Host, now)
 	} else {
-		var a ask
+		var a pacing.Ask
 		s, st, a, err = t.check(ctx, req.URL, req.Host, agent, t.fetchAgent(req.Header, ua), now)
-		if err == nil {
-			if !t.turns.free(s, a) {
-				tk, err = t.turns.waitTurn(ctx, s, a, nil, false, now, req.URL)
-			}
+		if err == nil && !t.turns.Free(s, a) {
+			tk, err = t.turns.Wait(ctx, s, a, nil, now, req.URL)
 		}
 	}
 	if err != nil {
@@ -483,17 +527,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	t.stats.sent.add()
 	sent := now // when the request left, for the bursts of a back-off
-	if tk.p != nil {
-		sent = max(sent, tk.t.At) // its turn: it left then, or at once
+	if tk.Taken() {
+		sent = max(sent, tk.At()) // its turn: it left then, or at once
 	}
 	resp, err := t.cfg.base.RoundTrip(req)
 	// The next request is spaced from this one's answer: the site sees
 	// them an interval apart, however long this one took to reach it.
-	if tk.p != nil {
-		t.turns.release(ctx, s, tk, sent, err != nil && ctx.Err() == nil)
+	if tk.Taken() {
+		t.turns.Release(ctx, s, tk, sent, err != nil && ctx.Err() == nil)
 	}
 	if err == nil && resp != nil {
-		t.turns.answered(ctx, s, resp.StatusCode, resp.Header, sent)
+		t.turns.Answered(ctx, s, resp.StatusCode, resp.Header, sent)
 		t.attachUsage(resp, req, st, agent) // see UsageOf
 	}
 	return resp, err
@@ -502,17 +546,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // robotsTxtSite returns the site of u with Host host, a request for
 // /robots.txt that began at now, after waiting for its turn. It does not
 // fetch robots.txt.
-func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL, host string, now time.Duration) (*site, turn, error) {
+func (t *Transport) robotsTxtSite(ctx context.Context, u *url.URL, host string, now time.Duration) (*site, pacing.Ticket, error) {
 	k, _, err := authorityOf(u, host)
 	if err != nil {
-		return nil, turn{}, err
+		return nil, pacing.Ticket{}, err
 	}
 	sh := t.cache.shard(k)
 	s := sh.get(k)
 	if s == nil {
 		s, _ = t.cache.add(sh, k, now)
 	}
-	tk, err := t.turns.waitTurn(ctx, s, t.turns.fetchAsk(s), nil, true, now, u)
+	tk, err := t.turns.Wait(ctx, s, t.turns.FetchAsk(s), nil, now, u)
 	return s, tk, err
 }
 

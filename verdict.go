@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/f9014239/robots/fleet"
+	"github.com/f9014239/robots/internal/pacing"
 
 	"github.com/f9014239/robots/matcher"
 )
@@ -67,17 +68,17 @@ func (t *Transport) checkRequest(ctx context.Context, u *url.URL, host string, h
 // authorityOf), as agent; userAgent gives the User-Agent that a fetch of
 // robots.txt sends. If u is allowed, it returns its origin's site and the
 // interval between requests to it, and the state that decided.
-func (t *Transport) check(ctx context.Context, u *url.URL, host, agent string, userAgent func() string, now time.Duration) (*site, *state, ask, error) {
+func (t *Transport) check(ctx context.Context, u *url.URL, host, agent string, userAgent func() string, now time.Duration) (*site, *state, pacing.Ask, error) {
 	k, rt, err := authorityOf(u, host)
 	if err != nil {
-		return nil, nil, ask{}, err
+		return nil, nil, pacing.Ask{}, err
 	}
 	if rt != nil {
 		t.cache.routed(k, rt, now) // so that a load fetches by the same route
 	}
 	s, st, hit, err := t.loader.lookup(ctx, k, u, now, userAgent)
 	if err != nil {
-		return nil, nil, ask{}, err
+		return nil, nil, pacing.Ask{}, err
 	}
 	if !hit {
 		now = t.now() // after the load, for the turn
@@ -89,13 +90,13 @@ func (t *Transport) check(ctx context.Context, u *url.URL, host, agent string, u
 	}
 	// A NextTurn probes: it sends nothing, so it counts and logs
 	// nothing; the request it probes for does, once.
-	probe := ctx.Value(probeKey{}) != nil
+	probe := pacing.Probing(ctx)
 	if d.allowed {
 		if st.entry.Access != fleet.AccessSuccess && !probe {
 			t.stats.noRules.add()
 		}
-		a := t.turns.interval(st, group)
-		a.now = now
+		a := t.loader.interval(st, group)
+		a.Now = now
 		return s, st, a, nil
 	}
 	switch {
@@ -115,7 +116,7 @@ func (t *Transport) check(ctx context.Context, u *url.URL, host, agent string, u
 	if !probe && t.debugging(ctx) {
 		t.debugRefused(ctx, de)
 	}
-	return nil, nil, ask{}, de
+	return nil, nil, pacing.Ask{}, de
 }
 
 // groupAgent returns agent as state.group and state.decide take it: "" for
@@ -168,7 +169,7 @@ type state struct {
 	// AccessUnreachable
 	err error
 	// the interval between requests for the Transport's own Agent
-	ask ask
+	ask pacing.Ask
 	// entry.Expires, on the Transport's clock (see Transport.now)
 	expires time.Duration
 	// when an AccessUnreachable origin becomes allowed (30-day rule), on the
@@ -207,23 +208,23 @@ func (l *loader) compile(e *fleet.Entry, robots *matcher.Robots) *state {
 		st.bytes += int64(robots.Size()) + int64(len(st.entry.Body))
 		if l.cfg.agent != "" {
 			st.group = st.robots.Group(l.cfg.agent)
-			st.ask = l.turns.delayOf(st.group)
+			st.ask = l.delayOf(st.group)
 		} else {
-			st.ask = l.turns.delayOf(st.robots.Group("*"))
+			st.ask = l.delayOf(st.robots.Group("*"))
 		}
-		if !e.FetchedAt.IsZero() && st.ask.every > 0 {
+		if !e.FetchedAt.IsZero() && st.ask.Every > 0 {
 			// A copy lasts at least two crawl-delays, so that a
 			// crawl-delay as long as its lifetime (a day, or a short
 			// max-age) still lets a page follow each fetch: otherwise
 			// each refetch would take the turn of the page after it.
-			st.expires = max(st.expires, add(l.clock(e.FetchedAt), add(st.ask.every, st.ask.every)))
+			st.expires = max(st.expires, add(l.clock(e.FetchedAt), add(st.ask.Every, st.ask.Every)))
 		}
 	case fleet.AccessUnavailable:
-		st.ask = l.turns.delayOf(nil)
+		st.ask = l.delayOf(nil)
 	default:
 		// AccessUnreachable, and any value an Access cannot have: the
 		// origin is refused whole.
-		st.ask = l.turns.delayOf(nil)
+		st.ask = l.delayOf(nil)
 		msg := e.Error
 		if msg == "" {
 			msg = "robots: robots.txt unreachable"

@@ -39,6 +39,8 @@ const (
 	envBackoff = "BOLTSTORE_TEST_BACKOFF" // Transport.Backoff.First
 	envDial    = "BOLTSTORE_TEST_DIAL"    // the address every host name is dialled at, if set
 	envFsize   = "BOLTSTORE_TEST_FSIZE"   // "1": no write may grow the file once it is open
+	envMaxWait = "BOLTSTORE_TEST_MAXWAIT" // Transport.MaxWait
+	envFlush   = "BOLTSTORE_TEST_FLUSH"   // "0": exit without Transport.Flush
 )
 
 // runChild runs the child process mode, writing what it does to standard
@@ -80,6 +82,9 @@ func runChild(mode string) int {
 	if d, err := time.ParseDuration(os.Getenv(envTurn)); err == nil {
 		tr.TurnTimeout = d
 	}
+	if d, err := time.ParseDuration(os.Getenv(envMaxWait)); err == nil {
+		tr.MaxWait = d
+	}
 	if d, err := time.ParseDuration(os.Getenv(envBackoff)); err == nil {
 		tr.Backoff = robots.Backoff{First: d, Max: time.Minute, Forgive: time.Minute}
 	}
@@ -93,6 +98,11 @@ func runChild(mode string) int {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		fmt.Printf("got %s %d\n", u, resp.StatusCode)
+	}
+	if os.Getenv(envFlush) != "0" {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		fmt.Printf("flush %v\n", tr.Flush(ctx))
+		cancel()
 	}
 	s := tr.Stats()
 	fmt.Printf("stats fetches=%d storeErrors=%d\n", s.FetchSuccess+s.FetchUnavailable+s.FetchUnreachable, s.StoreErrors)
@@ -211,6 +221,10 @@ func (s *site) serve(w http.ResponseWriter, r *http.Request) {
 		h.status = http.StatusTooManyRequests
 		w.Header().Set("Retry-After", "3")
 		w.WriteHeader(h.status)
+	case strings.HasPrefix(h.path, "/quota"):
+		h.status = http.StatusOK
+		w.Header().Set("RateLimit", `"default";r=0;t=3`)
+		w.Write([]byte("the last of the quota"))
 	case strings.HasPrefix(h.path, "/backoff"):
 		h.status = http.StatusServiceUnavailable
 		w.WriteHeader(h.status)
@@ -428,6 +442,29 @@ func TestRestartPauses(t *testing.T) {
 			t.Errorf("want robots.txt, p0, backoff1, backoff2 and q0; first child:\n%s\nsecond child:\n%s\nthe site's log:\n%s", out1, out2, describe(hits))
 		}
 	})
+}
+
+// TestExitAfterFlush: a process under MaxWait (which tells the Pacer of
+// its answers on goroutines of their own) gets "quota spent, wait 3 s",
+// calls Flush, closes its Store and exits at once; the next process on the
+// file sends no request to the site before the 3 s have passed, and finds
+// no turn of the first still held.
+func TestExitAfterFlush(t *testing.T) {
+	s := newSite(t, "User-agent: *\nDisallow: /private\n")
+	state := tempPath(t)
+	env := []string{envState + "=" + state, envMaxWait + "=1m"}
+	out1 := startChild(t, "crawl", append(env, envPages+"="+s.urls("/quota"))...).wait(t, 30*time.Second)
+	out2 := startChild(t, "crawl", append(env, envPages+"="+s.urls("/q0"))...).wait(t, 30*time.Second)
+	hits := s.log()
+	checkPolite(t, hits, func(prev hit) time.Duration {
+		if prev.path == "/quota" {
+			return 3 * time.Second
+		}
+		return 0
+	})
+	if len(hits) != 3 || !strings.Contains(out2, "got "+s.URL+"/q0 200") || t.Failed() {
+		t.Errorf("want robots.txt, quota and q0, each sent; first child:\n%s\nsecond child:\n%s\nthe site's log:\n%s", out1, out2, describe(hits))
+	}
 }
 
 // TestSecondProcess: a process that opens a file another has open fails

@@ -51,8 +51,9 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	timeout := fs.Duration("timeout", fetchTimeout, "time limit for fetching robots.txt, and for each request: for its answer, then for its body")
 	workers := fs.Int("workers", defaultWorkers, "send up to `N` requests at a time")
 	statePath := fs.String("state", stateDefault(), "keep the crawl's state in `FILE`, and resume an interrupted crawl; \"\" for none")
+	sign := addSignFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-state FILE] [-demo] [URL...]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-state FILE] [-sign-key FILE -signature-agent URL] [-demo] [URL...]\n\n"+
 			"Crawls each URL and the pages it links to on the same site, obeying its\n"+
 			"robots.txt and Crawl-delay. A site's pages wait for its turn in a queue, not\n"+
 			"in a worker: a site with a long Crawl-delay does not hold up the others.\n"+
@@ -62,6 +63,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			"usage or a state file that cannot be used.\n\n")
 		fs.PrintDefaults()
 		fmt.Fprint(fs.Output(), stateHelp)
+		fmt.Fprint(fs.Output(), signHelp)
 		fmt.Fprint(fs.Output(), crawlJSONHelp)
 	}
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
@@ -86,6 +88,11 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if *demo == (fs.NArg() > 0) {
 		fs.Usage()
+		return exitUsage
+	}
+	signer, err := sign.signer()
+	if err != nil {
+		fmt.Fprintf(stderr, "robotstxt: %v\n", err)
 		return exitUsage
 	}
 
@@ -122,6 +129,7 @@ func runCrawl(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 
 	c := newCrawler(*agent, token, *max, *workers, *timeout, stdout, stderr)
+	c.tr.Signer = signer // before the Transport's first use
 	if *asJSON {
 		c.json = json.NewEncoder(stdout)
 		c.json.SetEscapeHTML(false)

@@ -5,7 +5,8 @@
 //
 //	robotstxt check [-agent TOKEN] [-json] [-timeout D] FILE|URL|- [URL...]
 //	robotstxt lint [-json] [-all] [-timeout D] FILE|URL|-
-//	robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-state FILE] [-demo] [URL...]
+//	robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-state FILE] [-sign-key FILE -signature-agent URL] [-demo] [URL...]
+//	robotstxt keygen [-agent TOKEN] [-format pem|jwk] FILE [KEYFILE...]
 //	robotstxt version
 //	robotstxt help [COMMAND]
 //
@@ -166,6 +167,31 @@
 // end (interrupted, or only pauses beyond -timeout left: the same command
 // resumes it), 2 on bad usage or a state file that cannot be used.
 //
+// With -sign-key FILE and -signature-agent URL, crawl signs every request
+// it sends (each page, each redirect hop, each fetch of robots.txt) with Web
+// Bot Auth (draft-ietf-webbotauth-httpsig-protocol-01; see
+// [robots.Transport.Signer]): FILE holds an Ed25519 private key, as a JWK
+// or a PKCS #8 PEM block, and URL is where its key directory is published,
+// sent in Signature-Agent in the form -signature-agent-form says (url, the
+// default; origin; string). The signature covers @method, @authority,
+// @path and the Signature-Agent member, is created when the request leaves,
+// after its site's turn, and expires 5 minutes later. A request that cannot
+// be signed is not sent. A key file that holds no Ed25519 private key, a URL
+// that is not https, or one flag without the other is a usage error.
+//
+// # keygen
+//
+// Keygen generates an Ed25519 key for crawl -sign-key and writes it to FILE
+// (PKCS #8 PEM, or a JWK with -format jwk), which must not exist, readable
+// by its owner alone. On standard output it prints two lines: the key
+// directory to serve at /.well-known/http-message-signatures-directory
+// (media type application/http-message-signatures-directory+json), and the
+// crawler's Signature Agent Card (draft-meunier-webbotauth-registry-04),
+// whose product token, rfc9309-compliance, rate-control and
+// rate-expectation are those of crawl's own Transport (see
+// [robots.Transport.Card]). Key files given after FILE (the keys in use)
+// are listed in the directory before the new key, for a rotation.
+//
 // # version
 //
 // Version prints the version of the module the command was built from, from
@@ -215,7 +241,8 @@ const (
 const mainUsage = `usage:
   robotstxt check [-agent TOKEN] [-json] [-timeout D] FILE|URL|- [URL...]
   robotstxt lint [-json] [-all] [-timeout D] FILE|URL|-
-  robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-state FILE] [-demo] [URL...]
+  robotstxt crawl [-agent TOKEN] [-json] [-max N] [-timeout D] [-workers N] [-state FILE] [-sign-key FILE -signature-agent URL] [-demo] [URL...]
+  robotstxt keygen [-agent TOKEN] [-format pem|jwk] FILE [KEYFILE...]
   robotstxt version
 
 Run "robotstxt COMMAND -h" for the flags of a command.
@@ -239,6 +266,8 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return runLint(ctx, args[1:], stdin, stdout, stderr)
 	case "crawl":
 		return runCrawl(ctx, args[1:], stdout, stderr)
+	case "keygen":
+		return runKeygen(args[1:], stdout, stderr)
 	case "version":
 		return runVersion(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":

@@ -1,4 +1,4 @@
-package robots
+package pacing
 
 import (
 	"math"
@@ -77,9 +77,9 @@ func TestParseRateLimit(t *testing.T) {
 		for _, l := range c.policy {
 			h.Add("RateLimit-Policy", l)
 		}
-		got, ok := parseRateLimit(h)
+		got, ok := ParseRateLimit(h)
 		if got != c.want || ok != c.ok {
-			t.Errorf("%s: parseRateLimit(%q, policy %q) = %v, %v want %v, %v", c.name, c.limit, c.policy, got, ok, c.want, c.ok)
+			t.Errorf("%s: ParseRateLimit(%q, policy %q) = %v, %v want %v, %v", c.name, c.limit, c.policy, got, ok, c.want, c.ok)
 		}
 	}
 }
@@ -91,24 +91,43 @@ func TestParseRateLimitLarge(t *testing.T) {
 	member := `"p";r=0;t=5, `
 	big := strings.Repeat(member, 64<<10/len(member)) + `"last";r=0;t=9`
 	h := http.Header{"Ratelimit": {big}}
-	if d, ok := parseRateLimit(h); ok {
+	if d, ok := ParseRateLimit(h); ok {
 		t.Errorf("64 KiB field: %v, %v want ignored", d, ok)
 	}
-	allocs := testing.AllocsPerRun(10, func() { parseRateLimit(h) })
+	allocs := testing.AllocsPerRun(10, func() { ParseRateLimit(h) })
 	if allocs > 2 {
 		t.Errorf("64 KiB field: %v allocations, want it not parsed", allocs)
 	}
 
 	under := strings.Repeat(member, (maxRateLimitField-100)/len(member)) + `"last";r=0;t=9`
 	h = http.Header{"Ratelimit": {under}}
-	if d, ok := parseRateLimit(h); !ok || d != 9*time.Second {
+	if d, ok := ParseRateLimit(h); !ok || d != 9*time.Second {
 		t.Errorf("field under the bound: %v, %v want 9s, true", d, ok)
+	}
+
+	// The bound is exact: a field of 8 KiB is read, one a byte longer
+	// is not, on one line or on two joined by ", ".
+	last := `"last";r=0;t=9`
+	for _, lines := range [][]string{
+		{strings.Repeat(" ", maxRateLimitField-len(last)) + last},
+		{strings.Repeat(" ", maxRateLimitField-len(last)-2-(len(member)-2)) + member[:len(member)-2], last},
+	} {
+		if got := fieldLen(lines); got != maxRateLimitField {
+			t.Fatalf("fieldLen of the test's field = %d, want %d", got, maxRateLimitField)
+		}
+		if d, ok := ParseRateLimit(http.Header{"Ratelimit": lines}); !ok || d != 9*time.Second {
+			t.Errorf("a field of exactly %d bytes in %d lines: %v, %v want 9s, true", maxRateLimitField, len(lines), d, ok)
+		}
+		lines[0] = " " + lines[0]
+		if d, ok := ParseRateLimit(http.Header{"Ratelimit": lines}); ok {
+			t.Errorf("a field of %d bytes in %d lines: %v, %v want ignored", maxRateLimitField+1, len(lines), d, ok)
+		}
 	}
 
 	// A long policy field is ignored the same way; the RateLimit field
 	// still counts.
 	h = http.Header{"Ratelimit": {`"p";r=0`, `"q";r=0;t=3`}, "Ratelimit-Policy": {strings.Repeat(`"p";q=1;w=99, `, 64<<10/14) + `"p";q=1;w=99`}}
-	if d, ok := parseRateLimit(h); !ok || d != 3*time.Second {
+	if d, ok := ParseRateLimit(h); !ok || d != 3*time.Second {
 		t.Errorf("64 KiB policy: %v, %v want 3s, true", d, ok)
 	}
 
@@ -117,7 +136,7 @@ func TestParseRateLimitLarge(t *testing.T) {
 	for range 10000 {
 		h.Add("RateLimit", `"p";r=0;t=5`)
 	}
-	if d, ok := parseRateLimit(h); ok {
+	if d, ok := ParseRateLimit(h); ok {
 		t.Errorf("10000 lines: %v, %v want ignored", d, ok)
 	}
 }
@@ -132,15 +151,41 @@ func FuzzParseRateLimit(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, limit, policy string) {
 		h := http.Header{"Ratelimit": {limit}, "Ratelimit-Policy": {policy}}
-		d, ok := parseRateLimit(h)
+		d, ok := ParseRateLimit(h)
 		if d < 0 || (!ok && d != 0) {
-			t.Fatalf("parseRateLimit(%q, %q) = %v, %v", limit, policy, d, ok)
+			t.Fatalf("ParseRateLimit(%q, %q) = %v, %v", limit, policy, d, ok)
 		}
 		// A member saying the quota is spent for a second, added to the
 		// field, never shortens the wait: more policies only restrict.
 		h2 := http.Header{"Ratelimit": {limit, `"zz-extra";r=0;t=1`}, "Ratelimit-Policy": {policy}}
-		if d2, ok2 := parseRateLimit(h2); ok && ok2 && d2 < d {
+		if d2, ok2 := ParseRateLimit(h2); ok && ok2 && d2 < d {
 			t.Fatalf("an added policy shortened the wait of %q: %v < %v", limit, d2, d)
 		}
 	})
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	cases := []struct {
+		header string
+		want   time.Duration
+		ok     bool
+	}{
+		{"", 0, false},
+		{"120", 2 * time.Minute, true},
+		{" 0 ", 0, true},
+		{"-1", 0, false},
+		{"9223372036854775808", (1<<63 - 1) / time.Second * time.Second, true}, // past int64 seconds
+		{"99999999999999999999", (1<<63 - 1) / time.Second * time.Second, true},
+		{"-9223372036854775809", 0, false},
+		{"soon", 0, false},
+		{"Thu, 02 Jan 2025 04:04:05 GMT", time.Hour, true},
+		{"Thu, 02 Jan 2025 02:04:05 GMT", 0, true}, // in the past
+	}
+	for _, c := range cases {
+		got, ok := RetryAfter(c.header, now)
+		if got != c.want || ok != c.ok {
+			t.Errorf("RetryAfter(%q) = %v, %v want %v, %v", c.header, got, ok, c.want, c.ok)
+		}
+	}
 }

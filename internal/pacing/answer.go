@@ -1,21 +1,154 @@
-package robots
+package pacing
 
 import (
+	"context"
+	"errors"
 	"math"
 	"math/bits"
+	"math/rand/v2"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dunglas/httpsfv"
 )
 
+// Answered pauses s as the answer to a request sent at sent (on the Turns'
+// clock), with status and header h, asks: a 429 or 503 for as long as its
+// Retry-After asks; else, on any status, for as long as its RateLimit
+// field asks (see ParseRateLimit); else a 429 or 503 under the back-off.
+// Pauses are capped at MaxRetryAfter. A Retry-After that is absent, zero,
+// in the past, malformed or ignored is not usable; a malformed RateLimit
+// field is ignored.
+func (tn *Turns) Answered(ctx context.Context, s Site, status int, h http.Header, sent time.Duration) {
+	pushed := status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
+	if pushed && !tn.cfg.IgnoreRetryAfter {
+		if d, ok := RetryAfter(h.Get("Retry-After"), tn.Wall(tn.Now())); ok && d > 0 {
+			tn.Pause(ctx, s, d, ReasonRetryAfter)
+			return
+		}
+	}
+	if _, has := h["Ratelimit"]; has {
+		if d, ok := ParseRateLimit(h); ok && d > 0 {
+			tn.Pause(ctx, s, d, ReasonRateLimit)
+			return
+		}
+	}
+	if pushed {
+		tn.backOff(ctx, s, status, sent)
+	}
+}
+
+// backOff pauses s under the back-off, for a 429 or 503 with no usable
+// Retry-After on a request sent at sent; see fleet.Backoff.
+func (tn *Turns) backOff(ctx context.Context, s Site, status int, sent time.Duration) {
+	b := tn.cfg.Backoff
+	if b.First <= 0 {
+		return // no back-off
+	}
+	now := tn.Now()
+	p := s.Pace()
+	until, isNew := p.PushBack(now, sent, b, rand.Float64())
+	if pc := tn.cfg.Pacer; pc != nil {
+		// The fleet's back-off may be at a higher level: its pause, if
+		// longer, is kept in memory too.
+		tn.afterAnswer(ctx, func(pctx context.Context) {
+			pu, err := pc.PushBack(pctx, s.Origin(), tn.Wall(sent), b)
+			if err != nil {
+				tn.pacerFailed(ctx, s.Origin(), err)
+			} else if d := tn.At(pu); d > until {
+				p.BackedOff(tn.Now(), d, b)
+			}
+		})
+	}
+	if isNew {
+		tn.Counts.Backoffs.Add(1)
+		tn.warn(ctx, "robots: origin pushed back; backing off", "origin", s.Origin(),
+			"status", status, "pause", (until - now).Round(time.Millisecond))
+	}
+}
+
+// Pause pauses s for d, capped at MaxRetryAfter, in memory and in the
+// Pacer, for the reason why (ReasonRetryAfter or ReasonRateLimit).
+func (tn *Turns) Pause(ctx context.Context, s Site, d time.Duration, why string) {
+	if d > tn.cfg.MaxRetryAfter {
+		field := "Retry-After"
+		if why == ReasonRateLimit {
+			field = "RateLimit"
+		}
+		tn.warn(ctx, "robots: "+field+" capped at MaxRetryAfter", "origin", s.Origin(),
+			"asked", d, "kept", tn.cfg.MaxRetryAfter)
+		d = tn.cfg.MaxRetryAfter
+	}
+	if why == ReasonRateLimit {
+		tn.Counts.RateLimits.Add(1)
+	} else {
+		tn.Counts.Pauses.Add(1)
+	}
+	// The pause is kept in memory in any case, so that the requests of
+	// this process that wait for a turn see it at once.
+	now := tn.Now()
+	s.Pace().Pause(Add(now, d), why)
+	if p := tn.cfg.Pacer; p != nil {
+		// The pause must reach the fleet even when the request that
+		// met the 429 or 503 is cancelled as the response comes back.
+		until := tn.Wall(Add(now, d))
+		tn.afterAnswer(ctx, func(pctx context.Context) {
+			if err := p.Pause(pctx, s.Origin(), until, why); err != nil {
+				tn.pacerFailed(ctx, s.Origin(), err)
+			}
+		})
+	}
+}
+
+// RetryAfter returns the wait a Retry-After header value asks for, given as
+// seconds or as an HTTP date relative to now, and ok false if it is absent or
+// malformed. A date in the past is a wait of 0. A number of seconds too large
+// for a Duration (RFC 9110 §10.2.3 sets no bound on delay-seconds) is the
+// longest Duration, which any cap then shortens.
+func RetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if errors.Is(err, strconv.ErrRange) && allDigits(v) {
+		n, err = math.MaxInt64, nil
+	}
+	if err == nil {
+		if n < 0 {
+			return 0, false
+		}
+		if n > int64(1<<63-1)/int64(time.Second) {
+			n = int64(1<<63-1) / int64(time.Second)
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return max(t.Sub(now), 0), true
+}
+
+// allDigits reports whether s is 1*DIGIT.
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
 // maxRateLimitField is the longest RateLimit or RateLimit-Policy field, all
-// its lines together, that parseRateLimit reads; a longer one is ignored as
+// its lines together, that ParseRateLimit reads; a longer one is ignored as
 // malformed. A server states a few policies in a few dozen bytes each; the
 // bound keeps the parse of a hostile answer small in time and memory.
 const maxRateLimitField = 8 << 10
 
-// parseRateLimit returns the wait that the RateLimit response field of h
+// ParseRateLimit returns the wait that the RateLimit response field of h
 // asks for before the origin's next request, from the answer that carried
 // it, and ok false if the field states none. It reads the fields of
 // draft-ietf-httpapi-ratelimit-headers-11:
@@ -48,7 +181,7 @@ const maxRateLimitField = 8 << 10
 //
 // The wait is not capped here beyond the longest Duration (t may be up to
 // 10^15 seconds); the caller caps it by MaxRetryAfter.
-func parseRateLimit(h http.Header) (wait time.Duration, ok bool) {
+func ParseRateLimit(h http.Header) (wait time.Duration, ok bool) {
 	lines := h.Values("RateLimit")
 	if len(lines) == 0 || fieldLen(lines) > maxRateLimitField {
 		return 0, false
@@ -192,11 +325,12 @@ func seconds(t, n int64) time.Duration {
 	return time.Duration(q)
 }
 
-// fieldLen returns the length of a field's lines joined.
+// fieldLen returns the length of a field's lines joined as one line, with
+// ", " between them (RFC 9110 §5.3).
 func fieldLen(lines []string) int {
-	n := 0
+	n := 2 * (len(lines) - 1)
 	for _, l := range lines {
-		n += len(l) + 2
+		n += len(l)
 	}
 	return n
 }
