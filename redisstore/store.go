@@ -247,7 +247,9 @@ var errNoClient = errors.New("redisstore: Store has no client; use New")
 // not the caller's starts the Cooldown; an error reply does not, since it
 // comes back as fast as any. A failure is the caller's when its context is
 // done or its deadline has passed, whatever the error says: a client may
-// return the error of a deadline before the context says it is done.
+// return the error of a deadline before the context says it is done. Then
+// do returns once ctx says it (within Timeout), so that a caller that asks
+// ctx whose failure it was gets the same answer.
 func (s *Store) do(ctx context.Context, op string, cmd func(ctx context.Context) error) error {
 	s.once.Do(s.init)
 	if s.client == nil {
@@ -274,7 +276,22 @@ func (s *Store) do(ctx context.Context, op string, cmd func(ctx context.Context)
 		return fmt.Errorf("redisstore: %s: %w", op, err)
 	case callersFailure(ctx):
 		if ctx.Err() == nil {
-			err = fmt.Errorf("%w (%w)", context.DeadlineExceeded, err)
+			// The deadline has passed, but ctx does not say so yet
+			// (its timer has not fired): the caller, which may ask
+			// ctx whose failure this was, hears it from ctx too.
+			t := time.NewTimer(s.cfg.timeout)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		cerr := ctx.Err()
+		if cerr == nil {
+			cerr = context.DeadlineExceeded
+		}
+		if !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w (%w)", cerr, err)
 		}
 		return fmt.Errorf("redisstore: %s: %w", op, err)
 	}
