@@ -39,7 +39,7 @@ func TestLongPauseReachesFleet(t *testing.T) {
 	for i, d := range []time.Duration{48 * time.Hour, 100 * 365 * 24 * time.Hour, math.MaxInt64} {
 		origin := fmt.Sprintf("https://long%d.example", i)
 		until := time.Now().Add(d)
-		if err := a.Pause(ctx, origin, until); err != nil {
+		if err := a.Pause(ctx, origin, until, "retry-after"); err != nil {
 			t.Fatal(err)
 		}
 		// A pause ends no earlier than until, less the time between
@@ -48,7 +48,7 @@ func TestLongPauseReachesFleet(t *testing.T) {
 		if got := waitWatched(t, b, origin, DefaultWatchInterval+DefaultTimeout); got.Before(least) {
 			t.Errorf("pause of %v: the copy of another Store ends it %v early", d, until.Sub(got))
 		}
-		if got, err := c.PausedUntil(ctx, origin); err != nil || got.Before(least) {
+		if got, _, err := c.PausedUntil(ctx, origin); err != nil || got.Before(least) {
 			t.Errorf("pause of %v: PausedUntil = %v, %v; want no earlier than %v", d, got, err, until)
 		}
 		wait, ok := reserve(t, c, origin, 0, time.Hour)
@@ -259,7 +259,7 @@ func checkPauseWorks(t *testing.T, a, b *Store) {
 	ctx := context.Background()
 	waitLive(t, b)
 	until := time.Now().Add(time.Hour)
-	if err := a.Pause(ctx, "https://example.com", until); err != nil {
+	if err := a.Pause(ctx, "https://example.com", until, "retry-after"); err != nil {
 		t.Fatalf("Pause over a foreign value: %v", err)
 	}
 	wait, ok := reserve(t, b, "https://example.com", 0, 0)
@@ -271,7 +271,7 @@ func checkPauseWorks(t *testing.T, a, b *Store) {
 	late := newStore(t, newClient(t, redisAddr(t)))
 	late.Prefix = a.Prefix
 	waitLive(t, late)
-	if got, _ := late.WatchedPause("https://example.com"); got.IsZero() {
+	if got, _, _ := late.WatchedPause("https://example.com"); got.IsZero() {
 		t.Error("a Store that started watching after the pause does not see it")
 	}
 }
@@ -353,7 +353,7 @@ func TestReserveRefusedLeavesKeys(t *testing.T) {
 	if _, ok := reserve(t, s, origin, time.Hour, 0); !ok {
 		t.Fatal("first turn not taken")
 	}
-	if err := s.Pause(ctx, origin, time.Now().Add(time.Minute)); err != nil {
+	if err := s.Pause(ctx, origin, time.Now().Add(time.Minute), "retry-after"); err != nil {
 		t.Fatal(err)
 	}
 	type state struct {
@@ -427,7 +427,7 @@ func TestForeignPauseMessages(t *testing.T) {
 		t.Errorf("%d messages logged as unreadable, want %d", n, len(bad))
 	}
 	for i, v := range bad {
-		until, ok := s.WatchedPause(fmt.Sprintf("https://bad%d.example", i))
+		until, _, ok := s.WatchedPause(fmt.Sprintf("https://bad%d.example", i))
 		if !ok {
 			t.Fatalf("the copy stopped being live")
 		}

@@ -32,7 +32,7 @@ func TestOperatorFaultsHold(t *testing.T) {
 		all("CONFIG", "SET", "maxmemory", "1")
 		t.Cleanup(func() { all("CONFIG", "SET", "maxmemory", "0") })
 		checkVerdicts(t, p.client, s.URL)
-		if err := p.store.Pause(ctx, s.origin(), time.Now().Add(time.Second)); err == nil {
+		if err := p.store.Pause(ctx, s.origin(), time.Now().Add(time.Second), "retry-after"); err == nil {
 			t.Errorf("Pause on a Redis out of memory succeeded")
 		}
 		if s.fetches.Load() != 1 {

@@ -201,11 +201,11 @@ func TestPause(t *testing.T) {
 	const origin = "https://example.com"
 
 	until := time.Now().Add(2 * time.Second)
-	if err := a.Pause(ctx, origin, until); err != nil {
+	if err := a.Pause(ctx, origin, until, "retry-after"); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []time.Duration{10 * time.Millisecond, -time.Second} {
-		if err := b.Pause(ctx, origin, time.Now().Add(d)); err != nil {
+		if err := b.Pause(ctx, origin, time.Now().Add(d), "retry-after"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -238,7 +238,7 @@ func TestPause(t *testing.T) {
 
 	// A longer pause, from either Store, extends it.
 	until = time.Now().Add(5 * time.Second)
-	if err := b.Pause(ctx, origin, until); err != nil {
+	if err := b.Pause(ctx, origin, until, "retry-after"); err != nil {
 		t.Fatal(err)
 	}
 	wait, _ := reserve(t, a, origin, 0, 0)
@@ -380,7 +380,7 @@ func TestReserveCommands(t *testing.T) {
 		{"paced in a pause", "https://e.example", time.Second, forever, true},
 	} {
 		if c.pause {
-			if err := s.Pause(context.Background(), c.origin, time.Now().Add(time.Hour)); err != nil {
+			if err := s.Pause(context.Background(), c.origin, time.Now().Add(time.Hour), "retry-after"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -465,7 +465,7 @@ func TestKeysExpire(t *testing.T) {
 	ctx := context.Background()
 	const origin = "https://example.com"
 	reserve(t, s, origin, 2*time.Second, forever)
-	if err := s.Pause(ctx, origin, time.Now().Add(3*time.Second)); err != nil {
+	if err := s.Pause(ctx, origin, time.Now().Add(3*time.Second), "retry-after"); err != nil {
 		t.Fatal(err)
 	}
 	for key, want := range map[string]time.Duration{s.paceKey(origin): time.Minute, s.pauseKey(origin): 3 * time.Second} {
@@ -578,7 +578,7 @@ func TestTransportWaits(t *testing.T) {
 	// Another process paused the origin for 2s: a request with a
 	// deadline 800ms away fails at once, and is not sent.
 	until := time.Now().Add(2 * time.Second)
-	if err := other.Pause(context.Background(), s.origin(), until); err != nil {
+	if err := other.Pause(context.Background(), s.origin(), until, "retry-after"); err != nil {
 		t.Fatal(err)
 	}
 	// A pause set by another process reaches this one through its copy of

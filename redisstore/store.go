@@ -106,12 +106,14 @@ var ErrUnavailable = errors.New("redisstore: redis unavailable")
 
 // Store is a [fleet.Store], [fleet.Locker] and [fleet.Pacer] on Redis.
 // Entries are kept under Prefix+"entry:{"+origin+"}", fetch locks under
-// Prefix+"lock:{"+origin+"}", pauses under Prefix+"pause:{"+origin+"}", and
-// turns under Prefix+"pace:{"+origin+"}": the origin is the hash tag of
-// each, which puts the keys of one origin in one slot of a Redis Cluster, so
+// Prefix+"lock:{"+origin+"}", pauses under Prefix+"pause:{"+origin+"}" (their
+// reasons under Prefix+"pausewhy:{"+origin+"}"), and turns under
+// Prefix+"pace:{"+origin+"}" (with "hold:", "late:", "backoff:" and "est:"
+// keys beside it): the origin is the hash tag of each, which puts the keys of one origin in one slot of a Redis Cluster, so
 // that a script can use several of them. Prefix must hold no "{" or "}".
 // The pauses of every origin are also kept in the sorted set
-// Prefix+"pauses", and sent on the channel of that name (see WatchedPause).
+// Prefix+"pauses", with their reasons in a hash beside it, and sent on the
+// channels Prefix+"pauses" and Prefix+"pausewhy" (see WatchedPause).
 //
 // A Store's fields must not be modified after its first use. Store is safe
 // for concurrent use by multiple goroutines.
@@ -129,9 +131,9 @@ type Store struct {
 	Timeout time.Duration
 
 	// Cooldown is how long the Store leaves Redis alone after a command
-	// failed (other than by its caller's context): until it ends, every
-	// method returns an error that matches ErrUnavailable at once. If
-	// zero, DefaultCooldown is used.
+	// failed (other than by its caller's context: done, or past its
+	// deadline): until it ends, every method returns an error that
+	// matches ErrUnavailable at once. If zero, DefaultCooldown is used.
 	Cooldown time.Duration
 
 	// Retain is how long an entry stays in Redis after it expires. The
@@ -169,6 +171,8 @@ type Store struct {
 
 	watchOnce sync.Once
 	w         *watch // set once, by watcher or Close
+
+	lost lostTurns // turns that Reserves with no answer may have taken
 }
 
 var (
@@ -240,8 +244,12 @@ var errNoClient = errors.New("redisstore: Store has no client; use New")
 
 // do runs the Redis command cmd with a context bounded by Timeout, unless
 // the Store is in its Cooldown. A failure to get an answer from Redis that is
-// not the caller's (ctx is not done) starts the Cooldown; an error reply
-// does not, since it comes back as fast as any.
+// not the caller's starts the Cooldown; an error reply does not, since it
+// comes back as fast as any. A failure is the caller's when its context is
+// done or its deadline has passed, whatever the error says: a client may
+// return the error of a deadline before the context says it is done. Then
+// do returns once ctx says it (within Timeout), so that a caller that asks
+// ctx whose failure it was gets the same answer.
 func (s *Store) do(ctx context.Context, op string, cmd func(ctx context.Context) error) error {
 	s.once.Do(s.init)
 	if s.client == nil {
@@ -256,9 +264,8 @@ func (s *Store) do(ctx context.Context, op string, cmd func(ctx context.Context)
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	err := cmd(cctx)
 	cancel()
-	var reply redis.Error
 	switch {
-	case err == nil || errors.Is(err, redis.Nil) || errors.As(err, &reply):
+	case answered(err):
 		// Redis answered, if only with an error.
 		if o := s.outage.Load(); o != nil && s.outage.CompareAndSwap(o, nil) {
 			s.log(ctx, slog.LevelInfo, "redisstore: redis is back", "down_since", o.at)
@@ -267,7 +274,25 @@ func (s *Store) do(ctx context.Context, op string, cmd func(ctx context.Context)
 			return err
 		}
 		return fmt.Errorf("redisstore: %s: %w", op, err)
-	case ctx.Err() != nil:
+	case callersFailure(ctx):
+		if ctx.Err() == nil {
+			// The deadline has passed, but ctx does not say so yet
+			// (its timer has not fired): the caller, which may ask
+			// ctx whose failure this was, hears it from ctx too.
+			t := time.NewTimer(s.cfg.timeout)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		cerr := ctx.Err()
+		if cerr == nil {
+			cerr = context.DeadlineExceeded
+		}
+		if !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w (%w)", cerr, err)
+		}
 		return fmt.Errorf("redisstore: %s: %w", op, err)
 	}
 	now := time.Now()
@@ -288,6 +313,16 @@ func (s *Store) do(ctx context.Context, op string, cmd func(ctx context.Context)
 		}
 	}
 	return fmt.Errorf("redisstore: %s: %w", op, err)
+}
+
+// callersFailure reports whether a command under ctx that got no answer
+// failed by the caller's doing: ctx is done, or its deadline has passed.
+func callersFailure(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	deadline, ok := ctx.Deadline()
+	return ok && !time.Now().Before(deadline)
 }
 
 func (s *Store) log(ctx context.Context, level slog.Level, msg string, args ...any) {

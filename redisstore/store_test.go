@@ -492,7 +492,7 @@ func TestPrefixWithBrace(t *testing.T) {
 	if _, ok, err := reserveArgs(s, ctx, "https://example.com", time.Second, true, time.Second); ok || err == nil {
 		t.Errorf("Reserve with a Prefix holding a brace = %v, %v; want an error", ok, err)
 	}
-	if _, ok := s.WatchedPause("https://example.com"); ok {
+	if _, _, ok := s.WatchedPause("https://example.com"); ok {
 		t.Error("WatchedPause with a Prefix holding a brace says its copy is live")
 	}
 }

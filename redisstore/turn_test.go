@@ -129,7 +129,7 @@ func TestFleetKnownPauseHolds(t *testing.T) {
 		other := newStore(t, newClient(t, addr))
 		other.Prefix = prefix
 		until := time.Now().Add(2 * time.Second)
-		if err := other.Pause(context.Background(), s.origin(), until); err != nil {
+		if err := other.Pause(context.Background(), s.origin(), until, "retry-after"); err != nil {
 			t.Fatal(err)
 		}
 		waitWatched(t, p.store, s.origin(), DefaultWatchInterval+DefaultTimeout)

@@ -18,7 +18,7 @@ func waitLive(t testing.TB, s *Store) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, ok := s.WatchedPause("https://example.com"); ok {
+		if _, _, ok := s.WatchedPause("https://example.com"); ok {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -34,7 +34,7 @@ func waitWatched(t *testing.T, s *Store, origin string, limit time.Duration) tim
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		if until, ok := s.WatchedPause(origin); ok && !until.IsZero() {
+		if until, _, ok := s.WatchedPause(origin); ok && !until.IsZero() {
 			return until
 		}
 		if time.Now().After(deadline) {
@@ -59,7 +59,7 @@ func TestWatchPropagation(t *testing.T) {
 		origin := fmt.Sprintf("https://p%d.example", i)
 		until := time.Now().Add(10 * time.Second)
 		start := time.Now()
-		if err := a.Pause(ctx, origin, until); err != nil {
+		if err := a.Pause(ctx, origin, until, "retry-after"); err != nil {
 			t.Fatal(err)
 		}
 		got := waitWatched(t, b, origin, DefaultWatchInterval+DefaultTimeout)
@@ -67,10 +67,10 @@ func TestWatchPropagation(t *testing.T) {
 		if got.Before(until.Add(-time.Millisecond)) {
 			t.Errorf("the copy's pause of %s ends %v before the pause set", origin, until.Sub(got))
 		}
-		if _, ok := b.WatchedPause(fmt.Sprintf("https://q%d.example", i)); !ok {
+		if _, _, ok := b.WatchedPause(fmt.Sprintf("https://q%d.example", i)); !ok {
 			t.Fatal("the copy stopped being live")
 		}
-		if until, _ := b.WatchedPause(fmt.Sprintf("https://q%d.example", i)); !until.IsZero() {
+		if until, _, _ := b.WatchedPause(fmt.Sprintf("https://q%d.example", i)); !until.IsZero() {
 			t.Errorf("an origin never paused is paused in the copy until %v", until)
 		}
 	}
@@ -82,7 +82,7 @@ func TestWatchPropagation(t *testing.T) {
 	late := newStore(t, newClient(t, redisAddr(t)))
 	late.Prefix = a.Prefix
 	waitLive(t, late)
-	if until, _ := late.WatchedPause("https://p0.example"); until.IsZero() {
+	if until, _, _ := late.WatchedPause("https://p0.example"); until.IsZero() {
 		t.Error("a Store that started watching after a pause does not see it")
 	}
 }
@@ -104,7 +104,7 @@ func TestWatchReconnects(t *testing.T) {
 	}
 	// The pause may be set before b notices, while b is down, or after
 	// b is back: in each case b must see it once it is live.
-	if err := a.Pause(ctx, "https://down.example", time.Now().Add(10*time.Second)); err != nil {
+	if err := a.Pause(ctx, "https://down.example", time.Now().Add(10*time.Second), "retry-after"); err != nil {
 		t.Fatal(err)
 	}
 	// b may not have noticed the kill yet when the pause is published, so
@@ -134,7 +134,7 @@ func TestWatchSilentFailure(t *testing.T) {
 	}
 	bound := s.WatchInterval + s.Timeout
 	for {
-		if _, ok := s.WatchedPause("https://example.com"); !ok {
+		if _, _, ok := s.WatchedPause("https://example.com"); !ok {
 			break
 		}
 		if time.Since(start) > bound+spacingTolerance {
