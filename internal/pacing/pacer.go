@@ -1,6 +1,7 @@
 package pacing
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -95,7 +96,8 @@ func (tn *Turns) reserve(ctx context.Context, s Site, a Ask, lim Limit, f Fetch,
 	pctx, cancel := tn.pacerCtx(ctx, lim, now)
 	asked := now
 	r, err := p.Reserve(pctx, s.Origin(), fleet.TurnRequest{Every: a.Every, Known: a.Known, MaxWait: left - 1, Hold: hold, ID: id, MaxAdaptive: tn.cfg.MaxAdaptive})
-	cutShort := err != nil && ctx.Err() == nil && pctx.Err() != nil && lim.maxWait && !tn.pacerDown()
+	callerDone := err != nil && over(ctx)
+	cutShort := err != nil && !callerDone && over(pctx) && lim.maxWait && !tn.pacerDown()
 	cancel()
 	if err == nil {
 		tn.pacerSlowSince.Store(0)
@@ -131,9 +133,9 @@ func (tn *Turns) reserve(ctx context.Context, s Site, a Ask, lim Limit, f Fetch,
 	case err == nil:
 		wait := max(r.Wait, time.Nanosecond) // a Pacer that refuses a turn it says is now
 		return grant{}, tn.NotYet(ctx, s, u, now, wait, lim, why)
-	case ctx.Err() != nil:
+	case callerDone:
 		tn.releaseLost(ctx, s, id, hold)
-		return grant{}, fmt.Errorf("robots: waiting for the turn of %s: %w", s.Origin(), ctx.Err())
+		return grant{}, fmt.Errorf("robots: waiting for the turn of %s: %w", s.Origin(), cmp.Or(ctx.Err(), context.DeadlineExceeded))
 	case cutShort:
 		// The Pacer did not answer within MaxWait: the turn is
 		// refused, not taken in memory, which knows nothing of the
@@ -144,6 +146,17 @@ func (tn *Turns) reserve(ctx context.Context, s Site, a Ask, lim Limit, f Fetch,
 	}
 	tn.pacerFailed(ctx, s.Origin(), err)
 	return tn.reserveMemory(ctx, s, u, a, lim, tn.Now())
+}
+
+// over reports whether ctx is done or its deadline has passed: a call cut
+// short by its deadline may return before ctx says so (go-redis v9.24.0
+// does), and its failure is the caller's, not the Pacer's.
+func over(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }
 
 // reserveMemory takes s's next turn in memory, for a request that keeps a
