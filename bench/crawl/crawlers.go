@@ -159,6 +159,14 @@ func newTransport(j job) *robots.Transport {
 	t.IgnoreBackoff = j.backoff.First <= 0
 	t.DefaultDelay = j.defaultDelay
 	t.NoDefaultPace = j.defaultDelay <= 0
+	// The origins of the simulated web stand for unrelated sites, each on
+	// a server of its own, though they are named under one domain of a
+	// run (o1.r0.test, o2.r0.test) and served on one loopback address:
+	// each origin is a group of its own, and no address is capped
+	// (robots.Transport's DomainCap and AddressCap would take them for
+	// one organisation on one shared host).
+	t.GroupOf = func(string) string { return "" }
+	t.NoAddressCap = true
 	return t
 }
 
