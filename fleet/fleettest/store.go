@@ -41,13 +41,16 @@ func TestStore(t *testing.T, s Stores) {
 	}
 }
 
-// sample returns an entry with every field set, expiring at expires.
+// sample returns an entry with every field set, expiring at expires: its
+// validators (ETag, Last-Modified) too, which a Store keeps so that a
+// refresh can be conditional.
 func sample(expires time.Time) *fleet.Entry {
 	now := time.Now().Truncate(time.Millisecond)
 	return &fleet.Entry{
 		Access: fleet.AccessSuccess, Body: []byte("User-agent: *\nDisallow: /private\n"),
 		FetchedAt: now.Add(-time.Minute), Expires: expires.Truncate(time.Millisecond),
 		UnreachableSince: now.Add(-time.Second), Failures: 3, Error: "robots.txt: 503 Service Unavailable",
+		ETag: `W/"5e-1a2b"`, LastModified: "Mon, 07 Dec 2026 08:00:00 GMT",
 	}
 }
 
@@ -59,7 +62,8 @@ func equalEntry(got, want *fleet.Entry) bool {
 	}
 	return got != nil && got.Access == want.Access && bytes.Equal(got.Body, want.Body) &&
 		same(got.FetchedAt, want.FetchedAt) && same(got.Expires, want.Expires) &&
-		same(got.UnreachableSince, want.UnreachableSince) && got.Failures == want.Failures && got.Error == want.Error
+		same(got.UnreachableSince, want.UnreachableSince) && got.Failures == want.Failures && got.Error == want.Error &&
+		got.ETag == want.ETag && got.LastModified == want.LastModified
 }
 
 func get(t *testing.T, st fleet.Store, origin string) *fleet.Entry {
