@@ -96,7 +96,7 @@ func WithMaxWait(ctx context.Context, d time.Duration) context.Context {
 // NextTurn returns when a request for u, with context ctx and no User-Agent
 // header, could be sent: its origin's next turn, or now. It takes no turn and
 // sends nothing but the fetch of robots.txt a missing copy needs (as Check
-// does), and returns the error Check would. With a Pacer, it knows the turns
+// does), and returns the error Check would. It knows a Visit-time window. With a Pacer, it knows the turns
 // this Transport took, not those of the Pacer's other users.
 func (t *Transport) NextTurn(ctx context.Context, u *url.URL) (time.Time, error) {
 	t.once.Do(t.init)
@@ -112,6 +112,7 @@ func (t *Transport) NextTurn(ctx context.Context, u *url.URL) (time.Time, error)
 	}
 	ctx = pacing.Probe(ctx)
 	var s *site
+	var st *state
 	var a pacing.Ask
 	if isRobotsTxt(u) {
 		k, err := keyOf(u)
@@ -121,7 +122,7 @@ func (t *Transport) NextTurn(ctx context.Context, u *url.URL) (time.Time, error)
 		s = t.cache.siteOf(k, t.now())
 		a = t.turns.FetchAsk(s)
 	} else {
-		s, _, a, err = t.check(ctx, u, "", agent, t.fetchAgent(nil, ua), t.now())
+		s, st, a, err = t.check(ctx, u, "", agent, t.fetchAgent(nil, ua), t.now())
 		if te, ok := err.(*TurnError); ok && te.Err == nil {
 			return te.RetryAt, nil
 		}
@@ -129,7 +130,11 @@ func (t *Transport) NextTurn(ctx context.Context, u *url.URL) (time.Time, error)
 			return time.Time{}, err
 		}
 	}
-	return t.turns.Wall(t.turns.Next(s, a)), nil
+	at := t.turns.Next(s, a)
+	if w := t.visitWaitOf(st, agent); w > 0 {
+		at = max(at, t.now()+w) // a closed Visit-time window holds it
+	}
+	return t.turns.Wall(at), nil
 }
 
 // interval returns how far apart the requests to an origin decided by st

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -59,6 +60,10 @@ func TestVisitTime(t *testing.T) {
 			wantRefused(t, client, "https://example.com/private") // refusals are not held
 			if !time.Now().UTC().Equal(start) {
 				t.Errorf("a refusal waited until %v", time.Now())
+			}
+			u, _ := url.Parse("https://example.com/a")
+			if next, err := tr.NextTurn(context.Background(), u); err != nil || !next.UTC().Equal(at(start, 6, 0)) {
+				t.Errorf("NextTurn outside the window = %v, %v; want when it opens, %v", next, err, at(start, 6, 0))
 			}
 			wantAllowed(t, client, "https://example.com/a")
 			if got, want := site.last(), at(start, 6, 0); !got.Equal(want) {
